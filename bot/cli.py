@@ -1,0 +1,62 @@
+"""The `recipe-bot` command line: one click group whose subcommands live beside the stage they drive."""
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# Subcommands are imported only when called, so `recipe-bot sandbox` never pays for matplotlib
+# and a runner host never imports the control plane.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "handle": ("bot.handle", "handle_cmd"),
+    "plan": ("bot.plan.cli", "plan_cmd"),
+    "run": ("bot.runner.cli", "run_cmd"),
+    "report": ("bot.report.cli", "report_cmd"),
+    "sandbox": ("bot.sandbox.cli", "sandbox_cmd"),
+    "demo": ("bot.demo", "demo_cmd"),
+}
+
+SHORT_HELP = {
+    "handle": "Act on one GitHub event (the Actions entry point).",
+    "plan": "Show which recipes a change touches and the GPU jobs it needs.",
+    "run": "Run one planned job on this host (or through Slurm).",
+    "report": "Collect results, compare with the base branch, render and post.",
+    "sandbox": "Serve a local stand-in for GitHub's REST API.",
+    "demo": "Run the whole loop on this machine against the sandbox and the CPU engine.",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in SUBCOMMANDS:
+            return None
+        module_name, attr = SUBCOMMANDS[name]
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("bot"):
+                return _unavailable(name, f"{module_name} is not part of this build")
+            raise
+        return getattr(module, attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, SHORT_HELP.get(name, "")) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _unavailable(name: str, why: str) -> click.Command:
+    @click.command(name=name, help=SHORT_HELP.get(name))
+    def command() -> None:
+        raise click.ClickException(why)
+
+    return command
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(package_name="recipe-bot")
+def main() -> None:
+    """recipe-bot: PR commands to GPU benchmark runs, with one bilingual report."""

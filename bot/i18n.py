@@ -1,0 +1,60 @@
+"""Paired English and 简体中文 templates: every user-visible message is rendered from both."""
+from __future__ import annotations
+
+import functools
+import pathlib
+
+import jinja2
+import jinja2.meta
+
+TEMPLATES = pathlib.Path(__file__).parent / "templates"
+LANGUAGES = ("en", "zh")
+SEPARATOR = "\n\n---\n\n"
+
+
+def inline_code(value: object) -> str:
+    """Quote untrusted text as inline code that no backtick inside can break out of."""
+    text = str(value).replace("\r", " ").replace("\n", " ")
+    fence = "`"
+    while fence in text:
+        fence += "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+        autoescape=False,  # Markdown, not HTML; untrusted text goes through |code
+    )
+    env.filters["code"] = inline_code
+    return env
+
+
+def template_path(name: str, lang: str) -> str:
+    return f"{lang}/{name}.md.j2"
+
+
+def render(name: str, lang: str, **context: object) -> str:
+    return environment().get_template(template_path(name, lang)).render(**context).strip()
+
+
+def render_bilingual(name: str, **context: object) -> str:
+    """English first, then 简体中文, from the same data."""
+    return SEPARATOR.join(render(name, lang, **context) for lang in LANGUAGES)
+
+
+def template_names(lang: str = "en") -> list[str]:
+    root = TEMPLATES / lang
+    return sorted(str(p.relative_to(root))[: -len(".md.j2")] for p in root.rglob("*.md.j2"))
+
+
+def placeholders(name: str, lang: str) -> set[str]:
+    env = environment()
+    source = env.loader.get_source(env, template_path(name, lang))[0]
+    return jinja2.meta.find_undeclared_variables(env.parse(source))

@@ -1,0 +1,105 @@
+"""The planned job: what `recipe-bot plan` emits and `recipe-bot run --job F` executes (a contract)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+JOB_SCHEMA_VERSION = 1
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSpec(Strict):
+    """One engine server process. Several in one case run side by side (e.g. one per GPU)."""
+
+    name: str = "server"
+    engine: Literal["vllm", "sglang"]
+    model: str
+    served_model_name: str | None = None
+    # Engine arguments already resolved from the recipe (tp, ep, dp-attention, spec decoding...).
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    # A recipe may name its own launch script (path relative to the repository root) instead of
+    # the engine command that recipe-bot builds; it receives PORT, MODEL and the args via env.
+    launch_script: str | None = None
+    devices: list[int] | None = None  # becomes CUDA_VISIBLE_DEVICES
+    port: int | None = None  # None: the runner picks a free port
+    startup_timeout_s: float = 600.0
+    image: str | None = None  # container image; used by the Slurm backend through pyxis
+
+
+class LoadPoint(Strict):
+    """One benchmark point: a concurrency and a workload, run against an already-ready server."""
+
+    point_id: str
+    concurrency: int = Field(ge=1)
+    dataset: Literal["random", "trace"] = "random"
+    isl: int | None = Field(default=None, ge=1)
+    osl: int | None = Field(default=None, ge=1)
+    trace: str | None = None  # trace dataset name or path when dataset == "trace"
+    num_prompts: int = Field(ge=1)
+    num_warmups: int = Field(default=0, ge=0)
+    random_range_ratio: float = 0.0
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class AccuracySpec(Strict):
+    task: Literal["gsm8k"] = "gsm8k"
+    num_samples: int = Field(ge=1)
+    num_shots: int = Field(ge=0)
+    threshold: float = Field(ge=0.0, le=1.0)
+    metric: Literal["strict-match", "flexible-extract"] = "strict-match"
+    max_tokens: int = 256
+    data_path: str | None = None  # local JSONL; None: the copy shipped with recipe-bot
+
+
+class Case(Strict):
+    """One server launch: its servers, the load points it runs in order, and its accuracy gate."""
+
+    name: str
+    servers: list[ServerSpec] = Field(min_length=1)
+    points: list[LoadPoint] = Field(default_factory=list)
+    accuracy: AccuracySpec | None = None
+    # Opt-in variables (afd-plugin rule): a missing one fails the case, never skips it.
+    required_env: list[str] = Field(default_factory=list)
+    unset_env: list[str] = Field(default_factory=list)  # removed from the servers' environment
+    reset_prefix_cache_between_points: bool = True
+
+
+class SlurmSpec(Strict):
+    partition: str | None = None
+    time_limit: str = "01:00:00"
+    gres: str | None = None  # e.g. "gpu:2"
+    account: str | None = None
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class Job(Strict):
+    schema_version: int = JOB_SCHEMA_VERSION
+    job_id: str
+    kind: Literal["sweep", "e2e"]
+    recipe: str
+    recipe_fingerprint: str
+    runner_label: str
+    gpus: int = Field(default=0, ge=0)
+    cases: list[Case] = Field(min_length=1)
+    estimated_gpu_hours: float = 0.0
+    timeout_s: float = 3600.0
+    fail_fast: bool = False
+    slurm: SlurmSpec | None = None
+    # Where the job came from: filled by dispatch, carried into the result for the report.
+    repository: str | None = None
+    pr: int | None = None
+    sha: str | None = None
+    command: str | None = None
+
+    @property
+    def points(self) -> list[LoadPoint]:
+        return [point for case in self.cases for point in case.points]
+
+    @property
+    def server_launches(self) -> int:
+        return len(self.cases)

