@@ -29,6 +29,9 @@ class ServerSpec(Strict):
     port: int | None = None  # None: the runner picks a free port
     startup_timeout_s: float = 600.0
     image: str | None = None  # container image; used by the Slurm backend through pyxis
+    # False: neither polled for readiness nor the client's target; its readiness shows through another
+    # server of the case (afd-plugin polls only Attention; the FFN role is started first, not polled).
+    ready_check: bool = True
 
 
 class LoadPoint(Strict):

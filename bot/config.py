@@ -1,0 +1,204 @@
+"""The repository config `.github/recipe-bot.yaml`: strict schema, read from the default branch only."""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Protocol
+
+import yaml
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+
+from bot import commands
+
+CONFIG_PATH = ".github/recipe-bot.yaml"
+PERMISSIONS = ("none", "read", "triage", "write", "maintain", "admin")
+DEFAULT_THRESHOLDS = {"tput_per_gpu": 5.0, "ttft_p99": 10.0}
+DEFAULT_LABELS = {
+    "sweep-enabled": "/sweep --scope lowest",
+    "full-sweep": "/sweep --scope full",
+    "full-sweep-fail-fast": "/sweep --scope full --fail-fast",
+    "evals-only": "/sweep --evals-only",
+}
+LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
+TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+WORKFLOW_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.ya?ml$")
+
+Permission = Literal["none", "read", "triage", "write", "maintain", "admin"]
+
+
+class ConfigError(ValueError):
+    """One clear error: the file, the line, the field and what would be accepted."""
+
+    def __init__(self, source: str, line: int | None, field: str, message: str):
+        self.source, self.line, self.field, self.message = source, line, field, message
+        where = f"{source}:{line}" if line else source
+        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+
+def _percent(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().endswith("%"):
+        return value.strip()[:-1]
+    return value
+
+
+Percent = Annotated[float, BeforeValidator(_percent), Field(gt=0, le=1000)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _login(value: str) -> str:
+    if not LOGIN.match(value):
+        raise ValueError(f"{value!r} is not a GitHub login")
+    return value
+
+
+def _team(value: str) -> str:
+    if not TEAM.match(value):
+        raise ValueError(f"{value!r} is not a team; write it as org/team-slug")
+    return value
+
+
+def _command_name(value: str) -> str:
+    if value not in commands.REGISTRY:
+        raise ValueError(f"no command {value!r}; accepted: {', '.join(commands.REGISTRY)}")
+    return value
+
+
+def _label_command(line: str) -> str:
+    try:
+        command = commands.parse_single(line)
+    except commands.UsageError as exc:
+        raise ValueError(f"{line!r}: {exc}") from None
+    if command.name not in ("sweep", "e2e"):
+        raise ValueError(f"a label may start /sweep or /e2e, not /{command.name}")
+    return line
+
+
+Login = Annotated[str, AfterValidator(_login)]
+TeamName = Annotated[str, AfterValidator(_team)]
+CommandName = Annotated[str, AfterValidator(_command_name)]
+LabelCommand = Annotated[str, AfterValidator(_label_command)]
+
+
+class Trusted(Strict):
+    """Accounts trusted like write collaborators, whatever their repository permission."""
+
+    users: list[Login] = Field(default_factory=list)
+    teams: list[TeamName] = Field(default_factory=list)  # "org/team-slug"
+
+
+class Report(Strict):
+    """Read by the report: regression thresholds in percent per metric."""
+
+    thresholds: dict[str, Percent] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+
+    @field_validator("thresholds")
+    @classmethod
+    def _with_defaults(cls, thresholds: dict[str, float]) -> dict[str, float]:
+        return {**DEFAULT_THRESHOLDS, **thresholds}
+
+
+class RepoConfig(Strict):
+    """What a repository tells recipe-bot; every field has a safe default."""
+
+    bot_login: Login | None = None  # the login the bot's token acts as; None: ask GET /user
+    gpu_workflow: str = "gpu.yml"
+    trusted: Trusted = Field(default_factory=Trusted)
+    permissions: dict[CommandName, Permission] = Field(default_factory=dict)  # command → minimum permission
+    cooldown_seconds: int = Field(default=0, ge=0, le=7 * 24 * 3600)
+    allow_edits: bool = True  # an edited comment is read again (never to start a second run)
+    labels: dict[str, LabelCommand] = Field(default_factory=lambda: dict(DEFAULT_LABELS))
+    report: Report = Field(default_factory=Report)
+
+    @field_validator("gpu_workflow")
+    @classmethod
+    def _workflow(cls, name: str) -> str:
+        if not WORKFLOW_FILE.match(name):
+            raise ValueError(f"{name!r} is not a workflow file name such as gpu.yml")
+        return name
+
+    def min_permission(self, command: str) -> str:
+        return self.permissions.get(command, commands.REGISTRY[command].min_permission)
+
+    def label_command(self, label: str) -> commands.Command | None:
+        line = self.labels.get(label)
+        return commands.parse_single(line) if line is not None else None
+
+
+def load_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
+    """Parse and validate the config text; raises ConfigError naming the file, line and field."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(source, mark.line + 1 if mark else None, "", f"not valid YAML: {problem}") from None
+    if root is None:
+        return RepoConfig()
+    if not isinstance(root, yaml.MappingNode):
+        raise ConfigError(source, root.start_mark.line + 1, "", "the file must be a mapping of settings")
+    _reject_duplicate_keys(root, source, ())
+    data = yaml.safe_load(text)
+    try:
+        return RepoConfig.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = tuple(error["loc"])
+        field = ".".join(str(part) for part in loc if part != "[key]") or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = f"unknown key; accepted: {', '.join(_accepted_keys(loc))}"
+        raise ConfigError(source, _line_of(root, loc), field, message) from None
+
+
+def _accepted_keys(loc: tuple[Any, ...]) -> list[str]:
+    model: type[BaseModel] = RepoConfig
+    for part in loc[:-1]:
+        annotation = model.model_fields[str(part)].annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+    return list(model.model_fields)
+
+
+def _line_of(node: yaml.Node, loc: tuple[Any, ...]) -> int:
+    line = node.start_mark.line + 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == str(part):
+                    line, node = key.start_mark.line + 1, value
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _reject_duplicate_keys(node: yaml.Node, source: str, path: tuple[str, ...]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            name = str(key.value)
+            if name in seen:
+                raise ConfigError(source, key.start_mark.line + 1, ".".join((*path, name)),
+                                  "duplicate key; write each key once")
+            seen.add(name)
+            _reject_duplicate_keys(value, source, (*path, name))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _reject_duplicate_keys(item, source, (*path, str(index)))
+
+
+class ContentReader(Protocol):
+    def get_text(self, path: str, ref: str) -> str | None: ...
+
+
+def read_repo_config(client: ContentReader, default_branch: str) -> RepoConfig:
+    """The config as committed on the default branch; a PR can never change its own rules."""
+    text = client.get_text(CONFIG_PATH, ref=default_branch)
+    return RepoConfig() if text is None else load_config(text, f"{CONFIG_PATH}@{default_branch}")

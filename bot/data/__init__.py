@@ -1,0 +1,1 @@
+"""Data files shipped with recipe-bot (each folder carries its licence)."""

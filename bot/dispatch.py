@@ -1,0 +1,233 @@
+"""GPU runs: SHA-pinned workflow_dispatch, the bot's own markers (idempotency), cancel and rerun."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import urllib.parse
+from collections.abc import Iterable
+
+from bot.github import Comment, DispatchedRun, GitHubClient, Run
+from bot.trust import Approval
+
+# The GPU workflow's `run-name:` renders exactly this, so runs can be matched to a PR and a commit
+# (the REST API does not return a run's inputs). tests/test_workflows.py pins the two together.
+RUN_TITLE = "recipe-bot pr-{pr} {sha} by {requester}: {command}"
+_RUN_TITLE = re.compile(r"^recipe-bot pr-(\d+) ([0-9a-f]{40}) by (\S+): (/.*)$")
+
+# Markers sit on the first lines of the bot's own comments, before any text a user could have
+# influenced, and count only in comments the bot's login wrote.
+_MARKER = re.compile(r"^<!-- recipe-bot:(ack|reply|ok-to-test) ((?:[a-z_]+=[^\s=]+ ?)+)-->$")
+_KEY = re.compile(r"^[A-Za-z0-9._%:-]{1,200}$")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunTitle:
+    pr: int
+    sha: str
+    requester: str
+    command: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PrRun:
+    run: Run
+    title: RunTitle
+
+
+def run_title(pr: int, sha: str, requester: str, command: str) -> str:
+    return RUN_TITLE.format(pr=pr, sha=sha, requester=requester, command=command)
+
+
+def parse_run_title(title: str) -> RunTitle | None:
+    match = _RUN_TITLE.match(title or "")
+    if not match:
+        return None
+    return RunTitle(int(match.group(1)), match.group(2), match.group(3), match.group(4))
+
+
+def pr_runs(runs: Iterable[Run], pr: int) -> list[PrRun]:
+    """This PR's runs among a workflow's runs, newest first."""
+    out = []
+    for run in runs:
+        title = parse_run_title(run.display_title)
+        if title is not None and title.pr == pr:
+            out.append(PrRun(run, title))
+    return sorted(out, key=lambda r: (r.run.created_at is not None, r.run.created_at, r.run.id), reverse=True)
+
+
+def latest_for_head(runs: list[PrRun], head_sha: str) -> PrRun | None:
+    return next((r for r in runs if r.title.sha == head_sha), None)
+
+
+# -- markers and the ledger ----------------------------------------------------------------------
+
+def request_key(raw: str) -> str:
+    """A marker-safe idempotency key: a comment id, review-<id>, label-<name>, push-<sha>."""
+    key = urllib.parse.quote(raw, safe="-._:")
+    return key if _KEY.match(key) else "h-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def ack_marker(key: str, sha: str) -> str:
+    return f"<!-- recipe-bot:ack comment={key} sha={sha} -->"
+
+
+def reply_marker(key: str, body_digest: str) -> str:
+    return f"<!-- recipe-bot:reply comment={key} digest={body_digest} -->"
+
+
+def approval_marker(sha: str, by: str) -> str:
+    return f"<!-- recipe-bot:ok-to-test sha={sha} by={by} -->"
+
+
+@dataclasses.dataclass
+class Ledger:
+    """What the bot's own earlier comments on a PR say it already did."""
+
+    acks: dict[str, set[str]] = dataclasses.field(default_factory=dict)  # key → dispatched SHAs
+    replies: set[tuple[str, str]] = dataclasses.field(default_factory=set)  # (key, digest)
+    approvals: list[Approval] = dataclasses.field(default_factory=list)  # oldest first
+
+    def acked(self, key: str, sha: str | None = None) -> bool:
+        shas = self.acks.get(key, set())
+        return bool(shas) if sha is None else sha in shas
+
+    def replied(self, key: str, body_digest: str) -> bool:
+        return (key, body_digest) in self.replies
+
+
+def read_ledger(comments: Iterable[Comment], bot_login: str) -> Ledger:
+    ledger = Ledger()
+    for comment in comments:
+        if comment.user != bot_login:
+            continue  # anyone can type a marker; only the bot's own count
+        for kind, fields in _header_markers(comment.body):
+            if kind == "ack" and "comment" in fields and "sha" in fields:
+                ledger.acks.setdefault(fields["comment"], set()).add(fields["sha"])
+            elif kind == "reply" and "comment" in fields and "digest" in fields:
+                ledger.replies.add((fields["comment"], fields["digest"]))
+            elif kind == "ok-to-test" and "sha" in fields and "by" in fields:
+                ledger.approvals.append(Approval(fields["sha"], fields["by"]))
+    return ledger
+
+
+def _header_markers(body: str) -> Iterable[tuple[str, dict[str, str]]]:
+    for line in body.replace("\r\n", "\n").split("\n"):
+        match = _MARKER.match(line.strip())
+        if not match:
+            return  # the header ends at the first line that is not a marker
+        fields = dict(pair.split("=", 1) for pair in match.group(2).split())
+        yield match.group(1), fields
+
+
+# -- dispatch, cancel, rerun ---------------------------------------------------------------------
+
+class HeadMoved(Exception):
+    def __init__(self, authorized_sha: str, head_sha: str, state: str = "open"):
+        super().__init__(f"head moved from {authorized_sha} to {head_sha}")
+        self.authorized_sha, self.head_sha, self.state = authorized_sha, head_sha, state
+
+
+def dispatch_inputs(*, pr: int, sha: str, command: str, requester: str, key: str) -> dict[str, str]:
+    """The GPU workflow's inputs (all strings, as workflow_dispatch takes them)."""
+    return {"pr": str(pr), "sha": sha, "command": command, "requester": requester, "comment_id": key}
+
+
+def dispatch(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, authorized_sha: str,
+             command: str, requester: str, key: str) -> DispatchedRun:
+    """Re-read the PR head right before dispatching; refuse if it moved since authorization.
+
+    The workflow runs from the default branch (never the PR's, so a PR cannot change what runs
+    with the bot's privileges) and receives the head SHA to check out and plan from.
+    """
+    pull = client.get_pull(pr)
+    if pull.head_sha != authorized_sha or pull.closed:
+        raise HeadMoved(authorized_sha, pull.head_sha, pull.state)
+    inputs = dispatch_inputs(pr=pr, sha=authorized_sha, command=command, requester=requester, key=key)
+    return client.dispatch_workflow(workflow, ref=default_branch, inputs=inputs)
+
+
+def cancel_active(client: GitHubClient, workflow: str, pr: int, *, keep_sha: str | None = None,
+                  runs: list[PrRun] | None = None) -> list[PrRun]:
+    """Cancel the PR's queued and running runs (all, or all but those for `keep_sha`)."""
+    runs = pr_runs(client.list_workflow_runs(workflow), pr) if runs is None else runs
+    doomed = [r for r in runs if r.run.active and r.title.sha != keep_sha]
+    for r in doomed:
+        client.cancel_run(r.run.id)
+    return doomed
+
+
+def last_run_by(runs: Iterable[Run], requester: str):
+    """When `requester` last started a GPU run (any PR), for the cooldown."""
+    times = [r.created_at for r in runs
+             if r.created_at is not None and (t := parse_run_title(r.display_title)) and t.requester == requester]
+    return max(times, default=None)
+
+
+# -- the GPU workflow's side: from a plan to matrix outputs -------------------------------------
+
+def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
+    """GitHub outputs of the plan job: the canary (if any) and one matrix of the other jobs.
+
+    Each planned job is written to <jobs_dir>/<job_id>.json for `recipe-bot run --job`; the
+    matrix carries only ids and runner labels, well under the 1 MiB output limit.
+    """
+    import json
+    import pathlib
+
+    folder = pathlib.Path(jobs_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def entry(item: dict) -> dict[str, str] | None:
+        job = item.get("job")
+        job_id = str(item.get("job_id") or (job or {}).get("job_id") or "")
+        if not job_id or not re.fullmatch(r"[A-Za-z0-9._-]{1,200}", job_id):
+            return None
+        if job is not None:
+            (folder / f"{job_id}.json").write_text(json.dumps(job, indent=1) + "\n", encoding="utf-8")
+        elif not (folder / f"{job_id}.json").is_file():
+            return None  # an InferenceX row without a native job: not runnable by `recipe-bot run`
+        return {"job_id": job_id, "runner_label": str(item.get("runner_label") or ""),
+                "recipe": str(item.get("recipe") or "")}
+
+    canary = entry(plan["canary"]) if plan.get("canary") else None
+    include = []
+    for matrix in plan.get("matrices") or []:
+        for item in matrix.get("include") or []:
+            made = entry(item)
+            if made is not None and made != canary:
+                include.append(made)
+    fail_fast = any(m.get("fail_fast") for m in plan.get("matrices") or []) or \
+        bool((plan.get("filters") or {}).get("fail_fast"))
+    return {
+        "canary": json.dumps({"include": [canary]} if canary else {"include": []}),
+        "has_canary": "true" if canary else "false",
+        "matrix": json.dumps({"include": include}),
+        "jobs": str(len(include) + (1 if canary else 0)),
+        "fail_fast": "true" if fail_fast else "false",
+    }
+
+
+def _main(argv: list[str]) -> int:
+    import json
+    import sys
+
+    if len(argv) != 3 or argv[0] != "outputs":
+        print("usage: python -m bot.dispatch outputs PLAN.json JOBS_DIR  (prints GitHub outputs)",
+              file=sys.stderr)
+        return 2
+    with open(argv[1], encoding="utf-8") as handle:
+        plan = json.load(handle)
+    for name, value in actions_outputs(plan, argv[2]).items():
+        print(f"{name}={value}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(_main(sys.argv[1:]))

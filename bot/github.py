@@ -1,0 +1,352 @@
+"""The one module that talks to GitHub (through PyGithub); returns plain data, honours --dry-run."""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import json
+import os
+import sys
+import urllib.parse
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
+
+import github
+from github import Auth, GithubException
+
+from bot.events import Pull, pull_from_json
+
+ACTIVE_RUN_STATES = frozenset({"queued", "in_progress", "waiting", "requested", "pending"})
+
+
+class GitHubError(RuntimeError):
+    """A GitHub call failed; the message names the call, the status and GitHub's own message."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Comment:
+    id: int
+    user: str
+    body: str
+    created_at: dt.datetime | None
+    html_url: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    id: int
+    display_title: str
+    status: str
+    conclusion: str | None
+    created_at: dt.datetime | None
+    html_url: str
+    head_sha: str
+    event: str = ""
+    run_attempt: int = 1
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_RUN_STATES
+
+
+@dataclasses.dataclass(frozen=True)
+class RunJob:
+    id: int
+    name: str
+    status: str
+    conclusion: str | None
+    html_url: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Artifact:
+    id: int
+    name: str
+    size_in_bytes: int
+    expired: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckRun:
+    id: int
+    name: str
+    head_sha: str
+    status: str
+    conclusion: str | None
+    html_url: str
+
+
+@dataclasses.dataclass(frozen=True)
+class DispatchedRun:
+    """What workflow_dispatch returns when GitHub reports the run it created (else all None)."""
+
+    run_id: int | None = None
+    html_url: str | None = None
+
+
+def _when(value: Any) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    if isinstance(value, str) and value:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return None
+
+
+class GitHubClient:
+    """Reads go to GitHub; writes go to GitHub, or, with dry_run, become one JSON line each on `out`.
+
+    Built on PyGithub's Requester (auth, base URL, retries, error types): every method is one
+    request, or one per page of a list, so a handler's request budget is plain to see.
+    """
+
+    def __init__(self, *, base_url: str, token: str, repository: str, dry_run: bool = False,
+                 out: TextIO | None = None, timeout: int = 30):
+        self.repository = repository
+        self.base_url = base_url.rstrip("/")
+        self.dry_run = dry_run
+        self._out = out if out is not None else sys.stdout
+        self.request_count = 0
+        # One handle makes a handful of writes: PyGithub's default 1 s pause between writes
+        # would dominate its wall time, and GitHub's secondary limits are far away.
+        self._gh = github.Github(
+            base_url=self.base_url, auth=Auth.Token(token), per_page=100, timeout=timeout,
+            seconds_between_requests=None, seconds_between_writes=None, lazy=True,
+            retry=github.GithubRetry(total=3),
+        )
+        self._requester = self._gh.requester
+        self._repo_path = "/repos/" + "/".join(urllib.parse.quote(p, safe="") for p in repository.split("/"))
+
+    @classmethod
+    def from_env(cls, *, dry_run: bool = False, out: TextIO | None = None,
+                 environ: dict[str, str] | None = None) -> GitHubClient:
+        """Configured like any Actions step: GITHUB_API_URL, GITHUB_TOKEN, GITHUB_REPOSITORY."""
+        env = os.environ if environ is None else environ
+        missing = [name for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY") if not env.get(name)]
+        if missing:
+            raise GitHubError(f"{' and '.join(missing)} must be set (as GitHub Actions sets them)")
+        repository = env["GITHUB_REPOSITORY"]
+        if repository.count("/") != 1:
+            raise GitHubError(f"GITHUB_REPOSITORY={repository!r} is not owner/name")
+        return cls(base_url=env.get("GITHUB_API_URL") or "https://api.github.com",
+                   token=env["GITHUB_TOKEN"], repository=repository, dry_run=dry_run, out=out)
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        if path.startswith(("https://", "http://")):  # a Link header's next page
+            return path
+        return self.base_url + (path if path.startswith("/") else f"{self._repo_path}/{path}")
+
+    def _call(self, verb: str, path: str, *, params: dict[str, Any] | None = None,
+              body: Any = None) -> tuple[dict[str, Any], Any]:
+        self.request_count += 1
+        try:
+            return self._requester.requestJsonAndCheck(verb, self._url(path), parameters=params, input=body)
+        except GithubException as exc:
+            message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
+            error = GitHubError(f"{verb} {path}: HTTP {exc.status}: {message}")
+            error.status = exc.status  # type: ignore[attr-defined]
+            raise error from None
+
+    def _pages(self, path: str, params: dict[str, Any] | None = None, *, key: str | None = None,
+               max_pages: int = 10) -> Iterator[dict[str, Any]]:
+        params = {"per_page": 100, **(params or {})}
+        url: str | None = path
+        for _ in range(max_pages):
+            if url is None:
+                return
+            headers, data = self._call("GET", url, params=params)
+            yield from (data.get(key, []) if key else data) or []
+            url, params = _next_link(headers.get("link", "")), None
+
+    def _write(self, action: dict[str, Any], perform: Callable[[], Any]) -> Any:
+        if self.dry_run:
+            self._out.write(json.dumps(action, ensure_ascii=False, sort_keys=True) + "\n")
+            self._out.flush()
+            return None
+        return perform()
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def authenticated_login(self) -> str:
+        return self._call("GET", "/user")[1]["login"]
+
+    def get_text(self, path: str, ref: str) -> str | None:
+        """A file's text at `ref`, or None when it does not exist there."""
+        try:
+            _, data = self._call("GET", f"contents/{urllib.parse.quote(path)}", params={"ref": ref})
+        except GitHubError as exc:
+            if getattr(exc, "status", None) == 404:
+                return None
+            raise
+        if not isinstance(data, dict) or data.get("type") != "file":
+            return None
+        return base64.b64decode(data.get("content") or "").decode("utf-8")
+
+    def get_pull(self, number: int) -> Pull:
+        return pull_from_json(self._call("GET", f"pulls/{number}")[1])
+
+    def get_pull_json(self, number: int) -> dict[str, Any]:
+        return self._call("GET", f"pulls/{number}")[1]
+
+    def permission(self, login: str) -> str:
+        """The login's role on the repository (admin, maintain, write, triage, read, none)."""
+        try:
+            _, data = self._call("GET", f"collaborators/{urllib.parse.quote(login, safe='')}/permission")
+        except GitHubError as exc:
+            if getattr(exc, "status", None) == 404:  # not a collaborator
+                return "none"
+            raise
+        role = data.get("role_name")
+        standard = {"admin", "maintain", "write", "triage", "read"}
+        return role if role in standard else data.get("permission") or "none"
+
+    def is_team_member(self, team: str, login: str) -> bool:
+        org, slug = team.split("/", 1)
+        try:
+            _, data = self._call("GET", f"/orgs/{org}/teams/{slug}/memberships/{urllib.parse.quote(login)}")
+        except GitHubError as exc:
+            if getattr(exc, "status", None) == 404:
+                return False
+            raise
+        return data.get("state") == "active"
+
+    def list_issue_comments(self, number: int) -> list[Comment]:
+        return [_comment(c) for c in self._pages(f"issues/{number}/comments")]
+
+    def list_workflow_runs(self, workflow: str, *, event: str | None = "workflow_dispatch",
+                           pages: int = 1) -> list[Run]:
+        """The workflow's runs, newest first (one page of 100 unless asked for more)."""
+        params = {"event": event} if event else {}
+        return [_run(r) for r in self._pages(f"actions/workflows/{urllib.parse.quote(workflow)}/runs",
+                                             params, key="workflow_runs", max_pages=pages)]
+
+    def get_run(self, run_id: int) -> Run:
+        return _run(self._call("GET", f"actions/runs/{run_id}")[1])
+
+    def list_run_jobs(self, run_id: int) -> list[RunJob]:
+        return [RunJob(j["id"], j["name"], j["status"], j.get("conclusion"), j.get("html_url") or "")
+                for j in self._pages(f"actions/runs/{run_id}/jobs", key="jobs")]
+
+    def list_run_artifacts(self, run_id: int) -> list[Artifact]:
+        return [Artifact(a["id"], a["name"], a.get("size_in_bytes", 0), bool(a.get("expired")))
+                for a in self._pages(f"actions/runs/{run_id}/artifacts", key="artifacts")]
+
+    def download_artifact(self, artifact_id: int) -> bytes:
+        """The artifact's zip archive (GitHub answers with a redirect to storage; it is followed)."""
+        self.request_count += 1
+        try:
+            _, _, chunks = self._requester.getStream(
+                self._url(f"actions/artifacts/{artifact_id}/zip"), chunk_size=1 << 16)
+            return b"".join(chunks)
+        except GithubException as exc:
+            raise GitHubError(f"GET artifact {artifact_id}: HTTP {exc.status}") from None
+        except Exception as exc:  # requests' HTTPError from the storage redirect
+            raise GitHubError(f"GET artifact {artifact_id}: {exc}") from None
+
+    def list_check_runs(self, ref: str, name: str | None = None) -> list[CheckRun]:
+        params = {"check_name": name} if name else {}
+        return [_check(c) for c in self._pages(f"commits/{ref}/check-runs", params, key="check_runs")]
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def create_comment(self, number: int, body: str) -> int | None:
+        return self._write({"action": "comment", "op": "create", "pr": number, "body": body},
+                           lambda: self._call("POST", f"issues/{number}/comments", body={"body": body})[1]["id"])
+
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        self._write({"action": "comment", "op": "edit", "comment_id": comment_id, "body": body},
+                    lambda: self._call("PATCH", f"issues/comments/{comment_id}", body={"body": body}))
+
+    def react(self, comment_id: int, content: str) -> None:
+        self._write({"action": "react", "comment_id": comment_id, "content": content},
+                    lambda: self._call("POST", f"issues/comments/{comment_id}/reactions",
+                                       body={"content": content}))
+
+    def add_labels(self, number: int, labels: list[str]) -> None:
+        self._write({"action": "label", "op": "add", "pr": number, "labels": labels},
+                    lambda: self._call("POST", f"issues/{number}/labels", body={"labels": labels}))
+
+    def remove_label(self, number: int, label: str) -> None:
+        self._write({"action": "label", "op": "remove", "pr": number, "label": label},
+                    lambda: self._call("DELETE", f"issues/{number}/labels/{urllib.parse.quote(label, safe='')}"))
+
+    def create_status(self, sha: str, *, state: str, context: str, description: str = "",
+                      target_url: str | None = None) -> None:
+        body = {"state": state, "context": context, "description": description[:140]}
+        if target_url:
+            body["target_url"] = target_url
+        self._write({"action": "status", "sha": sha, **body},
+                    lambda: self._call("POST", f"statuses/{sha}", body=body))
+
+    def create_check_run(self, *, name: str, head_sha: str, status: str = "completed",
+                         conclusion: str | None = None, title: str = "", summary: str = "",
+                         text: str | None = None, details_url: str | None = None) -> int | None:
+        body = _check_body(name=name, head_sha=head_sha, status=status, conclusion=conclusion,
+                           title=title, summary=summary, text=text, details_url=details_url)
+        return self._write({"action": "check", "op": "create", **body},
+                           lambda: self._call("POST", "check-runs", body=body)[1]["id"])
+
+    def update_check_run(self, check_run_id: int, *, status: str | None = None,
+                         conclusion: str | None = None, title: str = "", summary: str = "",
+                         text: str | None = None, details_url: str | None = None) -> None:
+        body = _check_body(status=status, conclusion=conclusion, title=title, summary=summary,
+                           text=text, details_url=details_url)
+        self._write({"action": "check", "op": "update", "check_run_id": check_run_id, **body},
+                    lambda: self._call("PATCH", f"check-runs/{check_run_id}", body=body))
+
+    def dispatch_workflow(self, workflow: str, *, ref: str, inputs: dict[str, str]) -> DispatchedRun:
+        body = {"ref": ref, "inputs": inputs, "return_run_details": True}
+        result = self._write(
+            {"action": "dispatch", "workflow": workflow, "ref": ref, "inputs": inputs},
+            lambda: self._call("POST", f"actions/workflows/{urllib.parse.quote(workflow)}/dispatches",
+                               body=body)[1])
+        if isinstance(result, dict):  # 200 with run details; 204 (older servers) gives nothing
+            return DispatchedRun(result.get("workflow_run_id"), result.get("html_url"))
+        return DispatchedRun()
+
+    def cancel_run(self, run_id: int) -> None:
+        self._write({"action": "cancel", "run_id": run_id},
+                    lambda: self._call("POST", f"actions/runs/{run_id}/cancel"))
+
+    def rerun_failed_jobs(self, run_id: int) -> None:
+        self._write({"action": "rerun", "run_id": run_id, "failed_only": True},
+                    lambda: self._call("POST", f"actions/runs/{run_id}/rerun-failed-jobs"))
+
+
+def _next_link(link: str) -> str | None:
+    for part in link.split(","):
+        section = part.split(";")
+        if len(section) >= 2 and 'rel="next"' in section[1]:
+            return section[0].strip().strip("<>")
+    return None
+
+
+def _comment(data: dict[str, Any]) -> Comment:
+    user = data.get("user") or {}
+    return Comment(data["id"], user.get("login", ""), data.get("body") or "",
+                   _when(data.get("created_at")), data.get("html_url") or "")
+
+
+def _run(data: dict[str, Any]) -> Run:
+    return Run(id=data["id"], display_title=data.get("display_title") or "", status=data.get("status") or "",
+               conclusion=data.get("conclusion"), created_at=_when(data.get("created_at")),
+               html_url=data.get("html_url") or "", head_sha=data.get("head_sha") or "",
+               event=data.get("event") or "", run_attempt=data.get("run_attempt") or 1)
+
+
+def _check(data: dict[str, Any]) -> CheckRun:
+    return CheckRun(data["id"], data["name"], data["head_sha"], data["status"], data.get("conclusion"),
+                    data.get("html_url") or "")
+
+
+def _check_body(**fields: Any) -> dict[str, Any]:
+    body = {k: v for k, v in fields.items()
+            if v is not None and k in ("name", "head_sha", "status", "conclusion", "details_url")}
+    if fields.get("title") or fields.get("summary"):
+        output = {"title": fields.get("title") or fields.get("name") or "recipe-bot",
+                  "summary": fields.get("summary") or ""}
+        if fields.get("text"):
+            output["text"] = fields["text"]
+        body["output"] = output
+    return body

@@ -1,0 +1,447 @@
+"""`recipe-bot handle`: one GitHub event in, decisions made, GPU runs dispatched, one reply out."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from bot import commands, dispatch, i18n, trust
+from bot.commands import Command, CommandError
+from bot.config import ConfigError, RepoConfig, read_repo_config
+from bot.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
+from bot.github import GitHubClient, GitHubError
+from bot.trust import Actor, Approval, Decision, Permission
+
+FALLBACK_BOT_LOGIN = "github-actions[bot]"  # what GITHUB_TOKEN acts as; it may not call GET /user
+
+
+@dataclasses.dataclass
+class Reply:
+    """One bilingual comment: marker header, then every section in English, then in Chinese."""
+
+    markers: list[str] = dataclasses.field(default_factory=list)
+    sections: list[tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    dispatched: bool = False
+    refused: bool = False
+
+    def add(self, template: str, **context: Any) -> None:
+        self.sections.append((f"control/{template}", context))
+
+    def refuse(self, code: str, **context: Any) -> None:
+        self.refused = True
+        self.add(f"refused-{code}", **context)
+
+    def render(self) -> str:
+        languages = ["\n\n".join(i18n.render(name, lang, **ctx) for name, ctx in self.sections)
+                     for lang in i18n.LANGUAGES]
+        return "\n".join(self.markers) + "\n" + i18n.SEPARATOR.join(languages).strip() + "\n"
+
+    @property
+    def reaction(self) -> str:
+        return "rocket" if self.dispatched else "confused" if self.refused else "+1"
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one handle did, for the log line and for tests that call handle_event directly."""
+
+    log: list[str] = dataclasses.field(default_factory=list)
+    dispatched: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    failed: str | None = None
+
+
+class Handler:
+    """The context of one event: the client, the config, the bot's login, the clock."""
+
+    def __init__(self, client: GitHubClient, default_branch: str, now: dt.datetime):
+        self.client, self.default_branch, self.now = client, default_branch, now
+        self.outcome = Outcome()
+        self.config: RepoConfig = RepoConfig()
+        self._permissions: dict[str, Permission] = {}
+        self._author_trusted: dict[str, bool] = {}
+        self._runs: list[dispatch.PrRun] | None = None
+        self._all_runs: list | None = None
+
+    def log(self, message: str) -> None:
+        self.outcome.log.append(message)
+
+    # -- lazy reads: each is asked for only when a decision needs it -------------------------
+
+    def load_config(self) -> ConfigError | None:
+        try:
+            self.config = read_repo_config(self.client, self.default_branch)
+        except ConfigError as exc:
+            self.outcome.failed = str(exc)
+            return exc
+        return None
+
+    def bot_login(self) -> str:
+        if self.config.bot_login:
+            return self.config.bot_login
+        try:
+            return self.client.authenticated_login()
+        except GitHubError:  # an installation token or GITHUB_TOKEN may not read /user
+            return FALLBACK_BOT_LOGIN
+
+    def permission(self, login: str) -> Permission:
+        if login not in self._permissions:
+            self._permissions[login] = Permission.parse(self.client.permission(login))
+        return self._permissions[login]
+
+    def actor(self, login: str, *, needed: Permission) -> Actor:
+        permission = self.permission(login)
+        listed = login in self.config.trusted.users
+        if not listed and permission < needed:
+            listed = any(self.client.is_team_member(team, login) for team in self.config.trusted.teams)
+        return Actor(login, permission, listed)
+
+    def approval_needed(self, pull: Pull, actor: Actor) -> bool:
+        """Fork PRs always; same-repo PRs when their author is not trusted (asked only then)."""
+        if pull.fork:
+            return True
+        if pull.author == actor.login:
+            return not actor.trusted
+        if pull.author not in self._author_trusted:
+            self._author_trusted[pull.author] = self.actor(pull.author, needed=Permission.WRITE).trusted
+        return not self._author_trusted[pull.author]
+
+    def all_runs(self) -> list:
+        if self._all_runs is None:
+            self._all_runs = self.client.list_workflow_runs(self.config.gpu_workflow)
+        return self._all_runs
+
+    def pr_runs(self, pr: int) -> list[dispatch.PrRun]:
+        return dispatch.pr_runs(self.all_runs(), pr)
+
+    # -- the pieces every path shares --------------------------------------------------------
+
+    def min_permission(self, command: str) -> Permission:
+        return Permission.parse(self.config.min_permission(command))
+
+    def decide(self, command: Command, actor: Actor, pull: Pull, approvals: list[Approval]) -> Decision:
+        needed = self.min_permission(command.name)
+        failed_only = command.name == "rerun" and command.failed
+        gpu = command.spec.starts_gpu_work
+        author_ok = not self.approval_needed(pull, actor) if gpu and not failed_only else True
+        args = dict(actor=actor, pull=pull, author_trusted=author_ok, approvals=approvals,
+                    min_permission=needed, failed_only=failed_only)
+        decision = trust.decide(command.name, **args)
+        if decision.allowed and gpu and not failed_only and not trust.cooldown_exempt(decision) \
+                and self.config.cooldown_seconds:
+            last = dispatch.last_run_by(self.all_runs(), actor.login)
+            decision = trust.decide(command.name, **args, cooldown_s=self.config.cooldown_seconds,
+                                    last_run_at=last, now=self.now)
+        return decision
+
+    def start_run(self, reply: Reply, *, pull: Pull, command_line: str, requester: str, key: str,
+                  approval_needed: bool, label: str | None = None) -> None:
+        try:
+            run = dispatch.dispatch(self.client, workflow=self.config.gpu_workflow,
+                                    default_branch=self.default_branch, pr=pull.number,
+                                    authorized_sha=pull.head_sha, command=command_line,
+                                    requester=requester, key=key)
+        except dispatch.HeadMoved as moved:
+            self.log(f"refused {command_line}: {moved}")
+            reply.refuse("head-moved", command=command_line, authorized_sha=moved.authorized_sha,
+                         head_sha=moved.head_sha, state=moved.state, approval_needed=approval_needed)
+            return
+        reply.dispatched = True
+        reply.markers.append(dispatch.ack_marker(key, pull.head_sha))
+        self.outcome.dispatched.append(dispatch.dispatch_inputs(
+            pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key))
+        self.log(f"dispatched {self.config.gpu_workflow} for PR #{pull.number} at {pull.head_sha}: {command_line}")
+        reply.add("dispatched", command=command_line, sha=pull.head_sha, requester=requester,
+                  run_url=run.html_url, workflow=self.config.gpu_workflow, pr=pull.number, label=label,
+                  approval_needed=approval_needed)
+
+    def refusal(self, reply: Reply, command_line: str, decision: Decision, *, login: str, pull: Pull) -> None:
+        self.log(f"refused {command_line} for {login}: {decision.reason}")
+        context = {"command": command_line, **decision.detail}
+        if decision.reason == "permission":
+            context.update(login=login, is_author=login == pull.author, head_sha=pull.head_sha)
+        elif decision.reason == "cooldown":
+            context.update(login=login)
+        reply.refuse(decision.reason, **context)
+
+    def post(self, number: int, reply: Reply, comment_id: int | None = None) -> None:
+        if comment_id is not None:
+            self.client.react(comment_id, reply.reaction)
+        self.client.create_comment(number, reply.render())
+
+
+# -- comments ------------------------------------------------------------------------------------
+
+def handle_comment(h: Handler, event: CommentEvent) -> None:
+    parsed = commands.parse_comment(event.body)
+    if parsed.empty:
+        h.log("no command in the comment")
+        return
+    if error := h.load_config():
+        _reply_config_error(h, event.number, event.key, event.body, error)
+        return
+    bot = h.bot_login()
+    if bot in (event.author, event.sender):
+        h.log("the bot's own comment")
+        return
+    if event.edited and not h.config.allow_edits:
+        h.log("edited comments are not read (allow_edits: false)")
+        return
+    ledger = dispatch.read_ledger(h.client.list_issue_comments(event.number), bot)
+    body_digest = dispatch.digest(event.body)
+    reply = Reply(markers=[dispatch.reply_marker(event.key, body_digest)])
+    if ledger.replied(event.key, body_digest):
+        h.log(f"comment {event.key} was already handled")
+        return
+    if ledger.acked(event.key):
+        # An edit of a comment that started a run: say so once, never start a second run.
+        h.log(f"comment {event.key} already started a run; the edit starts nothing")
+        reply.add("already-started", sha=sorted(ledger.acks[event.key])[0])
+        h.post(event.number, reply)
+        return
+    if not event.on_pull:
+        first = (parsed.commands[0].normalized() if parsed.commands else parsed.errors[0].text)
+        reply.refuse("not-a-pull", command=first)
+        h.post(event.number, reply, event.comment_id)
+        return
+    for error in parsed.errors:
+        _error_section(reply, error)
+    if parsed.commands:
+        pull = event.pull or h.client.get_pull(event.number)
+        _run_commands(h, event, parsed.commands, pull, ledger, reply)
+    h.post(event.number, reply, event.comment_id)
+
+
+def _run_commands(h: Handler, event: CommentEvent, parsed: tuple[Command, ...], pull: Pull,
+                  ledger: dispatch.Ledger, reply: Reply) -> None:
+    approvals = list(ledger.approvals)
+    gpu_started = False
+    for command in commands.ordered(parsed):
+        line = command.normalized()
+        needed = h.min_permission(command.name)
+        actor = h.actor(event.sender, needed=needed) if needed > Permission.NONE or \
+            command.spec.starts_gpu_work else Actor(event.sender, Permission.NONE)
+        if command.spec.starts_gpu_work and gpu_started:
+            reply.refuse("one-gpu-command", command=line)
+            continue
+        decision = h.decide(command, actor, pull, approvals)
+        if not decision.allowed:
+            h.refusal(reply, line, decision, login=event.sender, pull=pull)
+            continue
+        action = ACTIONS[command.name]
+        gpu_started |= action(h, reply, command, actor, pull, approvals, event.key)
+
+
+def _error_section(reply: Reply, error: CommandError) -> None:
+    reply.refused = True
+    if error.usage is None:
+        reply.add("unknown", text=error.text, suggestion=error.suggestion)
+    else:
+        reply.add("usage", text=error.text, message=error.message, usage=error.usage, verb=error.name)
+
+
+def _gpu(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
+         approvals: list[Approval], key: str) -> bool:
+    line = command.normalized()
+    if command.name == "rerun" and command.failed:
+        return _rerun_failed(h, reply, line, actor, pull)
+    if command.name == "rerun":
+        previous = next(iter(h.pr_runs(pull.number)), None)
+        if previous is None:
+            reply.refuse("no-previous", command=line)
+            return False
+        line = previous.title.command
+    h.start_run(reply, pull=pull, command_line=line, requester=actor.login, key=key,
+                approval_needed=h.approval_needed(pull, actor))
+    return reply.dispatched
+
+
+def _rerun_failed(h: Handler, reply: Reply, line: str, actor: Actor, pull: Pull) -> bool:
+    latest = dispatch.latest_for_head(h.pr_runs(pull.number), pull.head_sha)
+    if latest is None:
+        reply.refuse("no-run", command=line, head_sha=pull.head_sha)
+    elif latest.run.active:
+        reply.refuse("run-active", command=line, run_url=latest.run.html_url)
+    elif latest.run.conclusion in ("success", "skipped", "neutral"):
+        reply.refused = False
+        reply.add("refused-nothing-failed", command=line, run_url=latest.run.html_url)
+    else:
+        h.client.rerun_failed_jobs(latest.run.id)
+        h.log(f"rerun failed jobs of run {latest.run.id}")
+        reply.add("rerun", run_url=latest.run.html_url, sha=pull.head_sha, requester=actor.login)
+    return False
+
+
+def _cancel(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
+            approvals: list[Approval], key: str) -> bool:
+    cancelled = dispatch.cancel_active(h.client, h.config.gpu_workflow, pull.number,
+                                       runs=h.pr_runs(pull.number))
+    h.log(f"cancelled {len(cancelled)} run(s)")
+    reply.add("cancelled", runs=_run_rows(cancelled), reason="cancel")
+    return False
+
+
+def _ok_to_test(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
+                approvals: list[Approval], key: str) -> bool:
+    check = trust.check_ok_to_test(command.sha_prefix or "", pull)
+    if not check.allowed:
+        h.refusal(reply, command.normalized(), check, login=actor.login, pull=pull)
+        return False
+    approvals.append(Approval(pull.head_sha, actor.login))
+    reply.markers.append(dispatch.approval_marker(pull.head_sha, actor.login))
+    h.log(f"{actor.login} approved {pull.head_sha}")
+    reply.add("approved", sha=pull.head_sha, by=actor.login)
+    return False
+
+
+def _status(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
+            approvals: list[Approval], key: str) -> bool:
+    reply.add("status", runs=_run_rows(h.pr_runs(pull.number)[:20]))
+    return False
+
+
+def _help(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
+          approvals: list[Approval], key: str) -> bool:
+    reply.add("help", rows=commands.help_rows(dict(h.config.permissions)), topic=command.topic,
+              labels=sorted(h.config.labels.items()))
+    return False
+
+
+ACTIONS: dict[str, Callable[..., bool]] = {
+    "sweep": _gpu, "e2e": _gpu, "rerun": _gpu, "cancel": _cancel, "ok-to-test": _ok_to_test,
+    "status": _status, "help": _help,
+}
+
+
+def _run_rows(runs: list[dispatch.PrRun]) -> list[dict[str, Any]]:
+    return [{"command": r.title.command, "sha": r.title.sha, "requester": r.title.requester,
+             "status": r.run.status, "conclusion": r.run.conclusion, "url": r.run.html_url} for r in runs]
+
+
+def _reply_config_error(h: Handler, number: int, key: str, text: str, error: ConfigError) -> None:
+    """Nothing runs on a broken config, and the people asking are told why (once)."""
+    bot = h.config.bot_login or h.bot_login()
+    ledger = dispatch.read_ledger(h.client.list_issue_comments(number), bot)
+    body_digest = dispatch.digest(text)
+    if ledger.replied(key, body_digest):
+        return
+    reply = Reply(markers=[dispatch.reply_marker(key, body_digest)], refused=True)
+    reply.refuse("config-invalid", error=str(error))
+    h.post(number, reply)
+
+
+# -- pull request events -------------------------------------------------------------------------
+
+CANCEL_ON = {"synchronize": "push", "closed": "closed", "converted_to_draft": "draft"}
+# `opened` is left out: GitHub sends a `labeled` event for each label a new PR starts with.
+RUN_LABELS_ON = {"labeled", "synchronize", "reopened", "ready_for_review"}
+
+
+def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
+    if event.action not in CANCEL_ON and event.action not in RUN_LABELS_ON:
+        h.log(f"pull_request {event.action}: nothing to do")
+        return
+    if event.action == "labeled" and event.label is None:
+        return
+    if error := h.load_config():
+        h.log(f"config error: {error}")
+        return
+    pull = event.pull
+    labels = [event.label] if event.action == "labeled" else \
+        list(pull.labels) if event.action in RUN_LABELS_ON else []
+    triggers = [(label, h.config.label_command(label)) for label in labels if label in h.config.labels]
+    if event.action not in CANCEL_ON and not triggers:
+        h.log(f"pull_request {event.action}: no label that starts a run")
+        return
+    bot = h.bot_login()
+    key = dispatch.request_key(f"{event.action}-{pull.head_sha}")
+    body_digest = dispatch.digest(f"{event.action}@{pull.head_sha}@{event.label or ''}")
+    reply = Reply(markers=[dispatch.reply_marker(key, body_digest)])
+    if event.sender == bot:
+        triggers = []  # the bot's own label or push never starts a run by itself
+    ledger = dispatch.read_ledger(h.client.list_issue_comments(pull.number), bot) if triggers else None
+    if ledger is not None and ledger.replied(key, body_digest):
+        h.log(f"pull_request {event.action} at {pull.head_sha} was already handled")
+        triggers = []
+    if event.action in CANCEL_ON:
+        keep = pull.head_sha if event.action == "synchronize" else None
+        cancelled = dispatch.cancel_active(h.client, h.config.gpu_workflow, pull.number, keep_sha=keep,
+                                           runs=h.pr_runs(pull.number))
+        h.log(f"cancelled {len(cancelled)} superseded run(s)")
+        if cancelled:
+            reply.add("cancelled", runs=_run_rows(cancelled), reason=CANCEL_ON[event.action])
+    for label, command in triggers:
+        _label_run(h, reply, event, pull, label, command, ledger)
+    if reply.sections:
+        h.post(pull.number, reply)
+
+
+def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, label: str,
+               command: Command, ledger: dispatch.Ledger) -> None:
+    key = dispatch.request_key(f"label-{label}")
+    line = command.normalized()
+    if ledger.acked(key, pull.head_sha):
+        h.log(f"label {label} already ran on {pull.head_sha}")
+        return
+    actor = h.actor(event.sender, needed=h.min_permission(command.name))
+    decision = h.decide(command, actor, pull, ledger.approvals)
+    if not decision.allowed:
+        h.refusal(reply, line, decision, login=event.sender, pull=pull)
+        return
+    h.start_run(reply, pull=pull, command_line=line, requester=event.sender, key=key,
+                approval_needed=h.approval_needed(pull, actor), label=label)
+
+
+# -- entry points --------------------------------------------------------------------------------
+
+def handle_event(event_name: str, payload: Any, client: GitHubClient,
+                 now: dt.datetime | None = None) -> Outcome:
+    """Act on one event; raises EventError for a payload that is not GitHub's shape."""
+    event = parse_event(event_name, payload)
+    if isinstance(event, Ignored):
+        return Outcome(log=[event.reason])
+    if event.repository.lower() != client.repository.lower():
+        raise EventError(f"the event is for {event.repository}, but GITHUB_REPOSITORY is {client.repository}")
+    h = Handler(client, event.default_branch, now or dt.datetime.now(dt.timezone.utc))
+    if isinstance(event, CommentEvent):
+        handle_comment(h, event)
+    else:
+        handle_pull_request(h, event)
+    return h.outcome
+
+
+@click.command("handle")
+@click.option("--event-name", required=True, help="GITHUB_EVENT_NAME: issue_comment, pull_request, ...")
+@click.option("--event-path", required=True, type=click.Path(dir_okay=False),
+              help="GITHUB_EVENT_PATH: the webhook payload as JSON.")
+@click.option("--dry-run", is_flag=True,
+              help="Make no write to GitHub; print each intended write as one JSON object a line.")
+def handle_cmd(event_name: str, event_path: str, dry_run: bool) -> None:
+    """Act on one GitHub event (the Actions entry point).
+
+    Reads GITHUB_API_URL, GITHUB_TOKEN and GITHUB_REPOSITORY like any Actions step.
+    """
+    try:
+        with open(event_path, encoding="utf-8") as handle:
+            payload = json.load(handle)
+    except OSError as exc:
+        raise click.ClickException(f"{event_path}: cannot read the event: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"{event_path}:{exc.lineno}: the event is not JSON: {exc.msg}") from None
+    try:
+        client = GitHubClient.from_env(dry_run=dry_run)
+        outcome = handle_event(event_name, payload, client)
+    except EventError as exc:
+        raise click.ClickException(f"{event_path}: {exc}") from None
+    except GitHubError as exc:
+        raise click.ClickException(str(exc)) from None
+    for line in outcome.log:
+        click.echo(f"recipe-bot: {line}", err=True)
+    click.echo(f"recipe-bot: {client.request_count} GitHub request(s)", err=True)
+    if outcome.failed:
+        click.echo(f"recipe-bot: {outcome.failed}", err=True)
+        sys.exit(1)

@@ -1,0 +1,1 @@
+"""InferenceX compatibility: its configs read unchanged, its matrix rows reproduced exactly."""

@@ -1,0 +1,105 @@
+"""Read an InferenceX-style repository's configs as they are: master configs, runners.yaml, changelog."""
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+from bot.inferencex.schema import MultiNodeEntry, RunnersFile, SingleNodeEntry
+from bot.recipes.errors import RecipeError, RecipeProblem
+from bot.recipes.loader import validate
+from bot.recipes.sources import Source
+from bot.recipes.yamlsrc import Located, load_yaml
+
+CONFIG_DIRS = ("configs", ".github/configs")
+CHANGELOG = "perf-changelog.yaml"
+
+
+@dataclass
+class InferenceXRepo:
+    config_dir: str
+    configs: dict[str, dict] = field(default_factory=dict, repr=False)  # config key → master entry, unchanged
+    config_file: dict[str, str] = field(default_factory=dict)  # config key → the file defining it
+    runners: dict = field(default_factory=dict, repr=False)  # configs/runners.yaml, unchanged
+    runners_path: str = ""
+    changelog_path: str = CHANGELOG
+    located: dict[str, Located] = field(default_factory=dict, repr=False)
+
+    def line_of(self, key: str, loc: tuple = ()) -> int | None:
+        return self.located[self.config_file[key]].line_of((key, *loc))
+
+    @property
+    def labels(self) -> dict[str, list[str]]:
+        return self.runners.get("labels", {})
+
+
+def master_paths(source: Source) -> tuple[str, list[str]]:
+    for directory in CONFIG_DIRS:
+        found = [
+            p for p in source.list(directory)
+            if posixpath.dirname(p) == directory and posixpath.basename(p).endswith("-master.yaml")
+        ]
+        if found:
+            return directory, sorted(found)
+    return "", []
+
+
+def load_inferencex(source: Source) -> InferenceXRepo | None:
+    """None when the repository has no `configs/*-master.yaml`; RecipeError when one is invalid."""
+    directory, paths = master_paths(source)
+    if not paths:
+        return None
+    repo = InferenceXRepo(directory, runners_path=f"{directory}/runners.yaml")
+    problems: list[RecipeProblem] = []
+    raw_runners = source.read(repo.runners_path)
+    if raw_runners is None:
+        raise RecipeError.single(repo.runners_path, None, None, "missing: the master configs need it")
+    runners_doc = load_yaml(raw_runners, repo.runners_path)
+    validate(RunnersFile, runners_doc.data, lambda loc: (repo.runners_path, runners_doc.line_of(loc)))
+    repo.runners = runners_doc.data
+    for path in paths:
+        raw = source.read(path)
+        located = load_yaml(raw or b"", path)
+        repo.located[path] = located
+        if located.data is None:
+            continue
+        if not isinstance(located.data, dict):
+            problems.append(RecipeProblem(path, 1, None, "a master config must map config keys to entries"))
+            continue
+        for key, entry in located.data.items():
+            try:
+                _check_entry(repo, path, located, key, entry)
+            except RecipeError as exc:
+                problems.extend(exc.problems[:1])
+                continue
+            if key in repo.configs:
+                problems.append(RecipeProblem(
+                    path, located.line_of((key,)), key,
+                    f"config key also defined in {repo.config_file[key]}",
+                ))
+                continue
+            repo.configs[key] = entry
+            repo.config_file[key] = path
+    if problems:
+        raise RecipeError(problems)
+    return repo
+
+
+def _check_entry(repo: InferenceXRepo, path: str, located: Located, key: str, entry: object) -> None:
+    def locate(loc: tuple) -> tuple[str, int | None]:
+        return path, located.line_of((key, *loc))
+
+    if not isinstance(entry, dict):
+        raise RecipeError.single(path, located.line_of((key,)), key, "must be a mapping")
+    model = MultiNodeEntry if entry.get("multinode") is True else SingleNodeEntry
+    try:
+        validate(model, entry, locate)
+    except RecipeError as exc:
+        problem = exc.problems[0]
+        field_name = f"{key}.{problem.field}" if problem.field else key
+        raise RecipeError([RecipeProblem(
+            problem.file, problem.line, field_name, problem.message, problem.accepted)]) from None
+    if entry["runner"] not in repo.labels:
+        raise RecipeError.single(
+            path, located.line_of((key, "runner")), f"{key}.runner",
+            f"runner {entry['runner']!r} is not a label of {repo.runners_path}", sorted(repo.labels),
+        )

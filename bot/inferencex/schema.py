@@ -1,0 +1,177 @@
+"""InferenceX's file formats (master configs, runners.yaml, perf-changelog.yaml) as strict schemas."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class M(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+
+
+class Component(M):
+    name: str
+    version: str | None = None
+
+
+class _Concurrency(M):
+    conc_list: list[int] | None = Field(default=None, alias="conc-list", min_length=1)
+    conc_start: int | None = Field(default=None, alias="conc-start", ge=1)
+    conc_end: int | None = Field(default=None, alias="conc-end", ge=1)
+
+    @model_validator(mode="after")
+    def _one_way(self):  # noqa: ANN202
+        has_range = self.conc_start is not None or self.conc_end is not None
+        if (self.conc_list is not None) == has_range:
+            raise ValueError("give conc-list, or conc-start with conc-end (not both)")
+        if has_range and (self.conc_start is None or self.conc_end is None):
+            raise ValueError("conc-start and conc-end go together")
+        if has_range and self.conc_start > self.conc_end:
+            raise ValueError("conc-start must not exceed conc-end")
+        return self
+
+
+class _Offload(M):
+    kv_offloading: Literal["none", "dram"] | None = Field(default=None, alias="kv-offloading")
+    kv_offload_backend: Component | None = Field(default=None, alias="kv-offload-backend")
+
+    @model_validator(mode="after")
+    def _backend(self):  # noqa: ANN202
+        if self.kv_offloading == "dram" and self.kv_offload_backend is None:
+            raise ValueError("kv-offloading: dram needs kv-offload-backend with a name")
+        return self
+
+
+SpecDecoding = Literal["mtp", "draft_model", "none"]
+
+
+class SingleNodeSearch(_Concurrency, _Offload):
+    tp: int = Field(ge=1)
+    ep: int | None = Field(default=None, ge=1)
+    pp: int | None = Field(default=None, ge=1)
+    dcp_size: int | None = Field(default=None, alias="dcp-size", ge=1)
+    pcp_size: int | None = Field(default=None, alias="pcp-size", ge=1)
+    dp_attn: bool | None = Field(default=None, alias="dp-attn")
+    spec_decoding: SpecDecoding | None = Field(default=None, alias="spec-decoding")
+    router: Component | None = None
+
+
+class Worker(M):
+    num_worker: int = Field(alias="num-worker", ge=0)
+    tp: int = Field(ge=1)
+    pp: int | None = Field(default=None, ge=1)
+    dcp_size: int | None = Field(default=None, alias="dcp-size", ge=1)
+    pcp_size: int | None = Field(default=None, alias="pcp-size", ge=1)
+    ep: int | None = Field(default=None, ge=1)
+    dp_attn: bool | None = Field(default=None, alias="dp-attn")
+    hardware: str | None = None
+    additional_settings: list[str] | None = Field(default=None, alias="additional-settings")
+
+
+class MultiNodeSearch(_Concurrency, _Offload):
+    spec_decoding: SpecDecoding | None = Field(default=None, alias="spec-decoding")
+    prefill: Worker | None = None
+    decode: Worker | None = None
+    worker: Worker | None = None
+    num_nodes: int | None = Field(default=None, alias="num-nodes", ge=1)
+    router: Component | None = None
+    kv_p2p_transfer: str | None = Field(default=None, alias="kv-p2p-transfer")
+
+    @model_validator(mode="after")
+    def _workers(self):  # noqa: ANN202
+        if self.worker is None and (self.prefill is None or self.decode is None):
+            raise ValueError("a multi-node search-space entry needs prefill and decode (or worker)")
+        return self
+
+
+class FixedSeqLenSN(M):
+    isl: int = Field(ge=1)
+    osl: int = Field(ge=1)
+    search_space: list[SingleNodeSearch] = Field(alias="search-space", min_length=1)
+
+
+class FixedSeqLenMN(M):
+    isl: int = Field(ge=1)
+    osl: int = Field(ge=1)
+    search_space: list[MultiNodeSearch] = Field(alias="search-space", min_length=1)
+
+
+class AgenticSN(M):
+    dram_utilization: float | None = Field(default=None, alias="dram-utilization", gt=0, le=1)
+    search_space: list[SingleNodeSearch] = Field(alias="search-space", min_length=1)
+
+    @model_validator(mode="after")
+    def _offload(self):  # noqa: ANN202
+        for index, entry in enumerate(self.search_space):
+            if entry.kv_offloading is None:
+                raise ValueError(f"search-space[{index}]: agentic entries must give kv-offloading")
+        if any(e.kv_offloading == "dram" for e in self.search_space) and self.dram_utilization is None:
+            raise ValueError("dram-utilization is required when an entry uses kv-offloading: dram")
+        return self
+
+
+class AgenticMN(M):
+    dram_utilization: float | None = Field(default=None, alias="dram-utilization", gt=0, le=1)
+    search_space: list[MultiNodeSearch] = Field(alias="search-space", min_length=1)
+
+
+class ScenariosSN(M):
+    fixed_seq_len: list[FixedSeqLenSN] | None = Field(default=None, alias="fixed-seq-len")
+    agentic_coding: list[AgenticSN] | None = Field(default=None, alias="agentic-coding")
+
+
+class ScenariosMN(M):
+    fixed_seq_len: list[FixedSeqLenMN] | None = Field(default=None, alias="fixed-seq-len")
+    agentic_coding: list[AgenticMN] | None = Field(default=None, alias="agentic-coding")
+
+
+class _Entry(M):
+    image: str
+    model: str
+    model_prefix: str = Field(alias="model-prefix")
+    runner: str
+    precision: str
+    framework: str
+    disagg: bool = False
+    router: Component | None = None
+    kv_p2p_transfer: str | None = Field(default=None, alias="kv-p2p-transfer")
+
+
+class SingleNodeEntry(_Entry):
+    multinode: Literal[False] = False
+    scenarios: ScenariosSN
+
+
+class MultiNodeEntry(_Entry):
+    multinode: Literal[True]
+    scenarios: ScenariosMN
+
+
+class Hardware(M):
+    available_cpu_dram_mib: int = Field(alias="available-cpu-dram-mib", ge=0)
+    gpus_per_node: int = Field(alias="gpus-per-node", ge=1)
+
+
+class RunnersFile(M):
+    labels: dict[str, list[str]]
+    hardware: dict[str, Hardware] = Field(default_factory=dict)
+
+
+class ChangelogEntry(M):
+    config_keys: list[str] = Field(alias="config-keys", min_length=1)
+    scenario_type: list[Literal["fixed-seq-len", "agentic-coding"]] | None = Field(
+        default=None, alias="scenario-type"
+    )
+    description: list[str] | str
+    pr_link: str = Field(alias="pr-link")
+    evals_only: bool = Field(default=False, alias="evals-only")
+    all_evals: bool = Field(default=False, alias="all-evals")
+    append_only: bool = Field(default=False, alias="append-only")
+    eval_min_prefill_ep: int | None = Field(default=None, alias="eval-min-prefill-ep", ge=1)
+
+    @model_validator(mode="after")
+    def _modes(self):  # noqa: ANN202
+        if self.append_only and (self.evals_only or self.all_evals):
+            raise ValueError("append-only cannot be combined with evals-only or all-evals")
+        return self

@@ -1,0 +1,86 @@
+"""`recipe-bot plan`: which recipes a change touches and the GPU jobs it needs, as a table or JSON."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from bot.plan.labels import filters_for_labels
+from bot.plan.model import PlanError, PlanFilters
+from bot.plan.planner import plan_change
+from bot.plan.render import dump_json, errors_markdown, plan_document, plan_markdown, print_table, write_jobs
+from bot.recipes.errors import RecipeError
+
+
+def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
+    out: list[int] = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if not part.isdigit() or int(part) < 1:
+                raise click.BadParameter(f"{part!r} is not a positive integer", param_hint="--conc")
+            out.append(int(part))
+    return tuple(dict.fromkeys(out))
+
+
+@click.command(name="plan")
+@click.option("--base", "base", metavar="REV", help="Compare with this revision; without it, plan every recipe.")
+@click.option("--head", "head", metavar="REV", help="Plan this revision (default: the working tree).")
+@click.option("--repo", "repo", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="The repository to plan.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table",
+              show_default=True)
+@click.option("--conc", "conc", multiple=True, metavar="N[,N...]", help="Only these concurrencies.")
+@click.option("--scope", type=click.Choice(["lowest", "full"]), default="full", show_default=True,
+              help="lowest: the lowest concurrency of each arm only.")
+@click.option("--recipe", "recipes", multiple=True, metavar="GLOB",
+              help="Plan these recipes (globs), touched or not.")
+@click.option("--case", "cases", multiple=True, metavar="GLOB", help="Only these E2E cases.")
+@click.option("--kind", type=click.Choice(["all", "sweep", "e2e"]), default="all", show_default=True)
+@click.option("--label", "labels", multiple=True, metavar="LABEL",
+              help="InferenceX sweep labels (sweep-enabled, full-sweep-fail-fast, evals-only, ...).")
+@click.option("--canary/--no-canary", default=None, help="Run the lowest-concurrency point first (default: auto).")
+@click.option("--fail-fast", is_flag=True, help="Stop a matrix at its first failure.")
+@click.option("--evals-only", is_flag=True, help="Only the accuracy gates.")
+@click.option("--no-accuracy", is_flag=True, help="No accuracy gates.")
+@click.option("--no-pack", is_flag=True, help="One server launch per point, even where packing is allowed.")
+@click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write each job as DIR/<job_id>.json; the JSON then names the files.")
+def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tuple[str, ...], scope: str,
+             recipes: tuple[str, ...], cases: tuple[str, ...], kind: str, labels: tuple[str, ...],
+             canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool, no_pack: bool,
+             jobs_dir: Path | None) -> None:
+    """Show which recipes a change touches and the GPU jobs it needs."""
+    err = Console(stderr=True, highlight=False)
+    try:
+        filters = PlanFilters(
+            recipes=recipes, cases=cases, conc=_concurrencies(conc), scope=scope, kind=kind,
+            canary=canary, fail_fast=fail_fast, evals_only=evals_only, accuracy=not no_accuracy, pack=not no_pack,
+        )
+        if labels:
+            filters = filters_for_labels(labels, filters)
+        plan = plan_change(repo, base=base, head=head, filters=filters)
+    except RecipeError as exc:
+        if fmt == "json":
+            click.echo(json.dumps({"errors": [p.as_dict() for p in exc.problems]}, indent=2))
+        err.print(errors_markdown(exc.problems), markup=False)
+        sys.exit(1)
+    except PlanError as exc:
+        if fmt == "json":
+            click.echo(json.dumps({"errors": [{"message": str(exc), "accepted": exc.accepted}]}, indent=2))
+        raise click.ClickException(str(exc)) from None
+    job_files = write_jobs(plan, jobs_dir) if jobs_dir is not None else None
+    if fmt == "json":
+        click.echo(dump_json(plan_document(plan, job_files)), nl=False)
+    elif fmt == "markdown":
+        click.echo(plan_markdown(plan))
+    else:
+        out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+        print_table(plan, out)
+        if job_files is not None:
+            out.print(f"{len(job_files)} job file(s) written to {jobs_dir}")

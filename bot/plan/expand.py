@@ -1,0 +1,221 @@
+"""Recipes to jobs: expand the search space, pack points that can share a server launch, attach gates."""
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+
+from bot.jobs import AccuracySpec, Case, Job, ServerSpec, SlurmSpec
+from bot.plan.model import PlanError, PlanFilters
+from bot.recipes.catalog import CatalogEntry
+from bot.recipes.schema import Accuracy, Arm, E2ESuite, RunnerSpec, SweepRecipe
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def job_id(*parts: str) -> str:
+    """Ids name files (<id>.json) and Actions jobs: letters, digits, '.', '_' and '-' only."""
+    return "--".join(_UNSAFE.sub("-", p).strip("-") for p in parts if p)
+
+
+def parallel_args(engine: str, arm: Arm) -> list[str]:
+    """The engine flags for an arm's parallelism (the rest of its flags are written in the recipe)."""
+    if engine == "vllm":
+        args = ["--tensor-parallel-size", str(arm.tp)]
+        args += ["--pipeline-parallel-size", str(arm.pp)] if arm.pp > 1 else []
+        args += ["--data-parallel-size", str(arm.dp)] if arm.dp > 1 else []
+        args += ["--enable-expert-parallel"] if arm.ep > 1 else []
+        return args
+    args = ["--tp-size", str(arm.tp)]
+    args += ["--pp-size", str(arm.pp)] if arm.pp > 1 else []
+    args += ["--ep-size", str(arm.ep)] if arm.ep > 1 else []
+    if arm.dp_attn:
+        args += ["--enable-dp-attention", "--dp-size", str(arm.dp if arm.dp > 1 else arm.tp)]
+    elif arm.dp > 1:
+        args += ["--dp-size", str(arm.dp)]
+    return args
+
+
+def accuracy_spec(gate: Accuracy) -> AccuracySpec:
+    return AccuracySpec(
+        task=gate.task, num_samples=gate.num_samples, num_shots=gate.num_shots, threshold=gate.threshold,
+        metric=gate.metric, max_tokens=gate.max_tokens, data_path=gate.data_path,
+    )
+
+
+def slurm_spec(runner: RunnerSpec | None, gpus: int) -> SlurmSpec | None:
+    if runner is None or runner.slurm is None:
+        return None
+    if runner.slurm.gres is None and gpus > 0:
+        return runner.slurm.model_copy(update={"gres": f"gpu:{gpus}"})
+    return runner.slurm
+
+
+@dataclass
+class Expanded:
+    """The jobs of one recipe, and what its points would cost packed and unpacked."""
+
+    jobs: list[Job] = field(default_factory=list)
+    points: int = 0
+    packed_launches: int = 0
+    unpacked_launches: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _arm_concurrencies(recipe: SweepRecipe, arm: Arm, filters: PlanFilters) -> list[int]:
+    values = recipe.arm_concurrency(arm)
+    if filters.conc:
+        values = [c for c in values if c in filters.conc]
+    if filters.scope == "lowest" and values:
+        values = values[:1]
+    return values
+
+
+class _SweepBuilder:
+    def __init__(self, entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilters) -> None:
+        self.entry = entry
+        self.recipe: SweepRecipe = entry.recipe  # type: ignore[assignment]
+        self.runner = runner
+        self.filters = filters
+        est = self.recipe.estimate
+        self.point_s = self.recipe.workload.duration_s or est.point_s
+
+    # Plain dicts, validated once per job by Job.model_validate: pydantic-core builds the nested
+    # models far faster than one constructor call per point (bench/bench_planner.py).
+    def server(self, arm: Arm, conc: int | None, drop_env: list[str] = ()) -> dict:
+        recipe, launch = self.recipe, self.recipe.launch
+        args = [*parallel_args(recipe.engine.name, arm), *launch.args, *arm.args]
+        if launch.depends_on_concurrency and conc is not None:
+            args = [a.replace("{concurrency}", str(conc)) for a in args]
+        env = {k: v for k, v in {**launch.env, **arm.env}.items() if k not in drop_env}
+        return {
+            "engine": recipe.engine.name, "model": recipe.model.path, "served_model_name": recipe.model.served_name,
+            "args": args, "env": env, "launch_script": launch.script, "devices": launch.devices,
+            "startup_timeout_s": launch.startup_timeout_s, "image": recipe.engine.image,
+        }
+
+    def point(self, arm: Arm, conc: int) -> dict:
+        w = self.recipe.workload
+        return {
+            "point_id": f"{arm.label}-c{conc}", "concurrency": conc, "dataset": w.dataset, "isl": w.isl,
+            "osl": w.osl, "trace": w.trace, "num_prompts": w.prompts(conc), "num_warmups": w.warmups(conc),
+            "random_range_ratio": w.random_range_ratio, "extra_args": w.client_args,
+        }
+
+    def job(self, ident: str, arm: Arm, points: list[dict], accuracy: AccuracySpec | None,
+            server: dict, case_name: str) -> Job:
+        recipe = self.recipe
+        gpus = 0 if self.runner is not None and self.runner.gpus == 0 else arm.gpus  # a CPU runner
+        case = {
+            "name": case_name, "servers": [server], "points": points, "accuracy": accuracy,
+            "required_env": recipe.required_env, "unset_env": recipe.unset_env,
+        }
+        seconds = recipe.estimate.startup_s + self.point_s * len(points)
+        seconds += recipe.estimate.accuracy_s if accuracy else 0.0
+        return Job.model_validate({
+            "job_id": ident, "kind": "sweep", "recipe": recipe.name, "recipe_fingerprint": self.entry.fingerprint,
+            "runner_label": recipe.runner, "gpus": gpus, "cases": [case],
+            "estimated_gpu_hours": round(gpus * seconds / 3600.0, 4),
+            "timeout_s": recipe.timeout_s or max(1800.0, 2.0 * seconds),
+            "fail_fast": self.filters.fail_fast or recipe.fail_fast, "slurm": slurm_spec(self.runner, gpus),
+        })
+
+    def build(self) -> Expanded:
+        recipe, filters = self.recipe, self.filters
+        out = Expanded()
+        arms = [(arm, _arm_concurrencies(recipe, arm, filters)) for arm in recipe.search_space]
+        arms = [(arm, concs) for arm, concs in arms if concs]
+        if not arms:
+            out.notes.append(f"{recipe.name}: no point matches --conc {','.join(map(str, filters.conc))}")
+            return out
+        gate = recipe.accuracy if filters.accuracy else None
+        gated: set[str] = set()
+        if gate is not None:
+            if gate.at == "highest" and not filters.all_evals:
+                gated = {max(arms, key=lambda item: item[1][-1])[0].label}
+            else:
+                gated = {arm.label for arm, _ in arms}
+        packed = filters.pack and not recipe.launch.depends_on_concurrency
+        for arm, concs in arms:
+            with_gate = arm.label in gated
+            spec = accuracy_spec(gate) if with_gate else None
+            same_launch_gate = spec if with_gate and not gate.separate_launch else None
+            if not filters.evals_only:
+                out.points += len(concs)
+                out.packed_launches += 1 if not recipe.launch.depends_on_concurrency else len(concs)
+                out.unpacked_launches += len(concs)
+                if packed:
+                    points = [self.point(arm, c) for c in concs]
+                    out.jobs.append(self.job(job_id(recipe.name, arm.label), arm, points, same_launch_gate,
+                                             self.server(arm, None), arm.label))
+                else:
+                    for conc in concs:
+                        gate_here = same_launch_gate if conc == concs[-1] else None
+                        out.jobs.append(self.job(
+                            job_id(recipe.name, arm.label, f"c{conc}"), arm, [self.point(arm, conc)], gate_here,
+                            self.server(arm, conc), f"{arm.label}-c{conc}",
+                        ))
+            needs_own_launch = with_gate and (gate.separate_launch or filters.evals_only)
+            if needs_own_launch:
+                drop = gate.drop_env if gate.separate_launch else []
+                out.jobs.append(self.job(job_id(recipe.name, arm.label, "gsm8k"), arm, [], spec,
+                                         self.server(arm, concs[-1], drop), f"{arm.label}-gsm8k"))
+                out.packed_launches += 1
+                out.unpacked_launches += 1
+        return out
+
+
+def expand_sweep(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilters) -> Expanded:
+    return _SweepBuilder(entry, runner, filters).build()
+
+
+def expand_e2e(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilters) -> Expanded:
+    """An E2E suite is one job: its cases run one after another (they may share devices)."""
+    suite: E2ESuite = entry.recipe  # type: ignore[assignment]
+    cases = suite.cases
+    if filters.cases:
+        cases = [c for c in cases if any(fnmatch.fnmatchcase(c.name, g) for g in filters.cases)]
+        if not cases:
+            return Expanded(notes=[f"{suite.name}: no case matches {' '.join(filters.cases)}"])
+    out_cases = []
+    seconds = 0.0
+    for case in cases:
+        gate = (case.accuracy or suite.accuracy) if filters.accuracy else None
+        servers = [
+            ServerSpec(
+                name=s.name, engine=suite.engine.name, model=suite.model.path,
+                served_model_name=suite.model.served_name, args=[*suite.launch.args, *s.args],
+                env={**suite.launch.env, **case.env, **s.env}, launch_script=s.launch_script or suite.launch.script,
+                devices=list(s.devices) if s.devices is not None else None, port=s.port,
+                startup_timeout_s=s.startup_timeout_s or suite.launch.startup_timeout_s,
+                image=suite.engine.image, ready_check=s.ready_check,
+            )
+            for s in case.servers
+        ]
+        out_cases.append(Case(
+            name=case.name, servers=servers, points=[], accuracy=accuracy_spec(gate) if gate else None,
+            required_env=list(dict.fromkeys([*suite.required_env, *case.required_env])),
+            unset_env=list(dict.fromkeys([*suite.unset_env, *case.unset_env])),
+        ))
+        seconds += suite.estimate.startup_s + (suite.estimate.accuracy_s if gate else 0.0)
+    gpus = max(case.gpus for case in cases)
+    job = Job(
+        job_id=job_id(suite.name), kind="e2e", recipe=suite.name, recipe_fingerprint=entry.fingerprint,
+        runner_label=suite.runner, gpus=gpus, cases=out_cases,
+        estimated_gpu_hours=round(gpus * seconds / 3600.0, 4),
+        timeout_s=suite.timeout_s or max(1800.0, 2.0 * seconds),
+        fail_fast=filters.fail_fast or suite.fail_fast, slurm=slurm_spec(runner, gpus),
+    )
+    return Expanded(jobs=[job], packed_launches=len(cases), unpacked_launches=len(cases))
+
+
+def expand(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilters) -> Expanded:
+    if isinstance(entry.recipe, SweepRecipe):
+        return expand_sweep(entry, runner, filters)
+    return expand_e2e(entry, runner, filters)
+
+
+def check_globs(globs: tuple[str, ...], names: list[str], what: str) -> None:
+    for glob in globs:
+        if not any(fnmatch.fnmatchcase(name, glob) for name in names):
+            raise PlanError(f"no {what} matches {glob!r}", sorted(names))

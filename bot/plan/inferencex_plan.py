@@ -1,0 +1,150 @@
+"""The InferenceX half of a plan: its changelog semantics, its exact rows, their launches and matrices."""
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+
+from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entries, changelog_rows, default_rows
+from bot.inferencex.generate import trim_conc_keyed
+from bot.inferencex.launches import LaunchGroup, is_eval, launch_groups, row_concurrencies
+from bot.inferencex.repo import InferenceXRepo
+from bot.plan.expand import job_id
+from bot.plan.matrix import matrices_for
+from bot.plan.model import ChangelogSummary, InferenceXPlan, MatrixEntry, Plan, PlanFilters, RecipePlan, TouchedRecipe
+from bot.plan.touched import touched_inferencex
+from bot.recipes.sources import Source
+
+Keyed = list[tuple[str, dict]]
+
+
+def row_id(key: str, row: dict) -> str:
+    """A readable, unique id for one InferenceX row (its shape, concurrency and a content hash)."""
+    digest = hashlib.sha1(json.dumps(row, sort_keys=True).encode()).hexdigest()[:6]
+    if "tp" in row:
+        shape = f"tp{row['tp']}-ep{row['ep']}" + ("-dpa" if row.get("dp-attn") else "")
+    else:
+        prefill, decode = row["prefill"], row["decode"]
+        shape = f"p{prefill['num-worker']}x{prefill['tp']}-d{decode['num-worker']}x{decode['tp']}"
+    concs = "-".join(map(str, row_concurrencies(row)))
+    if is_eval(row):
+        kind = "eval"
+    else:
+        kind = "agentic" if row.get("scenario-type") else f"{row.get('isl')}-{row.get('osl')}"
+    return job_id(key, f"{kind}-{shape}-c{concs}", digest)
+
+
+def _filter_conc(pairs: Keyed, wanted: tuple[int, ...]) -> Keyed:
+    if not wanted:
+        return pairs
+    out = []
+    for key, row in pairs:
+        if isinstance(row["conc"], list):
+            kept = [c for c in row["conc"] if c in wanted]
+            if kept:
+                out.append((key, {**row, "conc": kept}))
+        elif row["conc"] in wanted:
+            out.append((key, row))
+    return out
+
+
+def pick_canary(pairs: Keyed) -> tuple[str, dict] | None:
+    """InferenceX's canary-select: the single-node 1k1k/8k1k throughput row with the lowest concurrency."""
+    fixed = [(k, r) for k, r in pairs if "tp" in r and not r.get("scenario-type")
+             and (r["isl"], r["osl"]) in ((1024, 1024), (8192, 1024))]
+    return min(fixed, key=lambda pair: pair[1]["conc"]) if fixed else None
+
+
+def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, changed: set[str]
+                  ) -> tuple[dict[str, list[str]], list[AppendedEntry], InferenceXRepo | None]:
+    touched, base_repo = touched_inferencex(repo, base, changed)
+    plan.notes.extend(touched.notes)
+    reasons = {k: list(v) for k, v in touched.reasons.items()}
+    entries: list[AppendedEntry] = []
+    if repo.changelog_path in changed:
+        entries = appended_entries(repo, base.read(repo.changelog_path), head.read(repo.changelog_path))
+        for appended in entries:
+            for key in appended.keys:
+                reasons.setdefault(key, []).insert(0, f"{repo.changelog_path} entry appended (line {appended.line})")
+    logged = {k for e in entries for k in e.keys}
+    for key in sorted(reasons):
+        if key not in logged:
+            plan.notes.append(f"{key}: changed without a {repo.changelog_path} entry (InferenceX itself would "
+                              "not run it until one is appended)")
+    return reasons, entries, base_repo
+
+
+def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source | None, changed: set[str],
+                    filters: PlanFilters) -> None:
+    """Add the InferenceX rows a change needs to `plan`: exact rows, launches, matrices, GPU-hours."""
+    reasons: dict[str, list[str]] = {}
+    entries: list[AppendedEntry] = []
+    base_repo = None
+    if filters.recipes:
+        selected = [k for k in sorted(repo.configs) if any(fnmatch.fnmatchcase(k, g) for g in filters.recipes)]
+    elif base is None:
+        selected = sorted(repo.configs)
+    else:
+        reasons, entries, base_repo = _touched_keys(plan, repo, head, base, changed)
+        selected = sorted(reasons)
+    if filters.kind == "e2e":
+        selected = []
+    logged = [e for e in entries if any(k in selected for k in e.keys)]
+    from_log = changelog_rows(repo, logged, base_repo) if logged else ChangelogRows()
+    logged_keys = {k for e in logged for k in e.keys}
+    rest = default_rows(repo, [k for k in selected if k not in logged_keys])
+    throughput = _filter_conc([*from_log.throughput, *rest.throughput], filters.conc)
+    evals = _filter_conc([*from_log.evals, *rest.evals], filters.conc)
+    if filters.scope == "lowest":
+        throughput = trim_conc_keyed(throughput)
+    if filters.evals_only:
+        throughput = []
+    if not filters.accuracy:
+        evals = []
+    ix = InferenceXPlan(changelog=[ChangelogSummary(
+        line=e.line, config_keys=e.keys, evals_only=e.entry.evals_only, all_evals=e.entry.all_evals,
+        append_only=e.entry.append_only, pr_link=e.entry.pr_link) for e in logged])
+    use_canary = filters.canary if filters.canary is not None else filters.scope == "full"
+    canary = pick_canary(throughput) if use_canary else None
+    if canary is not None:
+        throughput = [pair for pair in throughput if pair[1] is not canary[1]]
+        key, row = canary
+        ix.canary = MatrixEntry(job_id=row_id(key, row), recipe=key, runner_label=row["runner"], row=row)
+        plan.notes.append(f"InferenceX canary: {ix.canary.job_id} runs first")
+    pairs = [*throughput, *evals]
+    ix.rows = ChangelogRows(throughput=throughput, evals=evals).buckets()
+    groups = launch_groups([r for _, r in pairs], {i: k for i, (k, _) in enumerate(pairs)})
+    ix.launches = len(pairs) + (1 if canary else 0)
+    ix.packed_launches = len(groups) + (1 if canary else 0)
+    matrix_entries = [MatrixEntry(job_id=row_id(k, r), recipe=k, runner_label=r["runner"], row=r) for k, r in pairs]
+    ix.matrices = matrices_for(matrix_entries, filters.max_matrix_jobs, {})
+    for matrix in ix.matrices:
+        matrix.fail_fast = filters.fail_fast
+    _summarise(plan, repo, selected, groups, canary, reasons)
+    plan.inferencex = ix
+
+
+def _summarise(plan: Plan, repo: InferenceXRepo, selected: list[str], groups: list[LaunchGroup],
+               canary: tuple[str, dict] | None, reasons: dict[str, list[str]]) -> None:
+    for key in selected:
+        mine = [g for g in groups if g.config_key == key]
+        own_canary = canary is not None and canary[0] == key
+        rows = [r for g in mine for r in g.rows] + ([canary[1]] if own_canary else [])
+        if key in reasons:
+            plan.touched.append(TouchedRecipe(
+                name=key, source="inferencex", runner_label=repo.configs[key]["runner"], reasons=reasons[key]
+            ))
+        if not rows:
+            continue
+        points = sum(len(row_concurrencies(r)) for r in rows if not is_eval(r))
+        evals = sum(1 for r in rows if is_eval(r))
+        hours = sum(g.gpu_hours(packed=False) for g in mine)
+        if own_canary:
+            hours += LaunchGroup(key, canary[1]["runner"], [canary[1]]).gpu_hours(packed=False)
+        plan.recipes.append(RecipePlan(
+            recipe=key, source="inferencex", kind="inferencex", runner_label=repo.configs[key]["runner"],
+            jobs=len(rows), points=points, server_launches=len(rows),
+            packed_launches=len(mine) + (1 if own_canary else 0), unpacked_launches=points + evals,
+            gpu_hours=round(hours, 4),
+        ))
+        plan.gpu_hours = round(plan.gpu_hours + hours, 4)

@@ -1,0 +1,33 @@
+"""InferenceX's sweep labels as plan filters: one primary label picks the scope, canary and fail-fast."""
+from __future__ import annotations
+
+from bot.plan.model import PlanError, PlanFilters
+
+# label → (scope, canary, fail_fast), as in InferenceX's docs/ci-procedures.md
+PRIMARY_LABELS: dict[str, tuple[str, bool, bool]] = {
+    "sweep-enabled": ("lowest", False, False),
+    "full-sweep-fail-fast": ("full", True, True),
+    "full-sweep-enabled": ("full", True, False),
+    "full-sweep-fail-fast-no-canary": ("full", False, True),
+    "non-canary-full-sweep-enabled": ("full", False, False),
+}
+MODIFIER_LABELS = ("all-evals", "evals-only")
+
+
+def filters_for_labels(labels: list[str] | tuple[str, ...], base: PlanFilters | None = None) -> PlanFilters:
+    """The filters a PR's labels ask for; more than one primary sweep label is an error."""
+    primary = [label for label in labels if label in PRIMARY_LABELS]
+    if len(primary) > 1:
+        raise PlanError(
+            f"PR has multiple conflicting sweep labels ({', '.join(sorted(primary))}). Pick exactly one.",
+            sorted(PRIMARY_LABELS),
+        )
+    update: dict = {}
+    if primary:
+        scope, canary, fail_fast = PRIMARY_LABELS[primary[0]]
+        update.update(scope=scope, canary=canary, fail_fast=fail_fast)
+    if "evals-only" in labels:
+        update["evals_only"] = True
+    if "all-evals" in labels:
+        update["all_evals"] = True
+    return (base or PlanFilters()).model_copy(update=update)

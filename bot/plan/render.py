@@ -1,0 +1,118 @@
+"""A plan as the GPU workflow reads it (JSON, job files) and as people read it (table, Markdown)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from bot.i18n import render_bilingual
+from bot.plan.model import MatrixEntry, Plan
+from bot.recipes.errors import RecipeProblem
+
+
+def _entry_json(entry: MatrixEntry, job_files: dict[str, str] | None) -> dict:
+    data = entry.model_dump(mode="json", exclude_none=True)
+    if job_files is not None and entry.job is not None:
+        data.pop("job")
+        data["job_file"] = job_files[entry.job_id]
+    return data
+
+
+def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
+    """The JSON the GPU workflow consumes: matrices per runner label, each entry a job id and its job."""
+    ix = plan.inferencex
+    return {
+        "schema_version": plan.schema_version,
+        "base": plan.base,
+        "head": plan.head,
+        "filters": plan.filters.model_dump(mode="json"),
+        "summary": plan.summary(),
+        "touched": [t.model_dump(mode="json") for t in plan.touched],
+        "recipes": [r.model_dump(mode="json") for r in plan.recipes],
+        "notes": plan.notes,
+        # Every job once, the canary first: what `recipe-bot report --plan` reads back.
+        "jobs": [job.model_dump(mode="json") for job in plan.jobs],
+        "canary": _entry_json(plan.canary, job_files) if plan.canary else None,
+        "matrices": [
+            {**m.model_dump(mode="json", exclude={"include"}),
+             "include": [_entry_json(e, job_files) for e in m.include]}
+            for m in plan.matrices
+        ],
+        "inferencex": None if ix is None else {
+            "changelog": [c.model_dump(mode="json") for c in ix.changelog],
+            "rows": ix.rows,
+            "launches": ix.launches,
+            "packed_launches": ix.packed_launches,
+            "canary": _entry_json(ix.canary, None) if ix.canary else None,
+            "matrices": [m.model_dump(mode="json", exclude_none=True) for m in ix.matrices],
+        },
+    }
+
+
+def write_jobs(plan: Plan, jobs_dir: Path) -> dict[str, str]:
+    """Write every job as <jobs_dir>/<job_id>.json, all or nothing; returns job id → file path."""
+    jobs_dir = Path(jobs_dir)
+    jobs_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".plan-jobs-", dir=jobs_dir.parent))
+    try:
+        files = {}
+        for job in plan.jobs:
+            (staging / f"{job.job_id}.json").write_text(job.model_dump_json(indent=2) + "\n")
+            files[job.job_id] = str(jobs_dir / f"{job.job_id}.json")
+        jobs_dir.mkdir(parents=True, exist_ok=True)
+        for name in os.listdir(staging):
+            os.replace(staging / name, jobs_dir / name)
+        return files
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def print_table(plan: Plan, console: Console) -> None:
+    summary = plan.summary()
+    title = f"recipe-bot plan: {plan.head}" + (f" against {plan.base}" if plan.base else "")
+    table = Table(title=title, title_justify="left")
+    for name, justify in (("Recipe", "left"), ("Kind", "left"), ("Runner", "left"), ("Points", "right"),
+                          ("Launches", "right"), ("Packed / unpacked", "right"), ("GPU-h", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in plan.recipes:
+        table.add_row(row.recipe, row.kind, row.runner_label, str(row.points), str(row.server_launches),
+                      f"{row.packed_launches} / {row.unpacked_launches}", f"{row.gpu_hours:.2f}")
+    if plan.recipes:
+        table.add_section()
+        table.add_row("total", "", "", str(summary["points"]), str(summary["server_launches"]),
+                      f"{summary['packed_launches']} / {summary['unpacked_launches']}",
+                      f"{summary['gpu_hours']:.2f}", style="bold")
+        console.print(table)
+    else:
+        console.print(f"{title}\nNothing to run: no recipe is touched by this change.")
+    for touched in plan.touched:
+        console.print(f"touched [bold]{touched.name}[/bold]: " + "; ".join(touched.reasons), highlight=False)
+    for note in plan.notes:
+        console.print(f"note: {note}", highlight=False)
+    if plan.matrices or (plan.inferencex and plan.inferencex.matrices):
+        sizes = [f"{m.runner_label}[{m.index}]={len(m.include)}" for m in plan.matrices]
+        if plan.inferencex:
+            sizes += [f"inferencex {m.runner_label}[{m.index}]={len(m.include)}" for m in plan.inferencex.matrices]
+        console.print("matrices: " + ", ".join(sizes), highlight=False)
+
+
+def plan_markdown(plan: Plan) -> str:
+    """The bilingual Markdown summary (for a job summary or a comment)."""
+    return render_bilingual(
+        "plan/summary", head=plan.head, base=plan.base, summary=plan.summary(),
+        rows=[r.model_dump() for r in plan.recipes], touched=[t.model_dump() for t in plan.touched],
+        notes=plan.notes,
+    )
+
+
+def errors_markdown(problems: list[RecipeProblem]) -> str:
+    return render_bilingual("plan/recipe-error", problems=[p.as_dict() for p in problems])
+
+
+def dump_json(document: dict) -> str:
+    return json.dumps(document, indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,153 @@
+"""Which recipes a change touches: semantic YAML diff of each recipe, the files it names, shared infra."""
+from __future__ import annotations
+
+import fnmatch
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from bot.inferencex.launches import names_file, shared_reason
+from bot.inferencex.repo import InferenceXRepo, load_inferencex
+from bot.recipes.catalog import NOT_FINGERPRINTED, RUNNERS_FILE, Catalog, load_entry, load_runners
+from bot.recipes.errors import RecipeError
+from bot.recipes.loader import YamlCache
+from bot.recipes.sources import Source
+
+
+@dataclass
+class Touched:
+    reasons: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    base_fingerprints: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, name: str, reason: str) -> None:
+        if reason not in self.reasons[name]:
+            self.reasons[name].append(reason)
+
+
+def _matches(path: str, globs: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(path, glob) for glob in globs)
+
+
+def _shared_infra(catalog: Catalog, changed: set[str], touched: Touched) -> None:
+    table = catalog.runners
+    if table is None:
+        return
+    by_runner: dict[str, list[str]] = defaultdict(list)
+    for entry in catalog.entries.values():
+        by_runner[entry.recipe.runner].append(entry.name)
+    hits_all = sorted(p for p in changed if _matches(p, table.shared_by_all))
+    if hits_all:
+        names = sorted(catalog.entries)
+        for name in names:
+            touched.add(name, f"shared infra touched: {', '.join(hits_all)}")
+        touched.notes.append(f"shared infra touched ({', '.join(hits_all)}): {len(names)} recipes affected")
+    for label, spec in sorted(table.runners.items()):
+        hits = sorted(p for p in changed if _matches(p, spec.shared))
+        if not hits:
+            continue
+        names = sorted(by_runner.get(label, []))
+        for name in names:
+            touched.add(name, f"shared infra of runner {label} touched: {', '.join(hits)}")
+        touched.notes.append(
+            f"shared infra touched ({', '.join(hits)}, runner {label}): {len(names)} recipes affected"
+        )
+
+
+def _runner_settings(catalog: Catalog, base: Source, changed: set[str], touched: Touched) -> None:
+    if RUNNERS_FILE not in changed or catalog.runners is None:
+        return
+    try:
+        _, base_raw = load_runners(base, YamlCache(base.read))
+    except RecipeError:
+        base_raw = {}
+    for label in sorted(catalog.runners_raw):
+        if base_raw.get(label) != catalog.runners_raw.get(label):
+            names = sorted(e.name for e in catalog.entries.values() if e.recipe.runner == label)
+            for name in names:
+                touched.add(name, f"settings of runner {label} changed ({RUNNERS_FILE})")
+            if names:
+                touched.notes.append(f"runner {label} settings changed: {len(names)} recipes affected")
+
+
+def _semantic(entry_dump: dict) -> dict:
+    return {k: v for k, v in entry_dump.items() if k not in NOT_FINGERPRINTED}
+
+
+def touched_native(catalog: Catalog, base: Source, changed: set[str]) -> Touched:
+    """Native recipes: own entry changed (semantically), a file it names changed, or its runner's infra."""
+    touched = Touched()
+    _shared_infra(catalog, changed, touched)
+    _runner_settings(catalog, base, changed, touched)
+    base_cache = YamlCache(base.read)
+    try:
+        base_runners, _ = load_runners(base, base_cache)
+    except RecipeError:
+        base_runners = None
+    for name, entry in sorted(catalog.entries.items()):
+        for glob in entry.named_files:
+            hits = sorted(p for p in changed if fnmatch.fnmatchcase(p, glob))
+            if hits:
+                touched.add(name, f"uses {', '.join(hits)}, which changed")
+        changed_yaml = [f for f in entry.files if f in changed]
+        if not changed_yaml:
+            continue
+        if base.read(entry.path) is None:
+            touched.add(name, f"new recipe ({entry.path})")
+            continue
+        try:
+            old = load_entry(entry.path, base_cache, base, base_runners)
+        except RecipeError:
+            touched.add(name, "recipe was invalid on the base revision")
+            continue
+        touched.base_fingerprints[name] = old.fingerprint
+        new_dump = _semantic(entry.recipe.model_dump(mode="json"))
+        old_dump = _semantic(old.recipe.model_dump(mode="json"))
+        if new_dump != old_dump:
+            own = entry.path in changed_yaml
+            bases = [f for f in changed_yaml if f != entry.path]
+            what = ["recipe changed"] if own else []
+            what += [f"include {b} changed" for b in bases]
+            touched.add(name, "; ".join(what) if what else "recipe changed")
+        elif entry.recipe.model_dump(mode="json") != old.recipe.model_dump(mode="json"):
+            touched.notes.append(f"{name}: only description/estimate/timeouts changed; nothing to run for it")
+    removed = sorted(
+        p for p in changed if p.startswith("recipes/") and p.endswith((".yaml", ".yml"))
+        and base.read(p) is not None and not any(e.path == p for e in catalog.entries.values())
+        and not p.split("/")[-1].startswith("_")
+    )
+    for path in removed:
+        touched.notes.append(f"recipe {path} was removed; nothing to run for it")
+    return touched
+
+
+def touched_inferencex(
+    repo: InferenceXRepo, base: Source, changed: set[str]
+) -> tuple[Touched, InferenceXRepo | None]:
+    """InferenceX configs: entry changed (semantically), its script or srt-slurm recipe, its launcher."""
+    touched = Touched()
+    try:
+        base_repo = load_inferencex(base)
+    except RecipeError:
+        base_repo = None
+    base_configs = base_repo.configs if base_repo else {}
+    config_changed = any(p in changed for p in repo.located) or (base_repo is not None and any(
+        p in changed for p in base_repo.located
+    ))
+    for key in sorted(repo.configs):
+        if config_changed:
+            if key not in base_configs:
+                touched.add(key, f"new config key in {repo.config_file[key]}")
+            elif base_configs[key] != repo.configs[key]:
+                touched.add(key, f"master config entry changed ({repo.config_file[key]})")
+    shared_hits: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(changed):
+        for key in sorted(repo.configs):
+            if names_file(repo, key, path):
+                touched.add(key, f"uses {path}, which changed")
+            reason = shared_reason(repo, key, path)
+            if reason:
+                touched.add(key, f"shared infra touched: {reason}")
+                shared_hits[path].append(key)
+    for path, keys in sorted(shared_hits.items()):
+        touched.notes.append(f"shared infra touched ({path}): {len(keys)} recipes affected")
+    return touched, base_repo

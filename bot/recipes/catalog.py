@@ -1,0 +1,198 @@
+"""The recipe catalog of one repository revision: every recipe validated, with its files and fingerprint."""
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.recipes.errors import RecipeError, RecipeProblem, dotted
+from bot.recipes.gcpause import gc_paused
+from bot.recipes.loader import Resolved, YamlCache, resolve, validate
+from bot.recipes.schema import KINDS, E2ESuite, Recipe, RunnerTable, SweepRecipe
+from bot.recipes.sources import Source, open_source
+
+if TYPE_CHECKING:
+    from bot.inferencex.repo import InferenceXRepo
+
+RECIPES_DIR = "recipes"
+RUNNERS_FILE = "recipes/_runners.yaml"
+# Fields that do not change what a run measures; they stay out of the fingerprint.
+NOT_FINGERPRINTED = {"description", "estimate", "timeout_s", "fail_fast", "files"}
+
+
+@dataclass
+class CatalogEntry:
+    recipe: Recipe
+    path: str
+    files: tuple[str, ...]  # the recipe's YAML and every include it reads
+    named_files: tuple[str, ...]  # launch scripts, data files and `files:` globs it names
+    fingerprint: str
+
+    @property
+    def name(self) -> str:
+        return self.recipe.name
+
+
+@dataclass
+class Catalog:
+    source: Source
+    entries: dict[str, CatalogEntry] = field(default_factory=dict)
+    runners: RunnerTable | None = None
+    runners_raw: dict = field(default_factory=dict)
+    inferencex: "InferenceXRepo | None" = None
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+
+def is_recipe_path(path: str) -> bool:
+    """Top-level `recipes/*.yaml`; names starting with `_` are bases and tables, not recipes."""
+    directory, name = posixpath.split(path)
+    return directory == RECIPES_DIR and name.endswith((".yaml", ".yml")) and not name.startswith("_")
+
+
+def recipe_paths(source: Source) -> list[str]:
+    return [p for p in source.list(RECIPES_DIR) if is_recipe_path(p)]
+
+
+def named_files(recipe: Recipe) -> tuple[str, ...]:
+    names: list[str] = list(recipe.files)
+    if isinstance(recipe, SweepRecipe):
+        names += [recipe.launch.script] if recipe.launch.script else []
+        names += [recipe.accuracy.data_path] if recipe.accuracy and recipe.accuracy.data_path else []
+    else:
+        names += [recipe.launch.script] if recipe.launch.script else []
+        names += [s.launch_script for c in recipe.cases for s in c.servers if s.launch_script]
+        gates = [recipe.accuracy, *(c.accuracy for c in recipe.cases)]
+        names += [g.data_path for g in gates if g is not None and g.data_path]
+    return tuple(dict.fromkeys(n for n in names if not n.startswith(("/", "$"))))
+
+
+def fingerprint(recipe: Recipe, source: Source, files: tuple[str, ...]) -> str:
+    """A stable hash of what determines results: engine, image, model, args, env, workload, scripts.
+
+    Field order is the schema's and env keys are sorted at validation, so the JSON is canonical.
+    """
+    digest = hashlib.sha256(recipe.model_dump_json(exclude=NOT_FINGERPRINTED).encode())
+    for path in files:
+        if not any(ch in path for ch in "*?["):
+            data = source.read(path)
+            digest.update(f"\0{path}\0".encode())
+            digest.update(hashlib.sha256(data).digest() if data is not None else b"missing")
+    return digest.hexdigest()[:16]
+
+
+def load_runners(source: Source, cache: YamlCache) -> tuple[RunnerTable | None, dict]:
+    located = cache.parse(RUNNERS_FILE)
+    if located is None:
+        return None, {}
+
+    def locate(loc: tuple) -> tuple[str, int | None]:
+        return RUNNERS_FILE, located.line_of(loc)
+
+    table = validate(RunnerTable, located.data, locate)
+    return table, located.data.get("runners", {}) if isinstance(located.data, dict) else {}
+
+
+def _check_runner(recipe: Recipe, resolved: Resolved, runners: RunnerTable | None) -> None:
+    if runners is None:
+        return
+    spec = runners.runners.get(recipe.runner)
+    if spec is None:
+        file, line = resolved.locate(("runner",))
+        raise RecipeError.single(
+            file, line, "runner", f"unknown runner label {recipe.runner!r}", sorted(runners.runners)
+        )
+    if spec.gpus == 0:
+        return
+    if isinstance(recipe, SweepRecipe):
+        for index, arm in enumerate(recipe.search_space):
+            if arm.gpus > spec.gpus:
+                file, line = resolved.locate(("search_space", index))
+                raise RecipeError.single(
+                    file, line, f"search_space[{index}]",
+                    f"needs {arm.gpus} GPUs but runner {recipe.runner!r} has {spec.gpus} per host",
+                )
+    else:
+        for ci, case in enumerate(recipe.cases):
+            for si, server in enumerate(case.servers):
+                for device in server.devices or []:
+                    if device >= spec.gpus:
+                        file, line = resolved.locate(("cases", ci, "servers", si, "devices"))
+                        raise RecipeError.single(
+                            file, line, f"cases[{ci}].servers[{si}].devices",
+                            f"device {device} does not exist on runner {recipe.runner!r} "
+                            f"({spec.gpus} GPUs per host)",
+                            [str(d) for d in range(spec.gpus)],
+                        )
+
+
+def load_entry(path: str, cache: YamlCache, source: Source, runners: RunnerTable | None) -> CatalogEntry:
+    """Resolve, validate and fingerprint one recipe file; raises RecipeError with one problem."""
+    resolved = resolve(path, cache)
+    data = resolved.data
+    kind = data.get("kind")
+    if kind not in KINDS:
+        file, line = resolved.locate(("kind",))
+        message = "required, but not given" if kind is None else f"{kind!r} is not accepted"
+        raise RecipeError.single(file, line, "kind", message, sorted(KINDS))
+    model = KINDS[kind]
+    recipe = validate(model, data, resolved.locate)
+    stem = posixpath.splitext(posixpath.basename(path))[0]
+    if recipe.name != stem:
+        file, line = resolved.locate(("name",))
+        raise RecipeError.single(file, line, "name", f"{recipe.name!r} must match the file name", [stem])
+    if isinstance(recipe, SweepRecipe):
+        for loc, message in recipe.rule_violations()[:1]:
+            file, line = resolved.locate(loc)
+            raise RecipeError.single(file, line, dotted(loc), message)
+    _check_runner(recipe, resolved, runners)
+    named = named_files(recipe)
+    return CatalogEntry(recipe, path, resolved.files, named, fingerprint(recipe, source, named))
+
+
+def load_catalog(repo: Path | str | Source, rev: str | None = None, *, inferencex: bool = True) -> Catalog:
+    """Every recipe of a repository (a directory, or `rev` of a git repository), validated.
+
+    Raises RecipeError listing one problem per broken file; nothing is half-loaded.
+    """
+    with gc_paused():
+        return _load_catalog(repo, rev, inferencex)
+
+
+def _load_catalog(repo: Path | str | Source, rev: str | None, inferencex: bool) -> Catalog:
+    source = repo if not isinstance(repo, (str, Path)) else open_source(Path(repo), rev)
+    paths = recipe_paths(source)
+    source.read_many([p for p in source.list(RECIPES_DIR) if p.endswith((".yaml", ".yml"))])
+    cache = YamlCache(source.read)
+    problems: list[RecipeProblem] = []
+    runners = None
+    runners_raw: dict = {}
+    try:
+        runners, runners_raw = load_runners(source, cache)
+    except RecipeError as exc:
+        problems.extend(exc.problems)
+    catalog = Catalog(source, runners=runners, runners_raw=runners_raw)
+    for path in paths:
+        try:
+            entry = load_entry(path, cache, source, runners)
+        except RecipeError as exc:
+            problems.extend(exc.problems[:1])
+            continue
+        catalog.entries[entry.name] = entry
+    if inferencex:
+        from bot.inferencex.repo import load_inferencex
+
+        try:
+            catalog.inferencex = load_inferencex(source)
+        except RecipeError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise RecipeError(problems)
+    return catalog
+
+
+def recipe_kind(recipe: Recipe) -> str:
+    return "e2e" if isinstance(recipe, E2ESuite) else "sweep"

@@ -1,0 +1,319 @@
+"""The native recipe format: strict pydantic schemas for sweeps, E2E suites and the runner table."""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from bot.jobs import SlurmSpec
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+Precision = Literal["bf16", "fp16", "fp8", "fp4", "int8", "int4", "mxfp4", "nvfp4"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_env_names(names: list[str] | dict[str, str], what: str) -> None:
+    for name in names:
+        # required_env entries may pin a value: NAME=VALUE (the case fails unless it matches).
+        bare = name.split("=", 1)[0] if what == "required_env" else name
+        if not ENV_NAME.match(bare):
+            raise ValueError(f"{name!r} is not an environment variable name")
+
+
+def _env(value: dict[str, str]) -> dict[str, str]:
+    """Names checked; keys sorted, so that the fingerprint does not depend on their order in YAML."""
+    _check_env_names(value, "env")
+    return dict(sorted(value.items()))
+
+
+Env = Annotated[dict[str, str], AfterValidator(_env)]
+
+
+class Engine(Strict):
+    name: Literal["vllm", "sglang"]
+    version: str
+    image: str | None = None
+
+
+class Model(Strict):
+    path: str  # local directory or ${VAR}/...; the runner expands ${VAR}, nothing is downloaded
+    served_name: str | None = None
+    hf_id: str | None = None  # the checkpoint's public name, for people and reports
+    precision: Precision
+
+
+class Launch(Strict):
+    """How one server is started; shared by every arm of a sweep."""
+
+    args: list[str] = Field(default_factory=list)
+    env: Env = Field(default_factory=dict)
+    script: str | None = None  # a launch script in the repository instead of the engine command
+    # False (the default): nothing in the launch changes with the client's concurrency, so points
+    # that differ only in concurrency share one server launch (packing). True: one launch per point;
+    # then args may use {concurrency}.
+    depends_on_concurrency: bool = False
+    startup_timeout_s: float = Field(default=600.0, gt=0)
+    devices: list[int] | None = None
+
+
+class Arm(Strict):
+    """One point of the parallelism search space, swept over its concurrency list."""
+
+    name: str | None = Field(default=None, pattern=NAME_PATTERN)
+    tp: int = Field(default=1, ge=1)
+    ep: int = Field(default=1, ge=1)
+    dp: int = Field(default=1, ge=1)
+    pp: int = Field(default=1, ge=1)
+    dp_attn: bool = False
+    spec_decoding: Literal["none", "mtp", "eagle", "draft_model"] = "none"
+    kv_offload: Literal["none", "dram"] = "none"
+    args: list[str] = Field(default_factory=list)
+    env: Env = Field(default_factory=dict)
+    concurrency: list[int] | None = Field(default=None, min_length=1)
+
+    @field_validator("concurrency")
+    @classmethod
+    def _positive(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None:
+            if any(c < 1 for c in value):
+                raise ValueError("concurrency values must be >= 1")
+            if len(set(value)) != len(value):
+                raise ValueError("concurrency values must be distinct")
+        return value
+
+    def default_name(self) -> str:
+        parts = [f"tp{self.tp}"]
+        if self.pp > 1:
+            parts.append(f"pp{self.pp}")
+        if self.dp > 1:
+            parts.append(f"dp{self.dp}")
+        if self.ep > 1:
+            parts.append(f"ep{self.ep}")
+        if self.dp_attn:
+            parts.append("dpa")
+        if self.spec_decoding != "none":
+            parts.append(self.spec_decoding.replace("_", "-"))
+        if self.kv_offload != "none":
+            parts.append(f"kv{self.kv_offload}")
+        return "-".join(parts)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.default_name()
+
+    @property
+    def gpus(self) -> int:
+        replicas = 1 if self.dp_attn else self.dp
+        return self.tp * self.pp * replicas
+
+
+class Workload(Strict):
+    dataset: Literal["random", "trace"] = "random"
+    isl: int | None = Field(default=None, ge=1)
+    osl: int | None = Field(default=None, ge=1)
+    random_range_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
+    trace: str | None = None
+    num_prompts: int | None = Field(default=None, ge=1)
+    prompts_per_concurrency: int | None = Field(default=None, ge=1)
+    min_prompts: int = Field(default=1, ge=1)
+    num_warmups: int = Field(default=0, ge=0)
+    warmups_per_concurrency: int | None = Field(default=None, ge=0)
+    duration_s: float | None = Field(default=None, gt=0)  # trace replay: wall time of one point
+    client_args: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Workload":
+        if self.dataset == "random" and (self.isl is None or self.osl is None):
+            raise ValueError("a random workload needs isl and osl")
+        if self.dataset == "trace" and not self.trace:
+            raise ValueError("a trace workload needs trace (dataset name or path)")
+        if (self.num_prompts is None) == (self.prompts_per_concurrency is None):
+            raise ValueError("give exactly one of num_prompts and prompts_per_concurrency")
+        return self
+
+    def prompts(self, concurrency: int) -> int:
+        if self.num_prompts is not None:
+            return self.num_prompts
+        return max(self.min_prompts, self.prompts_per_concurrency * concurrency)
+
+    def warmups(self, concurrency: int) -> int:
+        if self.warmups_per_concurrency is not None:
+            return self.warmups_per_concurrency * concurrency
+        return self.num_warmups
+
+
+class Accuracy(Strict):
+    """A GSM8K gate: N samples, K shots, the strict-match score must reach the threshold."""
+
+    task: Literal["gsm8k"] = "gsm8k"
+    num_samples: int = Field(ge=1)
+    num_shots: int = Field(ge=0)
+    threshold: float = Field(ge=0.0, le=1.0)
+    metric: Literal["strict-match", "flexible-extract"] = "strict-match"
+    max_tokens: int = Field(default=256, ge=1)
+    data_path: str | None = None
+    # Sweeps only: which arm runs it ("highest": the arm holding the highest concurrency).
+    at: Literal["highest", "every-arm"] = "highest"
+    # Sweeps only: run it on a launch of its own, e.g. without synthetic spec-decode acceptance,
+    # which would score a real eval at ~0; drop_env names the variables that launch leaves out.
+    separate_launch: bool = False
+    drop_env: list[str] = Field(default_factory=list)
+
+
+class Estimate(Strict):
+    """What the GPU-hour estimate assumes when the workload does not say."""
+
+    startup_s: float = Field(default=600.0, ge=0)
+    point_s: float = Field(default=300.0, ge=0)
+    accuracy_s: float = Field(default=300.0, ge=0)
+
+
+class RecipeCommon(Strict):
+    name: str = Field(pattern=NAME_PATTERN)
+    kind: Literal["sweep", "e2e"]
+    description: str = ""
+    runner: str
+    engine: Engine
+    model: Model
+    required_env: list[str] = Field(default_factory=list)
+    unset_env: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)  # other repository files whose change touches it
+    timeout_s: float | None = Field(default=None, gt=0)
+    fail_fast: bool = False
+    estimate: Estimate = Field(default_factory=Estimate)
+
+    @field_validator("required_env")
+    @classmethod
+    def _required_names(cls, value: list[str]) -> list[str]:
+        _check_env_names(value, "required_env")
+        return value
+
+    @field_validator("unset_env")
+    @classmethod
+    def _unset_names(cls, value: list[str]) -> list[str]:
+        _check_env_names(value, "unset_env")
+        return value
+
+
+class SweepRecipe(RecipeCommon):
+    kind: Literal["sweep"]
+    launch: Launch = Field(default_factory=Launch)
+    concurrency: list[int] | None = Field(default=None, min_length=1)
+    search_space: list[Arm] = Field(min_length=1)
+    workload: Workload
+    accuracy: Accuracy | None = None
+
+    def rule_violations(self) -> list[tuple[tuple, str]]:
+        """Rules across fields, each with the path of the value that breaks it (the catalog locates it)."""
+        found: list[tuple[tuple, str]] = []
+        seen: set[str] = set()
+        for index, arm in enumerate(self.search_space):
+            if arm.label in seen:
+                found.append((("search_space", index), f"arm name {arm.label!r} is used twice; names must be unique"))
+            seen.add(arm.label)
+            if arm.concurrency is None and not self.concurrency:
+                found.append((("search_space", index), "this arm has no concurrency list and the recipe has none"))
+        if not self.launch.depends_on_concurrency:
+            places = [(("launch", "args", i), a) for i, a in enumerate(self.launch.args)]
+            places += [(("search_space", n, "args", i), a)
+                       for n, arm in enumerate(self.search_space) for i, a in enumerate(arm.args)]
+            for loc, text in places:
+                if "{concurrency}" in text:
+                    found.append((loc, "uses {concurrency} but launch.depends_on_concurrency is false: set it "
+                                       "to true (one launch per point) or use a fixed value"))
+                    break
+        return found
+
+    def arm_concurrency(self, arm: Arm) -> list[int]:
+        return sorted(arm.concurrency or self.concurrency or [])
+
+
+class ServerTemplate(Strict):
+    name: str = Field(default="server", pattern=NAME_PATTERN)
+    args: list[str] = Field(default_factory=list)
+    env: Env = Field(default_factory=dict)
+    devices: list[int] | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    launch_script: str | None = None
+    ready_check: bool = True  # False: its readiness shows through another server (AFD's FFN role)
+    startup_timeout_s: float | None = Field(default=None, gt=0)
+
+    @field_validator("devices")
+    @classmethod
+    def _devices(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and (len(set(value)) != len(value) or any(d < 0 for d in value)):
+            raise ValueError("devices must be distinct non-negative GPU indices")
+        return value
+
+
+class E2ECase(Strict):
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = ""
+    servers: list[ServerTemplate] = Field(min_length=1)
+    env: Env = Field(default_factory=dict)
+    accuracy: Accuracy | None = None
+    required_env: list[str] = Field(default_factory=list)
+    unset_env: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _topology(self) -> "E2ECase":
+        names = [s.name for s in self.servers]
+        if len(set(names)) != len(names):
+            raise ValueError("server names within a case must be unique")
+        used: dict[int, str] = {}
+        for server in self.servers:
+            for device in server.devices or []:
+                if device in used:
+                    raise ValueError(
+                        f"device {device} is given to both {used[device]!r} and {server.name!r}; "
+                        "servers of one case run side by side and cannot share a device"
+                    )
+                used[device] = server.name
+        return self
+
+    @property
+    def gpus(self) -> int:
+        return len({d for s in self.servers for d in (s.devices or [])})
+
+
+class E2ESuite(RecipeCommon):
+    kind: Literal["e2e"]
+    launch: Launch = Field(default_factory=Launch)  # args, env and timeout shared by every server
+    accuracy: Accuracy | None = None  # the gate of every case that does not set its own
+    cases: list[E2ECase] = Field(min_length=1)  # run in order: cases may share devices
+
+    @model_validator(mode="after")
+    def _cases(self) -> "E2ESuite":
+        names = [c.name for c in self.cases]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"case names must be unique; repeated: {', '.join(duplicates)}")
+        if self.launch.devices is not None:
+            raise ValueError("an E2E suite gives devices per server (cases[].servers[].devices), not in launch")
+        if self.launch.depends_on_concurrency:
+            raise ValueError("launch.depends_on_concurrency has no meaning for an E2E suite")
+        return self
+
+
+Recipe = SweepRecipe | E2ESuite
+KINDS: dict[str, type[RecipeCommon]] = {"sweep": SweepRecipe, "e2e": E2ESuite}
+
+
+class RunnerSpec(Strict):
+    """One runner label: what its hosts offer and which repository files all its recipes share."""
+
+    gpus: int = Field(ge=0)  # GPUs per host (0: CPU only)
+    gpu: str | None = None  # e.g. "H200", for reports
+    shared: list[str] = Field(default_factory=list)  # globs: a change here touches every recipe
+    slurm: SlurmSpec | None = None
+    description: str = ""
+
+
+class RunnerTable(Strict):
+    runners: dict[str, RunnerSpec]
+    shared_by_all: list[str] = Field(default_factory=list)

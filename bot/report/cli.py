@@ -1,0 +1,213 @@
+"""`recipe-bot report`: collect results, compare with the base branch, render, write and post."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import os
+import pathlib
+import tempfile
+
+import click
+
+from bot import i18n
+from bot.report import build, chart, collect, compare, post, render
+from bot.report.model import Meta, Report
+
+DEFAULT_CONFIG = pathlib.Path(".github/recipe-bot.yaml")
+
+
+def _write(path: pathlib.Path, data: bytes | str) -> None:
+    """Write through a temporary file in the same folder, so no half-written file is left."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(raw)
+        os.chmod(temporary, 0o644)  # mkstemp makes 0600; these files are for people to read
+        os.replace(temporary, path)
+    except BaseException:
+        pathlib.Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _json_default(value: object) -> object:
+    # Shallow, field by field: json walks the rest (dataclasses.asdict would deep-copy it all).
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def _load_thresholds(config_path: pathlib.Path | None) -> tuple[dict[str, float], object | None]:
+    path = config_path or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
+    if path is None:
+        return compare.thresholds_from(None), None
+    from bot.config import ConfigError, load_config
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot read the config: {exc.strerror}") from None
+    try:
+        config = load_config(text, str(path))
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        return compare.thresholds_from(config), config
+    except collect.InputError as exc:
+        raise click.ClickException(f"{path}: {exc}") from None
+
+
+def _most_common(values: list[object]) -> object | None:
+    present = [v for v in values if v is not None]
+    return collections.Counter(present).most_common(1)[0][0] if present else None
+
+
+def _run_url(explicit: str | None) -> str | None:
+    if explicit:
+        return explicit
+    env = os.environ
+    if env.get("GITHUB_RUN_ID") and env.get("GITHUB_REPOSITORY"):
+        server = env.get("GITHUB_SERVER_URL") or "https://github.com"
+        return f"{server}/{env['GITHUB_REPOSITORY']}/actions/runs/{env['GITHUB_RUN_ID']}"
+    return None
+
+
+def summary_of(report: Report, rendered: render.Rendered) -> dict:
+    counts = report.counts
+    return {
+        "verdict": report.verdict.conclusion,
+        "reasons": [dataclasses.asdict(r) for r in report.verdict.reasons],
+        "counts": {"jobs": counts.jobs, "points": counts.points,
+                   "regressions": counts.regressions, "improvements": counts.improvements,
+                   "within_thresholds": counts.within, "no_baseline": counts.no_baseline},
+        "sha": report.meta.sha, "pr": report.meta.pr, "repository": report.meta.repository,
+        "thresholds": report.meta.thresholds,
+        "comment_chars": len(rendered.text), "shortened": rendered.shortened,
+    }
+
+
+def check_title(report: Report) -> str:
+    context = {"verdict": report.verdict.conclusion,
+               "reasons": [dataclasses.asdict(r) for r in report.verdict.reasons]}
+    return " / ".join(i18n.render("report/check-title", lang, **context)
+                      for lang in i18n.LANGUAGES)
+
+
+def _bot_login(explicit: str | None, config: object | None, client: object) -> str:
+    from bot.github import GitHubError
+
+    login = explicit or getattr(config, "bot_login", None)
+    if login:
+        return login
+    try:
+        return client.authenticated_login()  # type: ignore[attr-defined]
+    except GitHubError as exc:
+        # GITHUB_TOKEN cannot read GET /user; in Actions it posts as github-actions[bot].
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            return post.ACTIONS_BOT
+        raise click.ClickException(
+            f"cannot tell which account the bot posts as ({exc}); set bot_login in "
+            f"{DEFAULT_CONFIG} or pass --bot-login") from None
+
+
+@click.command(name="report")
+@click.option("--results", "results_dir", required=True,
+              type=click.Path(path_type=pathlib.Path, file_okay=False),
+              help="Folder holding every job's result.json (any depth).")
+@click.option("--jobs", "jobs_path", type=click.Path(path_type=pathlib.Path),
+              help="The plan: a folder of job JSON files or one plan JSON; missing jobs become lost.")
+@click.option("--baseline", "baseline_dir", type=click.Path(path_type=pathlib.Path),
+              help="Folder with the base branch's latest successful result.json files.")
+@click.option("--config", "config_path", type=click.Path(path_type=pathlib.Path),
+              help=f"Repository config with report.thresholds (default: {DEFAULT_CONFIG} if present).")
+@click.option("--out", "out_dir", type=click.Path(path_type=pathlib.Path, file_okay=False),
+              default=pathlib.Path("report-out"), show_default=True,
+              help="Where comment.md, summary.json, chart.png and full-results.json go.")
+@click.option("--post", "do_post", is_flag=True,
+              help="Post the sticky comment and the check run (GITHUB_API_URL, GITHUB_TOKEN).")
+@click.option("--dry-run", is_flag=True, help="With --post: print each write as JSON instead.")
+@click.option("--repo", help="owner/name (default: GITHUB_REPOSITORY, else from the results).")
+@click.option("--pr", type=int, help="Pull request number (default: from the results).")
+@click.option("--sha", help="Head SHA the report is for (default: from the results).")
+@click.option("--run-url", help="The GPU workflow run (default: from GITHUB_* variables).")
+@click.option("--command", "command_text", help="The PR command that started the run.")
+@click.option("--bot-login", help="The login the bot posts as (default: config bot_login, GET /user).")
+@click.option("--check-name", default=post.CHECK_NAME, show_default=True)
+@click.option("--fail-on-failure", is_flag=True, help="Exit 1 when the verdict is failure.")
+def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
+               baseline_dir: pathlib.Path | None, config_path: pathlib.Path | None,
+               out_dir: pathlib.Path, do_post: bool, dry_run: bool, repo: str | None,
+               pr: int | None, sha: str | None, run_url: str | None, command_text: str | None,
+               bot_login: str | None, check_name: str, fail_on_failure: bool) -> None:
+    """Collect results, compare with the base branch, render English then 简体中文, and post."""
+    thresholds, config = _load_thresholds(config_path)
+    try:
+        plan = collect.load_plan(jobs_path) if jobs_path else []
+        collection = collect.collect(results_dir, plan, sha)
+        sha = collection.head_sha
+    except collect.InputError as exc:
+        raise click.ClickException(str(exc)) from None
+    if baseline_dir is not None and not baseline_dir.is_dir():
+        raise click.ClickException(f"{baseline_dir}: the baseline directory does not exist")
+    results = [job.result for job in collection.jobs]
+    meta = Meta(
+        sha=sha, repository=repo or os.environ.get("GITHUB_REPOSITORY")
+        or _most_common([r.repository for r in results]),
+        pr=pr or _most_common([r.pr for r in results]),
+        command=command_text or _most_common([r.command for r in results]),
+        run_url=_run_url(run_url))
+    report = build.build_report(collection, compare.load_baseline(baseline_dir), thresholds, meta)
+    rendered = render.render_comment(report)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    series = chart.series_from(report)
+    chart.write_png(series, out_dir / "chart.png",
+                    f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
+    # Compact on purpose: with thousands of points an indented file is several times larger.
+    _write(out_dir / "full-results.json", json.dumps(
+        {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys,
+         "report": report}, default=_json_default, ensure_ascii=False, separators=(",", ":")))
+    _write(out_dir / "comment.md", rendered.text)
+    summary = summary_of(report, rendered)
+    post.append_step_summary(rendered.text)
+
+    if do_post:
+        summary["posted"] = _post(report, rendered, meta, check_name, bot_login, config,
+                                  dry_run)
+    _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
+    counts = report.counts
+    click.echo(f"verdict: {report.verdict.conclusion} · jobs {counts.jobs_total} · "
+               f"points {counts.points_total} · regressions {counts.regressions} · "
+               f"comment {len(rendered.text):,} chars{' (shortened)' if rendered.shortened else ''}"
+               f" · {out_dir}")
+    if fail_on_failure and report.verdict.conclusion == "failure":
+        raise SystemExit(1)
+
+
+def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str,
+          bot_login: str | None, config: object | None, dry_run: bool) -> dict:
+    from bot.github import GitHubClient, GitHubError
+
+    if meta.pr is None or not meta.sha:
+        raise click.ClickException("--post needs the PR number and the head SHA "
+                                   "(--pr/--sha, or results that carry them)")
+    environ = dict(os.environ)
+    if meta.repository:
+        environ["GITHUB_REPOSITORY"] = meta.repository
+    try:
+        client = GitHubClient.from_env(dry_run=dry_run, environ=environ)
+        login = _bot_login(bot_login, config, client)
+        posted = post.post(client, pr=meta.pr, sha=meta.sha, body=rendered.text,
+                           bot_login=login, conclusion=report.verdict.conclusion,
+                           title=check_title(report), summary=render.check_summary(rendered.text),
+                           details_url=meta.run_url, check_name=check_name)
+    except GitHubError as exc:
+        raise click.ClickException(f"posting the report failed: {exc}") from None
+    return {"comment": posted.comment.action, "why": posted.comment.why,
+            "comment_id": posted.comment_id, "check_run_id": posted.check_run_id,
+            "check": posted.check_action, "check_name": check_name, "bot_login": login}

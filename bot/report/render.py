@@ -1,0 +1,309 @@
+"""Render the report in English then 简体中文 from one view, within GitHub's comment size limit.
+
+Long per-recipe tables fold into <details>. Past the limit, the renderer shows fewer rows per
+recipe (failed and regressed rows first, always above the fold), fewer and shorter log tails,
+then fewer recipe sections, each time saying how many are left out and that full-results.json
+in the run's artifacts has everything.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from bot import i18n
+from bot.report import chart, marker
+from bot.report.model import E2ERow, Failure, PointRow, RecipeSection, Report
+
+COMMENT_LIMIT = 65_536  # GitHub's maximum issue comment body, in characters
+COMMENT_BUDGET = 65_000  # what the renderer aims for: a margin for line-ending or counting quirks
+CHECK_SUMMARY_LIMIT = 65_535  # check run output.summary
+TEMPLATE = "report/comment"
+FOLD_AT = 8  # a recipe with more rows than this folds its full table into <details>
+FULL_RESULTS = "full-results.json"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much of the report a comment shows; None means everything."""
+
+    rows_per_recipe: int | None = None
+    attention_per_recipe: int | None = None
+    failures: int | None = None
+    log_lines: int = 40
+    recipes: int | None = None
+
+
+@dataclass(frozen=True)
+class Rendered:
+    text: str
+    limits: Limits
+    shortened: bool
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def percent(value: float) -> str:
+    return f"{value:+.1f}%"
+
+
+def fenced(text: str) -> str:
+    """A code block that no backtick run inside the (untrusted) text can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def tail(text: str, lines: int, width: int = 300, budget: int = 4000) -> str:
+    kept = [line[:width] + (" …" if len(line) > width else "")
+            for line in text.rstrip("\n").splitlines()[-lines:]]
+    while kept and sum(len(line) + 1 for line in kept) > budget:
+        kept.pop(0)
+    return "\n".join(kept)
+
+
+def _row(row: PointRow, gated: list[str]) -> dict:
+    comparison = row.comparison
+    deltas = []
+    for key in gated:
+        delta = comparison.delta(key) if comparison else None
+        deltas.append(None if delta is None else {
+            "pct": percent(delta.change_pct), "verdict": delta.verdict,
+            "noise": None if delta.noise_pct is None else f"±{delta.noise_pct:.1f}%"})
+    status = "regressed" if row.regressed else row.status
+    return {
+        "arm": row.arm, "conc": row.concurrency, "tput": number(row.tput_per_gpu),
+        "intvty": number(row.interactivity), "ttft50": number(row.ttft_p50),
+        "ttft99": number(row.ttft_p99), "tpot": number(row.tpot_p50), "status": status,
+        # A lost or cancelled job's reason is told once, under Failures, not on each of its rows.
+        "reason": row.reason if row.status in ("failed", "skipped") else None,
+        "base": comparison is not None, "measured": row.status == "passed", "deltas": deltas,
+    }
+
+
+def _spread(rows: list[PointRow], keep: int) -> list[PointRow]:
+    """`keep` rows taken round-robin over the arms, so that every arm keeps a share."""
+    by_arm: dict[str, list[PointRow]] = {}
+    for row in rows:
+        by_arm.setdefault(row.arm, []).append(row)
+    queues = list(by_arm.values())
+    picked: list[PointRow] = []
+    depth = 0
+    while len(picked) < keep and any(depth < len(q) for q in queues):
+        picked += [q[depth] for q in queues if depth < len(q)][: keep - len(picked)]
+        depth += 1
+    order = {id(row): index for index, row in enumerate(rows)}
+    return sorted(picked, key=lambda row: order[id(row)])
+
+
+def _section(section: RecipeSection, gated: list[str], limits: Limits,
+             row_view: Callable[[PointRow], dict]) -> dict:
+    rows = list(section.rows)
+    attention = [r for r in rows if r.needs_attention]
+    fold = len(rows) > FOLD_AT
+    shown_attention = attention if limits.attention_per_recipe is None \
+        else attention[:limits.attention_per_recipe]
+    shown_rows = rows if limits.rows_per_recipe is None else _spread(rows, limits.rows_per_recipe)
+    compared = [r for r in rows if r.comparison is not None]
+    return {
+        "recipe": section.recipe, "fingerprint": section.fingerprint,
+        "runners": list(section.runner_labels), "engines": list(section.engines),
+        "gpus": section.gpus, "env_changes": list(section.env_changes),
+        "points": len(rows), "failed": sum(1 for r in rows if r.status != "passed"),
+        "regressed": sum(1 for r in rows if r.regressed),
+        "no_baseline": sum(1 for r in rows if r.status == "passed" and r.comparison is None),
+        "base_runs": max((r.comparison.base_runs for r in compared), default=0),
+        "fold": fold,
+        "attention": [row_view(r) for r in shown_attention] if fold else [],
+        "attention_hidden": len(attention) - len(shown_attention) if fold else 0,
+        "rows": [row_view(r) for r in shown_rows],
+        "rows_hidden": len(rows) - len(shown_rows),
+    }
+
+
+def _e2e(row: E2ERow) -> dict:
+    accuracy = row.accuracy
+    cleanup = row.cleanup
+    return {
+        "suite": row.suite, "case": row.case, "status": row.status, "reason": row.reason,
+        "strict": None if accuracy is None else f"{accuracy.strict_match:.3f}",
+        "flexible": None if accuracy is None else f"{accuracy.flexible_extract:.3f}",
+        "metric": None if accuracy is None else accuracy.metric,
+        "samples": None if accuracy is None else accuracy.num_samples,
+        "shots": None if accuracy is None else accuracy.num_shots,
+        "threshold": None if accuracy is None else f"{accuracy.threshold:.2f}",
+        "gate": None if accuracy is None else accuracy.passed,
+        "cleanup": cleanup.state,
+        "pids": ", ".join(map(str, cleanup.leftover_pids)),
+        "ports": ", ".join(map(str, cleanup.busy_ports)),
+        "gpu_back": cleanup.gpu_memory_back,
+        "teardown": None if cleanup.teardown_s is None else f"{cleanup.teardown_s:.1f}",
+    }
+
+
+def _failure(failure: Failure, limits: Limits) -> dict:
+    log = tail(failure.log_tail, limits.log_lines) if failure.log_tail and limits.log_lines else ""
+    return {
+        "job": failure.job_id, "recipe": failure.recipe, "case": failure.case,
+        "status": failure.status, "reason": failure.reason, "runner": failure.runner_label,
+        "source": failure.source, "slurm": failure.slurm, "attempts": failure.attempts,
+        "log": fenced(log) if log else None,
+        "log_lines": len(log.splitlines()) if log else 0,
+    }
+
+
+def _link(url: str | None) -> str | None:
+    """Only plain http(s) URLs become links; anything else could break out of the Markdown."""
+    if url and re.fullmatch(r"https?://[^\s()<>\[\]`]+", url):
+        return url
+    return None
+
+
+class _Views:
+    """What every size attempt shares: the chart, the gated metrics, each row's view."""
+
+    def __init__(self, report: Report):
+        thresholds = report.meta.thresholds
+        gated = [k for k in ("tput_per_gpu", "ttft_p99") if k in thresholds]
+        gated += sorted(k for k in thresholds if k not in gated)
+        self.gated = gated or ["tput_per_gpu"]  # with every gate off, Δ is still shown
+        self.chart = chart.mermaid_chart(chart.series_from(report))
+        self._rows: dict[int, dict] = {}
+
+    def row(self, row: PointRow) -> dict:
+        key = id(row)
+        if key not in self._rows:
+            self._rows[key] = _row(row, self.gated)
+        return self._rows[key]
+
+
+def view(report: Report, limits: Limits = Limits(), views: _Views | None = None) -> dict:
+    """Everything the templates show, already cut to `limits`; identical for both languages."""
+    views = views or _Views(report)
+    meta, counts = report.meta, report.counts
+    recipes = list(report.recipes)
+    shown_recipes = recipes if limits.recipes is None else recipes[:limits.recipes]
+    failures = list(report.failures)
+    shown_failures = failures if limits.failures is None else failures[:limits.failures]
+    swept = [section.recipe for section in recipes]
+    failed_recipes = [f.recipe for f in failures if f.status in ("failed", "lost")]
+    rerun_sweep = next((r for r in failed_recipes if r in swept), swept[0] if swept else None)
+    failed_cases = list(dict.fromkeys(row.case for row in report.e2e
+                                      if row.status in ("failed", "lost") and row.case != "—"))
+    sections = [_section(s, views.gated, limits, views.row) for s in shown_recipes]
+    return {
+        "verdict": report.verdict.conclusion,
+        "reasons": [{"code": r.code, "count": r.count} for r in report.verdict.reasons],
+        "jobs": counts.jobs, "jobs_total": counts.jobs_total,
+        "points": counts.points, "points_total": counts.points_total,
+        "regressions": counts.regressions, "improvements": counts.improvements,
+        "within": counts.within, "no_baseline": counts.no_baseline,
+        "sha": meta.sha, "command": meta.command, "pr": meta.pr,
+        "run_url": _link(meta.run_url), "artifacts_url": _link(meta.artifacts_url),
+        "base_shas": [s[:12] for s in meta.base_shas],
+        "unreadable_baseline": len(meta.unreadable_baseline),
+        "thresholds": [{"metric": k, "pct": f"{meta.thresholds[k]:g}%"}
+                       for k in views.gated if k in meta.thresholds],
+        "gated": views.gated,
+        "recipes": sections, "recipes_hidden": len(recipes) - len(shown_recipes),
+        "rows_hidden": sum(s["rows_hidden"] for s in sections)
+        + sum(len(s.rows) for s in recipes[len(shown_recipes):]),
+        "e2e": [_e2e(row) for row in report.e2e],
+        "failures": [_failure(f, limits) for f in shown_failures],
+        "failures_hidden": len(failures) - len(shown_failures),
+        "chart": views.chart,
+        "rerun_sweep": rerun_sweep,
+        "rerun_e2e": " ".join(failed_cases[:5]) or None,
+        "full_results": FULL_RESULTS,
+    }
+
+
+def _ladder(report: Report) -> list[tuple[Limits, str | None]]:
+    """Ever smaller comments, tried in order after the full one; each with the knob to search."""
+    most_rows = max((len(s.rows) for s in report.recipes), default=0)
+    return [
+        (Limits(rows_per_recipe=most_rows, attention_per_recipe=20, failures=20, log_lines=40),
+         "rows_per_recipe"),
+        (Limits(rows_per_recipe=0, attention_per_recipe=5, failures=10, log_lines=15), None),
+        (Limits(rows_per_recipe=0, attention_per_recipe=3, failures=5, log_lines=5,
+                recipes=len(report.recipes)), "recipes"),
+        (Limits(rows_per_recipe=0, attention_per_recipe=0, failures=3, log_lines=0, recipes=0),
+         None),
+    ]
+
+
+class _Sizer:
+    def __init__(self, report: Report, limit: int):
+        self.report, self.limit, self.views = report, limit, _Views(report)
+        self.head = marker.build(report.meta.sha, report.failure_keys) + "\n"
+
+    def attempt(self, limits: Limits, shortened: bool) -> Rendered | None:
+        context = view(self.report, limits, self.views)
+        context["shortened"] = shortened
+        text = self.head + i18n.render_bilingual(TEMPLATE, **context) + "\n"
+        return Rendered(text, limits, shortened) if len(text) <= self.limit else None
+
+    def largest(self, limits: Limits, knob: str) -> Rendered | None:
+        """The largest value of `knob` (up to its value in `limits`) whose render fits: doubling
+        from 0, then bisecting, so a huge report costs a few small renders, not huge ones."""
+        ceiling = getattr(limits, knob)
+        best = self.attempt(replace(limits, **{knob: 0}), True)
+        if best is None:
+            return None
+        low, high = 0, None
+        step = 1
+        while high is None:
+            value = min(step, ceiling)
+            fitted = self.attempt(replace(limits, **{knob: value}), True)
+            if fitted is None:
+                high = value - 1
+            else:
+                best, low = fitted, value
+                if value == ceiling:
+                    return best
+                step *= 2
+        while low < high:
+            middle = (low + high + 1) // 2
+            fitted = self.attempt(replace(limits, **{knob: middle}), True)
+            if fitted is None:
+                high = middle - 1
+            else:
+                best, low = fitted, middle
+        return best
+
+
+# A point row is at least this long in each language: a report with more rows than the
+# budget allows cannot fit whole, so the whole render is not even attempted.
+_MIN_ROW_CHARS = 60
+
+
+def render_comment(report: Report, limit: int = COMMENT_BUDGET) -> Rendered:
+    """The sticky comment: the whole report if it fits, otherwise the most that fits."""
+    sizer = _Sizer(report, limit)
+    rows = sum(len(s.rows) for s in report.recipes)
+    if rows * _MIN_ROW_CHARS * len(i18n.LANGUAGES) <= limit:
+        whole = sizer.attempt(Limits(), False)
+        if whole is not None:
+            return whole
+    for limits, knob in _ladder(report):
+        fitted = sizer.largest(limits, knob) if knob else sizer.attempt(limits, True)
+        if fitted is not None:
+            return fitted
+    # Nothing structured fits (thousands of failing jobs): cut, and say where the rest is.
+    last = _ladder(report)[-1][0]
+    context = view(report, last, sizer.views)
+    context["shortened"] = True
+    text = sizer.head + i18n.render_bilingual(TEMPLATE, **context)
+    note = f"\n\n… ({FULL_RESULTS} in the run's artifacts has the full report)\n"
+    return Rendered(text[: limit - len(note)] + note, last, True)
+
+
+def check_summary(comment: str, limit: int = CHECK_SUMMARY_LIMIT) -> str:
+    """The comment as a check run summary (without the marker), within the check run limit."""
+    body = marker.strip(comment)
+    if len(body) <= limit:
+        return body
+    note = f"\n\n… (shortened; {FULL_RESULTS} in the run's artifacts has everything)"
+    return body[: limit - len(note)] + note

@@ -1,0 +1,75 @@
+"""`recipe-bot run --job F --out DIR [--backend local|slurm] [--repo DIR]`: write result.json."""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+import yaml
+from pydantic import ValidationError
+from rich.console import Console
+
+from bot.jobs import Job
+from bot.results import JobResult
+
+RESULT_FILE = "result.json"
+
+
+def load_job(path: Path) -> Job:
+    """The job file (JSON, or YAML by suffix); one error naming the file and field otherwise."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise click.ClickException(f"job file {path}: cannot read it as "
+                                   f"{'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: "
+                                   f"{exc}") from exc
+    try:
+        return Job.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: {error['msg']}"
+            for error in exc.errors())
+        raise click.ClickException(f"job file {path} is not a valid job: {problems}") from exc
+
+
+def write_result(result: JobResult, out_dir: Path) -> Path:
+    """DIR/result.json, written whole or not at all (a reader never sees half a file)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / RESULT_FILE
+    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".result-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(result.model_dump_json(indent=2))
+        handle.write("\n")
+    os.replace(tmp, target)
+    return target
+
+
+@click.command(name="run")
+@click.option("--job", "job_file", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The job to run, as `recipe-bot plan` wrote it (JSON).")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Result directory: result.json, server logs, raw client files.")
+@click.option("--backend", type=click.Choice(["local", "slurm"]), default="local",
+              show_default=True, help="Run here, or through salloc/srun on a Slurm cluster.")
+@click.option("--repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="Repository root for launch scripts and data paths [default: .]")
+def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None) -> None:
+    """Run one planned job and write DIR/result.json; exit 0 only when the job passed."""
+    job = load_job(job_file)
+    console = Console(stderr=True)
+    if backend == "slurm":
+        slurm = importlib.import_module("bot.runner.slurm")
+        result = slurm.run_job_slurm(job, job_file, out_dir, console, repo=repo)
+    else:
+        from bot.runner.local import run_job_local
+
+        result = run_job_local(job, out_dir, console, repo=repo)
+    path = write_result(result, out_dir)
+    console.print(f"result: {path} ({result.status})", highlight=False)
+    sys.exit(0 if result.status == "passed" else 1)

@@ -1,0 +1,89 @@
+"""From a ServerSpec to a command line and environment: vLLM, SGLang, or the recipe's own script."""
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.jobs import Case, ServerSpec
+from bot.runner import procs
+from bot.runner.environment import EnvironmentProblem, expand
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything needed to start one server and to point clients at it."""
+
+    name: str
+    engine: str
+    argv: list[str]
+    env: dict[str, str]
+    port: int
+    model: str  # expanded: a local path or a hub id; also the clients' tokenizer
+    served_model_name: str
+    cwd: Path | None = None
+
+
+def engine_command(spec: ServerSpec, model: str, served: str, port: int, args: list[str], *,
+                   vllm_bin: str | None, sglang_python: str) -> list[str]:
+    if spec.engine == "vllm":
+        if vllm_bin is None:
+            raise EnvironmentProblem(
+                "no vLLM found: set RECIPE_BOT_VLLM, put `vllm` on PATH, or run "
+                "scripts/setup-cpu-engine.sh for the CPU engine")
+        return [vllm_bin, "serve", model, "--host", HOST, "--port", str(port),
+                "--served-model-name", served, *args]
+    return [sglang_python, "-m", "sglang.launch_server", "--model-path", model, "--host", HOST,
+            "--port", str(port), "--served-model-name", served, *args]
+
+
+def script_command(script: str, repo: Path, args: list[str]) -> tuple[list[str], Path]:
+    """A recipe's own launch script, which must live inside the repository."""
+    path = (repo / script).resolve()
+    if not path.is_relative_to(repo.resolve()):
+        raise EnvironmentProblem(f"launch_script {script!r} points outside the repository {repo}")
+    if not path.is_file():
+        raise EnvironmentProblem(f"launch_script {script!r} does not exist under {repo}")
+    argv = [str(path)] if os.access(path, os.X_OK) else ["bash", str(path)]
+    return [*argv, *args], repo
+
+
+def server_env(spec: ServerSpec, case: Case, runner_env: Mapping[str, str], *, run_tag: str,
+               reset_prefix_cache: bool) -> dict[str, str]:
+    env = {k: v for k, v in runner_env.items() if k not in set(case.unset_env)}
+    env["PYTHONUNBUFFERED"] = "1"
+    # vLLM serves POST /reset_prefix_cache only in dev mode; a packed sweep needs it between points.
+    dev_mode_unset = "VLLM_SERVER_DEV_MODE" in case.unset_env
+    if spec.engine == "vllm" and reset_prefix_cache and not dev_mode_unset:
+        env.setdefault("VLLM_SERVER_DEV_MODE", "1")
+    for key, value in spec.env.items():
+        env[key] = expand(value, runner_env, f"servers[{spec.name}].env.{key}")
+    if spec.devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in spec.devices)
+    env[procs.RUN_TAG_VAR] = run_tag
+    return env
+
+
+def build_launch(spec: ServerSpec, case: Case, *, port: int, repo: Path,
+                 runner_env: Mapping[str, str], run_tag: str, vllm_bin: str | None,
+                 sglang_python: str) -> Launch:
+    where = f"case {case.name!r}, server {spec.name!r}"
+    model = expand(spec.model, runner_env, f"{where}: model")
+    args = [expand(arg, runner_env, f"{where}: args") for arg in spec.args]
+    served = spec.served_model_name or model
+    reset = case.reset_prefix_cache_between_points and len(case.points) > 1
+    env = server_env(spec, case, runner_env, run_tag=run_tag, reset_prefix_cache=reset)
+    cwd = None
+    if spec.launch_script:
+        argv, cwd = script_command(spec.launch_script, repo, args)
+        env.update({"PORT": str(port), "HOST": HOST, "MODEL": model, "SERVED_MODEL_NAME": served,
+                    "SERVER_ARGS": shlex.join(args), "ENGINE": spec.engine})
+    else:
+        argv = engine_command(spec, model, served, port, args, vllm_bin=vllm_bin,
+                              sglang_python=sglang_python)
+    return Launch(name=spec.name, engine=spec.engine, argv=argv, env=env, port=port, model=model,
+                  served_model_name=served, cwd=cwd)

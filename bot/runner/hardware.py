@@ -1,0 +1,117 @@
+"""Facts about this host that make results comparable: CPU, GPUs (NVML), engine version, commit."""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bot.results import Hardware
+
+
+@contextmanager
+def nvml() -> Iterator[object | None]:
+    """pynvml, initialised, or None where there is no NVIDIA driver or GPU."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no library, no driver, no device: all mean "no GPU"
+        yield None
+        return
+    try:
+        yield pynvml
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def gpu_memory_used_mib(indices: list[int] | None = None) -> dict[int, float] | None:
+    """Used memory per GPU index (NVML), or None where there is no GPU."""
+    with nvml() as lib:
+        if lib is None:
+            return None
+        count = lib.nvmlDeviceGetCount()
+        if count == 0:
+            return None
+        wanted = [i for i in (indices if indices is not None else range(count)) if i < count]
+        return {i: lib.nvmlDeviceGetMemoryInfo(lib.nvmlDeviceGetHandleByIndex(i)).used / 2**20
+                for i in wanted}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def describe_host() -> Hardware:
+    gpus: list[str] = []
+    with nvml() as lib:
+        if lib is not None:
+            for i in range(lib.nvmlDeviceGetCount()):
+                name = lib.nvmlDeviceGetName(lib.nvmlDeviceGetHandleByIndex(i))
+                gpus.append(name.decode() if isinstance(name, bytes) else str(name))
+    return Hardware(host=socket.gethostname(), cpu=_cpu_model(), cpu_count=os.cpu_count() or 0,
+                    gpu_count=len(gpus), gpus=gpus)
+
+
+_METADATA_VERSION = "import importlib.metadata as m; print(m.version({!r}))"
+
+
+def _run_for_line(argv: list[str], timeout_s: float) -> str | None:
+    try:
+        out = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=timeout_s, check=False, cwd="/")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    return lines[-1] if out.returncode == 0 and lines else None
+
+
+def _script_interpreter(program: str) -> str | None:
+    """The Python of a console script (its #! line), when it is one."""
+    try:
+        with open(program, "rb") as handle:
+            first = handle.readline(512).decode(errors="replace").strip()
+    except OSError:
+        return None
+    if first.startswith("#!") and "python" in first and " " not in first[2:].strip():
+        return first[2:].strip()
+    return None
+
+
+def vllm_version(vllm_bin: str) -> str | None:
+    """What `vllm --version` prints: importlib.metadata's version of "vllm".
+
+    Asked of the script's own interpreter first (0.1 s), since `vllm --version` imports torch
+    before it answers (10-20 s on two cores); `vllm --version` itself otherwise.
+    """
+    interpreter = _script_interpreter(vllm_bin)
+    if interpreter is not None:
+        found = _run_for_line([interpreter, "-c", _METADATA_VERSION.format("vllm")], 30.0)
+        if found:
+            return found
+    return _run_for_line([vllm_bin, "--version"], 120.0)
+
+
+def sglang_version(python: str) -> str | None:
+    return _run_for_line([python, "-c", _METADATA_VERSION.format("sglang")], 30.0)
+
+
+def git_head(repo: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None

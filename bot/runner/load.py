@@ -1,0 +1,189 @@
+"""Load through the engine's own client: `vllm bench serve` or `python -m sglang.bench_serving`."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.jobs import LoadPoint
+from bot.results import PointResult
+from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
+from bot.runner.server import (InferenceServer, ServerDied, die_with_runner, http_status,
+                               tail_lines)
+
+VLLM_CLIENT = "vllm bench serve"
+SGLANG_CLIENT = "sglang.bench_serving"
+CLIENT_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """The server a client talks to."""
+
+    host: str
+    port: int
+    served_model_name: str
+    tokenizer: str
+    engine: str
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str  # VLLM_CLIENT or SGLANG_CLIENT
+    program: str  # the vllm binary, or the Python that has SGLang
+
+
+def choose_client(engine: str, vllm_bin: str | None, sglang_python: str) -> Client:
+    """vLLM's client wherever vLLM exists (it speaks OpenAI to SGLang too); SGLang's otherwise."""
+    if vllm_bin is not None:
+        return Client(VLLM_CLIENT, vllm_bin)
+    if engine == "sglang":
+        return Client(SGLANG_CLIENT, sglang_python)
+    raise FileNotFoundError("no benchmark client: neither vLLM nor SGLang is installed here")
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "x"
+
+
+def _dataset_args(point: LoadPoint) -> list[str]:
+    if point.dataset == "trace":
+        trace = point.trace or ""
+        if trace.endswith((".json", ".jsonl")):
+            return ["--dataset-name", "custom", "--dataset-path", trace]
+        return ["--dataset-name", "hf", "--dataset-path", trace]
+    args = ["--dataset-name", "random", "--random-input-len", str(point.isl),
+            "--random-output-len", str(point.osl), "--ignore-eos"]
+    if point.random_range_ratio:
+        args += ["--random-range-ratio", str(point.random_range_ratio)]
+    return args
+
+
+def vllm_bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path
+                       ) -> list[str]:
+    argv = [client.program, "bench", "serve", "--backend", "openai",
+            "--base-url", target.base_url, "--endpoint", "/v1/completions",
+            "--model", target.served_model_name, "--tokenizer", target.tokenizer,
+            *_dataset_args(point),
+            "--num-prompts", str(point.num_prompts), "--max-concurrency", str(point.concurrency),
+            "--seed", "0", "--save-result", "--result-dir", str(result_file.parent),
+            "--result-filename", result_file.name,
+            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+            "--disable-tqdm"]
+    if point.num_warmups:
+        argv += ["--num-warmups", str(point.num_warmups)]
+    return argv + list(point.extra_args)
+
+
+def sglang_bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path
+                         ) -> list[str]:
+    if point.dataset == "trace":
+        dataset = ["--dataset-name", "sharegpt", "--dataset-path", point.trace or ""]
+    else:
+        # random-ids needs no ShareGPT download, which an offline runner cannot make.
+        dataset = ["--dataset-name", "random-ids", "--random-input-len", str(point.isl),
+                   "--random-output-len", str(point.osl),
+                   "--random-range-ratio", str(point.random_range_ratio or 1.0)]
+    argv = [client.program, "-m", "sglang.bench_serving", "--backend", "sglang-oai",
+            "--host", target.host, "--port", str(target.port),
+            "--model", target.served_model_name, "--tokenizer", target.tokenizer, *dataset,
+            "--num-prompts", str(point.num_prompts), "--max-concurrency", str(point.concurrency),
+            "--seed", "0", "--output-file", str(result_file), "--disable-tqdm"]
+    if point.num_warmups:
+        argv += ["--warmup-requests", str(point.num_warmups)]
+    return argv + list(point.extra_args)
+
+
+def bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path
+                  ) -> list[str]:
+    if client.name == VLLM_CLIENT:
+        return vllm_bench_command(client, point, target, result_file)
+    return sglang_bench_command(client, point, target, result_file)
+
+
+def reset_prefix_cache(target: Target) -> str:
+    """Empty the server's prefix cache between points; engines without the endpoint are fine."""
+    path = "/reset_prefix_cache" if target.engine == "vllm" else "/flush_cache"
+    status = http_status(target.base_url + path, timeout_s=30.0, method="POST")
+    if status == 200:
+        return "reset"
+    return "not supported" if status in (404, 405) else f"no reset (HTTP {status})"
+
+
+def _stop_group(process: subprocess.Popen) -> None:
+    """Stop a client's process group: SIGTERM, a short grace, SIGKILL; then sweep stragglers."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=CLIENT_GRACE_S)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=CLIENT_GRACE_S)
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_point(point: LoadPoint, *, client: Client, target: Target,
+              servers: Sequence[InferenceServer], out_dir: Path, case_dir: Path, gpus: int,
+              env: Mapping[str, str], tick: Callable[[str], None]) -> PointResult:
+    """Run one point against a ready server. A dead server raises ServerDied; the rest is data."""
+    points_dir = case_dir / "points"
+    points_dir.mkdir(parents=True, exist_ok=True)
+    result_file = points_dir / f"{safe_name(point.point_id)}.json"
+    log_file = points_dir / f"{safe_name(point.point_id)}.log"
+    result_file.unlink(missing_ok=True)  # sglang appends: start from nothing
+    argv = bench_command(client, point, target, result_file)
+    base = PointResult(point_id=point.point_id, concurrency=point.concurrency, isl=point.isl,
+                       osl=point.osl, status="failed", client=client.name)
+    with log_file.open("wb") as log:
+        log.write(f"# recipe-bot: {' '.join(argv)}\n".encode())
+        log.flush()
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, env=dict(env), start_new_session=True,
+                                   preexec_fn=die_with_runner())
+    try:
+        while process.poll() is None:
+            for server in servers:
+                server.check_alive(f"during point {point.point_id!r}")
+            tick(f"running point {point.point_id!r}")
+            time.sleep(0.2)
+    finally:
+        _stop_group(process)
+    # The server may have died at the very end; the client's figures would then be partial.
+    for server in servers:
+        server.check_alive(f"during point {point.point_id!r}")
+    if process.returncode != 0:
+        last = tail_lines(log_file, 1) or "(no output)"
+        return base.model_copy(update={
+            "reason": f"{client.name} exited with code {process.returncode}: {last}"})
+    if not result_file.exists():
+        return base.model_copy(update={"reason": f"{client.name} wrote no result file"})
+    raw_rel = str(result_file.relative_to(out_dir))
+    try:
+        metrics = parse_bench_result(load_raw(result_file), gpus=gpus,
+                                     expected_requests=point.num_prompts, source=raw_rel)
+    except BenchResultError as exc:
+        return base.model_copy(update={"reason": str(exc), "raw_result_file": raw_rel})
+    reason = None
+    if metrics.completed == 0:
+        reason = "no request completed"
+    elif metrics.failed:
+        reason = f"{metrics.failed} of {metrics.completed + metrics.failed} requests failed"
+    return base.model_copy(update={"status": "failed" if reason else "passed", "reason": reason,
+                                   "metrics": metrics, "raw_result_file": raw_rel})
+
+
+__all__ = ["Client", "ServerDied", "Target", "choose_client", "reset_prefix_cache", "run_point"]

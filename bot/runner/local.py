@@ -1,0 +1,283 @@
+"""Run a job on this host: its cases one after another, each releasing everything it started."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from bot.jobs import Case, Job
+from bot.results import CaseResult, JobResult, PointResult
+from bot.runner import procs
+from bot.runner.accuracy import run_gsm8k
+from bot.runner.budget import Budget, JobInterrupted
+from bot.runner.engines import HOST, Launch, build_launch
+from bot.runner.environment import (EnvironmentProblem, check_required, find_sglang_python,
+                                    find_vllm)
+from bot.runner.hardware import (describe_host, git_head, gpu_memory_used_mib, sglang_version,
+                                 vllm_version)
+from bot.runner.load import (Client, Target, choose_client, reset_prefix_cache, run_point,
+                             safe_name)
+from bot.runner.progress import Progress
+from bot.runner.proof import prove_teardown
+from bot.runner.server import InferenceServer, ServerError, terminate_servers
+
+GRACE_ENV = "RECIPE_BOT_SHUTDOWN_GRACE_S"
+DEFAULT_GRACE_S = 30.0
+
+
+def shutdown_grace_s() -> float:
+    """SIGTERM grace before SIGKILL. vLLM needs about 2 s here and on an H200; 30 s is generous."""
+    try:
+        return max(0.5, float(os.environ.get(GRACE_ENV, DEFAULT_GRACE_S)))
+    except ValueError:
+        return DEFAULT_GRACE_S
+
+
+@dataclass
+class RunContext:
+    job: Job
+    out_dir: Path
+    repo: Path
+    progress: Progress
+    budget: Budget
+    vllm_bin: str | None
+    sglang_python: str
+    grace_s: float
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _gpus_for(case: Case, job: Job) -> int:
+    devices = {d for spec in case.servers for d in (spec.devices or [])}
+    return len(devices) or job.gpus
+
+
+def _assign_ports(case: Case) -> list[int]:
+    fixed = {spec.port for spec in case.servers if spec.port is not None}
+    ports, taken = [], set(fixed)
+    for spec in case.servers:
+        port = spec.port if spec.port is not None else procs.pick_free_port(avoid=taken)
+        taken.add(port)
+        ports.append(port)
+    for port in ports:
+        if not procs.port_is_free(port):
+            holders = ", ".join(f"pid {p.pid} ({p.cmdline[:60]})" for p in procs.port_holders(port))
+            raise EnvironmentProblem(f"port {port} is already in use before the case started"
+                                     + (f" (held by {holders})" if holders else ""))
+    return ports
+
+
+def _launches(case: Case, ctx: RunContext, run_tag: str) -> list[Launch]:
+    check_required(case.required_env, os.environ)
+    ports = _assign_ports(case)
+    return [build_launch(spec, case, port=port, repo=ctx.repo, runner_env=os.environ,
+                         run_tag=run_tag, vllm_bin=ctx.vllm_bin, sglang_python=ctx.sglang_python)
+            for spec, port in zip(case.servers, ports)]
+
+
+def _not_run(case: Case, points_done: int, why: str) -> list[PointResult]:
+    return [PointResult(point_id=p.point_id, concurrency=p.concurrency, isl=p.isl, osl=p.osl,
+                        status="skipped", reason=f"not run: {why}")
+            for p in case.points[points_done:]]
+
+
+def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceServer],
+                   case_dir: Path, ctx: RunContext) -> float | None:
+    """Start every server (appended to `servers` at once, so teardown finds it whatever happens),
+    then wait for the ones that answer HTTP. Returns seconds from launch to the last one ready."""
+    for launch in launches:
+        server = InferenceServer(name=launch.name, argv=launch.argv, env=launch.env,
+                                 port=launch.port, host=HOST, cwd=launch.cwd,
+                                 log_path=case_dir / f"server-{safe_name(launch.name)}.log",
+                                 grace_s=ctx.grace_s)
+        servers.append(server)
+        try:
+            server.start()
+        except OSError as exc:
+            raise ServerError(f"server {launch.name!r} could not start: {exc}") from exc
+        ctx.progress.say(f"  started {launch.engine} server [bold]{escape(launch.name)}[/bold] "
+                         f"(pid {server.pgid}, port {launch.port})")
+    startup_s = None
+    with ctx.progress.waiting("waiting for /health and /v1/models"):
+        for spec, server in zip(case.servers, servers):
+            if not spec.ready_check:  # e.g. an AFD FFN role: ready when its peer is
+                continue
+            timeout = min(spec.startup_timeout_s, ctx.budget.remaining())
+            ready_s = server.wait_ready(
+                timeout, others=[s for s in servers if s is not server],
+                tick=lambda: ctx.budget.tick("waiting for the server to become ready"))
+            startup_s = max(startup_s or 0.0, ready_s)
+    if startup_s is not None:
+        ctx.progress.say(f"  ready after {startup_s:.1f} s")
+    return startup_s
+
+
+def _run_points(case: Case, ctx: RunContext, client: Client | None, target: Target,
+                servers: list[InferenceServer], case_dir: Path, run_tag: str,
+                points: list[PointResult], failures: list[str]) -> None:
+    """The case's points in order on the running servers; results go to `points` as they come,
+    failed points' reasons to `failures`. A dead server or an interruption raises after recording
+    the point it hit and the points it leaves unrun.
+    """
+    client_env = {**os.environ, procs.RUN_TAG_VAR: run_tag, "NO_PROXY": "127.0.0.1,localhost"}
+    for index, point in enumerate(case.points):
+        if index > 0 and case.reset_prefix_cache_between_points:
+            ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
+        ctx.budget.tick(f"starting point {point.point_id!r}")
+        try:
+            result = run_point(point, client=client, target=target, servers=servers,
+                               out_dir=ctx.out_dir, case_dir=case_dir,
+                               gpus=_gpus_for(case, ctx.job), env=client_env,
+                               tick=ctx.budget.tick)
+        except (ServerError, JobInterrupted) as exc:
+            points.append(PointResult(point_id=point.point_id, concurrency=point.concurrency,
+                                      isl=point.isl, osl=point.osl, status="failed",
+                                      reason=str(exc), client=client.name if client else None))
+            points += _not_run(case, index + 1, str(exc))
+            raise
+        points.append(result)
+        ctx.progress.point(result)
+        if result.status != "passed":
+            failures.append(f"point {point.point_id}: {result.reason}")
+
+
+def run_case(case: Case, ctx: RunContext) -> CaseResult:
+    """One server launch: start, wait ready, points in order, GSM8K, then teardown and its proof."""
+    case_dir = ctx.out_dir / safe_name(case.name)
+    case_dir.mkdir(parents=True, exist_ok=True)
+    run_tag = f"{safe_name(ctx.job.job_id)}-{uuid.uuid4().hex[:12]}"
+    progress, budget = ctx.progress, ctx.budget
+    failures: list[str] = []
+    points: list[PointResult] = []
+    accuracy = None
+    startup_s = None
+    log_tail = None
+    servers: list[InferenceServer] = []
+    launches: list[Launch] = []
+    devices = sorted({d for spec in case.servers for d in (spec.devices or [])}) or None
+    gpu_before = gpu_memory_used_mib(devices)
+    progress.say(f"case [bold]{escape(case.name)}[/bold]: {len(case.servers)} server(s), "
+                 f"{len(case.points)} point(s)" + (", GSM8K" if case.accuracy else ""))
+    try:
+        budget.tick("starting the case")
+        launches = _launches(case, ctx, run_tag)
+        startup_s = _start_servers(case, launches, servers, case_dir, ctx)
+        # The clients talk to the first server that answers HTTP (afd-plugin: the Attention role).
+        primary = next((launch for spec, launch in zip(case.servers, launches)
+                        if spec.ready_check), launches[0])
+        target = Target(host=HOST, port=primary.port, served_model_name=primary.served_model_name,
+                        tokenizer=primary.model, engine=primary.engine)
+        client = choose_client(primary.engine, ctx.vllm_bin, ctx.sglang_python) if case.points \
+            else None
+        _run_points(case, ctx, client, target, servers, case_dir, run_tag, points, failures)
+        if case.accuracy is not None:
+            with progress.waiting(f"GSM8K: {case.accuracy.num_samples} samples"):
+                outcome = run_gsm8k(case.accuracy, base_url=f"http://{HOST}:{primary.port}",
+                                    model=primary.served_model_name, case_dir=case_dir,
+                                    out_dir=ctx.out_dir, repo=ctx.repo, servers=servers,
+                                    tick=budget.tick, remaining_s=budget.remaining)
+            accuracy = outcome.result
+            progress.say(f"  GSM8K {accuracy.num_shots}-shot, {accuracy.num_samples} samples: "
+                         f"strict-match {accuracy.strict_match:.3f}, flexible-extract "
+                         f"{accuracy.flexible_extract:.3f}, threshold {accuracy.threshold:g} "
+                         f"({accuracy.metric}) -> {'passed' if accuracy.passed else 'failed'}")
+            if outcome.reason:
+                failures.append(outcome.reason)
+        for server in servers:  # afd-plugin E2E-INV-005: still alive after the work
+            server.check_alive("before teardown")
+    except ServerError as exc:
+        failures.append(str(exc))
+        log_tail = exc.log_tail or None
+    except (EnvironmentProblem, FileNotFoundError, ValueError) as exc:
+        failures.append(str(exc))
+    except JobInterrupted as exc:
+        failures.append(str(exc))
+    except Exception as exc:  # noqa: BLE001 - a runner bug still tears down and reports
+        failures.append(f"runner error: {type(exc).__name__}: {exc}")
+    finally:
+        teardown_started = time.monotonic()
+        proof = None
+        if servers:
+            with progress.waiting("stopping servers"):
+                reports = terminate_servers(servers, ctx.grace_s)
+                proof, teardown_failures = prove_teardown(
+                    reports, ports=[launch.port for launch in launches[:len(servers)]],
+                    run_tag=run_tag, gpu_before=gpu_before, started=teardown_started)
+            failures += teardown_failures
+    if len(points) < len(case.points):
+        points += _not_run(case, len(points), failures[0] if failures else "case stopped")
+    if failures and log_tail is None and servers:
+        log_tail = servers[0].log_tail()
+    result = CaseResult(
+        name=case.name, status="failed" if failures else "passed",
+        reason="; ".join(failures) or None, startup_s=round(startup_s, 3) if startup_s else None,
+        points=points, accuracy=accuracy, cleanup=proof,
+        server_logs=[str(s.log_path.relative_to(ctx.out_dir)) for s in servers],
+        log_tail=log_tail if failures else None)
+    progress.case(result)
+    return result
+
+
+def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
+                  repo: Path | None = None) -> JobResult:
+    """Run every case of the job in order on this host and return the typed result."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    repo = (repo or Path.cwd()).resolve()
+    console = console or Console(stderr=True)
+    progress = Progress(console, out_dir / "runner.log")
+    budget = Budget(job.timeout_s)
+    procs.become_subreaper()  # orphans of our servers come back to us and get reaped
+    started_at, t0 = _now(), time.monotonic()
+    ctx = RunContext(job=job, out_dir=out_dir, repo=repo, progress=progress, budget=budget,
+                     vllm_bin=find_vllm(repo), sglang_python=find_sglang_python(),
+                     grace_s=shutdown_grace_s())
+    engine = job.cases[0].servers[0].engine
+    progress.say(f"job [bold]{escape(job.job_id)}[/bold] ({job.kind}, recipe "
+                 f"{escape(job.recipe)}): {len(job.cases)} case(s), timeout {job.timeout_s:g} s")
+    cases: list[CaseResult] = []
+    stop_why = None
+    with budget.signals_handled():
+        for case in job.cases:
+            if stop_why is not None:
+                cases.append(CaseResult(name=case.name, status="skipped", reason=stop_why,
+                                        points=_not_run(case, 0, stop_why)))
+                continue
+            result = run_case(case, ctx)
+            cases.append(result)
+            if budget.cancel_signal is not None:
+                stop_why = "not run: the job was cancelled"
+            elif budget.remaining() <= 0:
+                stop_why = f"not run: job timeout of {job.timeout_s:g} s reached"
+            elif result.status == "failed" and job.fail_fast:
+                stop_why = f"not run: fail_fast after case {case.name!r} failed"
+    if engine == "vllm":
+        engine_version = vllm_version(ctx.vllm_bin) if ctx.vllm_bin else None
+    else:
+        engine_version = sglang_version(ctx.sglang_python)
+    failed = [c for c in cases if c.status != "passed"]
+    if budget.cancel_signal is not None:
+        status = "cancelled"
+    else:
+        status = "failed" if failed else "passed"
+    reason = None
+    if failed:
+        first = next((c for c in failed if c.status == "failed"), failed[0])
+        reason = f"case {first.name}: {first.reason}"
+    result = JobResult(
+        job_id=job.job_id, kind=job.kind, recipe=job.recipe,
+        recipe_fingerprint=job.recipe_fingerprint, runner_label=job.runner_label, status=status,
+        reason=reason, gpus=job.gpus, repository=job.repository, pr=job.pr,
+        sha=job.sha or git_head(repo), command=job.command, engine=engine,
+        engine_version=engine_version, hardware=describe_host(),
+        started_at=started_at, finished_at=_now(), duration_s=round(time.monotonic() - t0, 3),
+        server_launches=sum(1 for c in cases if c.cleanup is not None), cases=cases)
+    progress.summary(result)
+    return result

@@ -1,0 +1,55 @@
+"""`recipe-bot sandbox --seed F [--port P]`: serve the local GitHub stand-in until SIGTERM or Ctrl-C."""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from .seed import SeedError, load_seed
+
+
+@click.command(name="sandbox")
+@click.option("--seed", "seed_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Seed YAML: repository, users, teams, pulls, comments (docs/sandbox.md).")
+@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
+              help="TCP port; 0 picks a free one.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--log-out", type=click.Path(dir_okay=False, path_type=Path),
+              help="On exit, write every request the sandbox saw (the /_sandbox/log?all=1 list) to this JSON file.")
+def sandbox_cmd(seed_path: Path, port: int, host: str, log_out: Path | None) -> None:
+    """Serve a local stand-in for GitHub's REST API, backed by a git repository and a seed file.
+
+    The first line printed is `listening on http://HOST:PORT`. Each request's token names the acting
+    user (`Authorization: token alice`). Every request and response is checked against GitHub's
+    OpenAPI description; GET /_sandbox/log shows the writes, GET /_sandbox/state the state.
+    """
+    from .server import Sandbox, SandboxHTTPServer
+
+    try:
+        app = Sandbox(load_seed(seed_path))
+    except SeedError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        httpd = SandboxHTTPServer(app, host, port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    serving = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    serving.start()
+    click.echo(f"listening on {httpd.url}")
+    sys.stdout.flush()
+    while not stop.wait(0.5):
+        pass
+    httpd.shutdown()
+    httpd.server_close()
+    entries = app.log(everything=True)
+    if log_out is not None:
+        log_out.write_text(json.dumps(entries, indent=1, ensure_ascii=False), encoding="utf-8")
+    bad = [e for e in entries if not e["response_valid"]]
+    click.echo(f"sandbox stopped: {len(entries)} requests, {len(bad)} invalid responses")

@@ -1,0 +1,284 @@
+"""GitHub's REST description as the sandbox's router and judge: match paths, validate both directions with openapi-core."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from openapi_core import Config, OpenAPI
+from openapi_core.datatypes import RequestParameters
+from openapi_schema_validator import OAS30Validator
+from werkzeug.datastructures import Headers, ImmutableMultiDict
+
+SPEC_PATH = Path(__file__).parent / "spec" / "api.github.com.trimmed.json"
+# The description's only server; requests are presented to openapi-core as if sent there.
+SPEC_HOST = "https://api.github.com"
+# Path parameters whose real values carry slashes (file paths, refs like heads/feature, "a...b").
+_SLASHED_PARAMS = {"path": ".*", "ref": ".+", "branch": ".+", "basehead": ".+"}
+_METHODS = ("get", "post", "patch", "put", "delete")
+
+
+def _text(data: bytes, **parameters: str) -> str:
+    return data.decode(parameters.get("charset", "utf-8"))
+
+
+# GitHub's own text media types (a diff, a patch, a bare SHA) are strings in its description.
+_TEXT_MEDIA_TYPES = {f"application/vnd.github.{kind}": _text for kind in ("diff", "patch", "sha")}
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    template: str
+    operation_id: str
+    doc_url: str
+    statuses: frozenset[str]
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a request or response breaks the description (GitHub's validation-error item shape)."""
+
+    field: str
+    code: str
+    message: str
+
+    def as_error(self, resource: str) -> dict[str, str]:
+        return {"resource": resource, "field": self.field, "code": self.code, "message": self.message}
+
+
+@lru_cache(maxsize=1)
+def load_spec() -> dict[str, Any]:
+    spec = json.loads(SPEC_PATH.read_text(encoding="utf-8"))
+    drop_unresolvable_discriminators(spec)
+    allow_null_in_nullable_enums(spec)
+    return spec
+
+
+def allow_null_in_nullable_enums(node: Any, pointer: str = "#") -> list[str]:
+    """Add null to the enum of schemas marked `nullable: true` (e.g. check-run and job `conclusion`).
+
+    Under OpenAPI 3.0.3's clarified rule an enum without null forbids null even when nullable is true, yet
+    GitHub returns `"conclusion": null` for every check run and job that is not completed; the description
+    says nullable, so null is what it means. Returns the JSON pointers changed.
+    """
+    changed: list[str] = []
+    if isinstance(node, dict):
+        enum = node.get("enum")
+        if node.get("nullable") is True and isinstance(enum, list) and None not in enum:
+            enum.append(None)
+            changed.append(pointer)
+        for key, value in node.items():
+            changed += allow_null_in_nullable_enums(value, f"{pointer}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            changed += allow_null_in_nullable_enums(value, f"{pointer}/{i}")
+    return changed
+
+
+def drop_unresolvable_discriminators(node: Any, pointer: str = "#", root: Any = None) -> list[str]:
+    """Remove discriminators that cannot work; the oneOf they sit on still says what GitHub means.
+
+    Two occur in GitHub's description: checks/create's body (`discriminator: {propertyName: status}` without
+    a mapping over inline schemas, so a resolver looks for #/components/schemas/<status value>), and
+    repos/get-content's 200 response (its mapping sends "array" to content-directory, an array, which has
+    no property to discriminate on). Returns the JSON pointers changed; the copied file stays byte for byte.
+    """
+    root = node if root is None else root
+    changed: list[str] = []
+    if isinstance(node, dict):
+        disc = node.get("discriminator")
+        alternatives = node.get("oneOf") or node.get("anyOf") or []
+        if isinstance(disc, dict):
+            inline = "mapping" not in disc and any("$ref" not in a for a in alternatives)
+            targets = [_resolve(root, ref) for ref in (disc.get("mapping") or {}).values()]
+            if inline or any(t.get("type", "object") != "object" for t in targets):
+                del node["discriminator"]
+                changed.append(pointer)
+        for key, value in node.items():
+            changed += drop_unresolvable_discriminators(value, f"{pointer}/{key}", root)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            changed += drop_unresolvable_discriminators(value, f"{pointer}/{i}", root)
+    return changed
+
+
+def _resolve(root: Any, ref: str) -> dict[str, Any]:
+    node = root
+    for part in ref.removeprefix("#/").split("/"):
+        node = node[part]
+    return node
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    parts = re.split(r"(\{[^}]+\})", template)
+    out = []
+    for part in parts:
+        if part.startswith("{") and part.endswith("}"):
+            name = part[1:-1]
+            out.append(f"(?P<{name}>{_SLASHED_PARAMS.get(name, '[^/]+')})")
+        else:
+            out.append(re.escape(part))
+    return re.compile("".join(out))
+
+
+class Router:
+    """Maps (method, raw path) to the description's operation; the most literal template wins."""
+
+    def __init__(self, spec: dict[str, Any]):
+        routes = []
+        for template, item in spec["paths"].items():
+            regex = _template_regex(template)
+            for method in _METHODS:
+                op = item.get(method)
+                if op is None:
+                    continue
+                routes.append(Route(
+                    method=method.upper(),
+                    template=template,
+                    operation_id=op["operationId"],
+                    doc_url=(op.get("externalDocs") or {}).get("url", "https://docs.github.com/rest"),
+                    statuses=frozenset(op["responses"]),
+                    regex=regex,
+                ))
+        # A template with more literal text is more specific: /commits/{ref}/statuses before /commits/{ref}.
+        self.routes = sorted(routes, key=lambda r: -len(re.sub(r"\{[^}]+\}", "", r.template)))
+        self.by_operation = {r.operation_id: r for r in self.routes}
+
+    def match(self, method: str, path: str) -> tuple[Route | None, dict[str, str], bool]:
+        """Return (route, raw path params, path_known). path_known is True when another method would match."""
+        path_known = False
+        for route in self.routes:
+            m = route.regex.fullmatch(path)
+            if m is None:
+                continue
+            if route.method == method:
+                return route, m.groupdict(), True
+            path_known = True
+        return None, {}, path_known
+
+
+class _Request:
+    """The openapi-core request protocol, with the route already known (no path search)."""
+
+    def __init__(self, route: Route, params: dict[str, str], query: list[tuple[str, str]],
+                 headers: dict[str, str], body: bytes, content_type: str):
+        self.host_url = SPEC_HOST
+        self.path = route.template
+        self.path_pattern = route.template
+        self.method = route.method.lower()
+        self.body = body
+        self.content_type = content_type
+        self.parameters = RequestParameters(
+            path=params, query=ImmutableMultiDict(query), header=Headers(headers), cookie=ImmutableMultiDict()
+        )
+
+
+class _Response:
+    def __init__(self, status: int, content_type: str, headers: dict[str, str], data: bytes):
+        self.status_code = status
+        self.content_type = content_type
+        self.headers = Headers(headers)
+        self.data = data
+
+
+def _problems(exc: BaseException) -> list[Problem]:
+    """Flatten openapi-core's exception chain into GitHub-style error items."""
+    found: list[Problem] = []
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        for err in getattr(e, "schema_errors", ()) or ():
+            where = ".".join(str(p) for p in err.absolute_path) or _where(e)
+            code = "missing_field" if err.validator == "required" else "invalid"
+            found.append(Problem(where, code, _short(err.message)))
+        for attr in ("__cause__", "__context__"):
+            nxt = getattr(e, attr, None)
+            if nxt is not None:
+                todo.append(nxt)
+    if not found:
+        found.append(Problem(_where(exc), _code(exc), _short(str(exc) or type(exc).__name__)))
+    return found
+
+
+def _short(message: str, limit: int = 300) -> str:
+    """jsonschema quotes the whole offending value; a 64 KiB comment must not come back in the error."""
+    return message if len(message) <= limit else message[:limit] + "… (truncated)"
+
+
+def _where(exc: BaseException) -> str:
+    name = getattr(exc, "name", None)
+    return str(name) if name else "body"
+
+
+def _code(exc: BaseException) -> str:
+    return "missing_field" if type(exc).__name__.startswith("Missing") else "invalid"
+
+
+@dataclass
+class Verdict:
+    valid: bool
+    problems: list[Problem] = field(default_factory=list)
+    schema: str = "operation"  # "operation", or the component used for an undocumented error status
+
+    def messages(self) -> list[str]:
+        return [f"{p.field}: {p.message}" for p in self.problems]
+
+
+class SpecValidator:
+    """openapi-core validators built once; error bodies for statuses an operation leaves out use the error components."""
+
+    def __init__(self, spec: dict[str, Any] | None = None):
+        self.spec = spec or load_spec()
+        # The copied description was validated when it was trimmed; re-validating it costs seconds per start.
+        self.api = OpenAPI.from_dict(self.spec, config=Config(
+            spec_validator_cls=None, extra_media_type_deserializers=_TEXT_MEDIA_TYPES))
+        self.router = Router(self.spec)
+        self._request_validator = self.api.request_validator
+        self._response_validator = self.api.response_validator
+        schemas = self.spec["components"]["schemas"]
+        self._error_validators = {
+            "basic-error": OAS30Validator(schemas["basic-error"]),
+            "validation-error": OAS30Validator(schemas["validation-error"]),
+        }
+
+    def check_request(self, route: Route, params: dict[str, str], query: list[tuple[str, str]],
+                      headers: dict[str, str], body: bytes, content_type: str) -> Verdict:
+        req = _Request(route, params, query, headers, body, content_type)
+        problems: list[Problem] = []
+        for error in self._request_validator.iter_errors(req):
+            problems.extend(_problems(error))
+        return Verdict(not problems, problems)
+
+    def check_response(self, route: Route, params: dict[str, str], query: list[tuple[str, str]],
+                       status: int, content_type: str, headers: dict[str, str], data: bytes) -> Verdict:
+        if str(status) not in route.statuses:
+            return self.check_error_body(status, data)
+        req = _Request(route, params, query, {}, b"", "")
+        resp = _Response(status, content_type, headers, data)
+        problems: list[Problem] = []
+        for error in self._response_validator.iter_errors(req, resp):
+            problems.extend(_problems(error))
+        return Verdict(not problems, problems)
+
+    def check_error_body(self, status: int, data: bytes) -> Verdict:
+        """Statuses the description does not list for an operation (GitHub's description is not exhaustive
+        about 401/403/404/422): the body must still be one of GitHub's error shapes."""
+        if status < 400:
+            return Verdict(False, [Problem("status", "invalid", f"status {status} is not described for this operation")])
+        name = "validation-error" if status == 422 else "basic-error"
+        try:
+            body = json.loads(data)
+        except ValueError as exc:
+            return Verdict(False, [Problem("body", "invalid", f"not JSON: {exc}")], name)
+        errors = [Problem(".".join(map(str, e.absolute_path)) or "body", "invalid", _short(e.message))
+                  for e in self._error_validators[name].iter_errors(body)]
+        return Verdict(not errors, errors, name)

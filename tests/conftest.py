@@ -1,0 +1,43 @@
+"""Shared fixtures. `sandbox` starts the local GitHub stand-in and fails the test if it answered out of spec."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, SandboxProcess, describe, make_seed
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Any:
+    """Factory: `sb = sandbox()` (default seed: acme/bench, pull #7 feature→main by bob) or
+    `sandbox(seed_path)` / `sandbox(files_main=..., files_feature=..., seed_overrides=...)`.
+
+    Each call runs `recipe-bot sandbox --seed F --port 0` as a subprocess (bot.sandbox.harness.SandboxProcess).
+    At teardown every sandbox is stopped with SIGTERM, and the test fails if any response broke GitHub's
+    OpenAPI description or any request named an operation the sandbox does not serve (pass check=False to
+    a call that probes unknown operations on purpose).
+    """
+    started: list[SandboxProcess] = []
+
+    def start(seed_path: str | Path | None = None, *, files_main: dict[str, str] | None = None,
+              files_feature: dict[str, str | None] | None = None, seed_overrides: dict[str, Any] | None = None,
+              check: bool = True) -> SandboxProcess:
+        if seed_path is None:
+            seed_path = make_seed(tmp_path / f"sandbox-{len(started)}",
+                                  SAMPLE_MAIN_FILES if files_main is None else files_main,
+                                  SAMPLE_FEATURE_FILES if files_feature is None else files_feature,
+                                  seed_overrides)
+        sb = SandboxProcess(seed_path, check=check).start()
+        started.append(sb)
+        return sb
+
+    start_fn: Callable[..., SandboxProcess] = start
+    yield start_fn
+    problems: list[dict[str, Any]] = []
+    for sb in started:
+        if sb.check and sb.proc is not None and sb.proc.poll() is None:
+            problems += sb.problems()
+        sb.stop()
+    assert not problems, describe(problems)

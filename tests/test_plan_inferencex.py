@@ -1,0 +1,155 @@
+"""Planning an InferenceX repository: its changelog decides, labels narrow, launches are counted."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bot.plan import PlanFilters, plan_change
+from bot.plan.labels import filters_for_labels
+from bot.recipes import RecipeError
+
+FIXTURE = Path(__file__).parent / "fixtures" / "inferencex"
+AGENTIC = "qwen3.5-fp4-b200-sglang-agentic-mtp"
+GIT_ENV = {
+    **os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull,
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def commit(repo: Path) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "change")
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "configs").mkdir()
+    shutil.copy(FIXTURE / "nvidia-master.sample.yaml", tmp_path / "configs" / "nvidia-master.yaml")
+    shutil.copy(FIXTURE / "amd-master.sample.yaml", tmp_path / "configs" / "amd-master.yaml")
+    shutil.copy(FIXTURE / "runners.yaml", tmp_path / "configs" / "runners.yaml")
+    shutil.copy(FIXTURE / "perf-changelog.sample.yaml", tmp_path / "perf-changelog.yaml")
+    (tmp_path / "runners").mkdir()
+    (tmp_path / "runners" / "launch_b200-dgxc.sh").write_text("#!/bin/bash\nexport MODEL=$MODEL_PATH\n")
+    git(tmp_path, "init", "-q", "-b", "main")
+    commit(tmp_path)
+    return tmp_path
+
+
+def append_entry(repo: Path, keys: list[str], extra: str = "") -> None:
+    entry = "- config-keys:\n" + "".join(f"    - {k}\n" for k in keys)
+    entry += '  description:\n    - "test"\n  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/XXX\n' + extra
+    with open(repo / "perf-changelog.yaml", "a") as handle:
+        handle.write(entry)
+
+
+def rows(plan) -> list[dict]:
+    return [r for bucket in plan.inferencex.rows.values() for r in bucket]
+
+
+def test_an_appended_entry_plans_its_config_with_32_points_and_4_packed_launches(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    append_entry(repo, [AGENTIC])
+    plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
+    assert [t.name for t in plan.touched] == [AGENTIC]
+    assert plan.touched[0].reasons[0].startswith("perf-changelog.yaml entry appended")
+    (row,) = plan.recipes
+    assert (row.recipe, row.points) == (AGENTIC, 32)
+    assert row.server_launches == 33  # as InferenceX runs it: a launch per row, plus the eval row
+    assert row.packed_launches == 5  # 4 server configurations, plus the eval's own launch
+    assert set(plan.inferencex.rows) == {"single_node.agentic", "agentic_evals"}
+    assert len(plan.inferencex.rows["single_node.agentic"]) == 32
+    assert plan.inferencex.changelog[0].config_keys == [AGENTIC]
+
+
+def test_the_matrices_carry_the_exact_rows(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    append_entry(repo, ["qwen3.5-fp4-b200-sglang-mtp"])
+    plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
+    (matrix,) = plan.inferencex.matrices
+    assert matrix.runner_label == "b200"
+    assert sorted(e.row["conc"] for e in matrix.include if not e.row.get("eval-only")) == [4, 4, 8, 16, 16, 32, 32,
+                                                                                            64, 64]
+    assert len({e.job_id for e in matrix.include}) == len(matrix.include) == 13
+
+
+def test_a_deleted_changelog_line_fails_the_plan(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    path = repo / "perf-changelog.yaml"
+    path.write_text(path.read_text().replace("    - minimaxm3-fp4-b200-dynamo-vllm\n", "", 1))
+    with pytest.raises(RecipeError, match="deletions are not allowed"):
+        plan_change(repo, base, commit(repo))
+
+
+def test_a_master_config_change_without_a_changelog_entry_is_planned_and_flagged(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    path = repo / "configs" / "nvidia-master.yaml"
+    path.write_text(path.read_text().replace("sglang:v0.5.14-cu130", "sglang:v0.5.15-cu130"))
+    plan = plan_change(repo, base, commit(repo))
+    assert sorted(t.name for t in plan.touched) == ["qwen3.5-fp4-b200-sglang", "qwen3.5-fp4-b200-sglang-mtp"]
+    assert any("without a perf-changelog.yaml entry" in n for n in plan.notes)
+
+
+def test_a_reformatted_master_config_plans_nothing(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    path = repo / "configs" / "amd-master.yaml"
+    path.write_text(path.read_text().replace(
+        "conc-list: [ 8, 16, 32, 64, 128, 256, 512 ]", "conc-list:\n          - 8\n          - 16\n          - 32\n"
+        "          - 64\n          - 128\n          - 256\n          - 512"))
+    plan = plan_change(repo, base, commit(repo))
+    assert plan.touched == [] and rows(plan) == []
+
+
+def test_a_change_to_a_fleet_launcher_plans_every_config_of_its_runners(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "runners" / "launch_b200-dgxc.sh").write_text("#!/bin/bash\nexport MODEL=\"$MODEL_PATH\"\n")
+    plan = plan_change(repo, base, commit(repo))
+    assert sorted(t.name for t in plan.touched) == [
+        "dsv4-fp4-b200-sglang-agentic-hicache-mtp", "qwen3.5-fp4-b200-sglang", "qwen3.5-fp4-b200-sglang-agentic-mtp",
+        "qwen3.5-fp4-b200-sglang-mtp", "qwen3.5-fp4-b200-trt",
+    ]
+    assert "shared infra touched (runners/launch_b200-dgxc.sh): 5 recipes affected" in plan.notes
+
+
+def test_sweep_enabled_runs_the_lowest_concurrency_of_each_group_without_a_canary(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    append_entry(repo, [AGENTIC])
+    plan = plan_change(repo, base, commit(repo), filters_for_labels(["sweep-enabled"]))
+    throughput = plan.inferencex.rows["single_node.agentic"]
+    assert sorted((r["tp"], r["kv-offloading"], r["conc"]) for r in throughput) == [
+        (2, "dram", 16), (2, "none", 1), (4, "dram", 64), (4, "none", 1)]
+    assert plan.inferencex.canary is None
+
+
+def test_full_sweep_fail_fast_has_a_canary_and_fail_fast_matrices(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    append_entry(repo, ["qwen3.5-fp4-b200-sglang*"])
+    plan = plan_change(repo, base, commit(repo), filters_for_labels(["full-sweep-fail-fast"]))
+    canary = plan.inferencex.canary.row
+    assert canary["conc"] == 4 and canary.get("scenario-type") is None and "eval-only" not in canary
+    assert all(m.fail_fast for m in plan.inferencex.matrices)
+    assert canary not in [e.row for m in plan.inferencex.matrices for e in m.include]
+
+
+def test_the_evals_only_label_runs_only_eval_rows(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    append_entry(repo, ["qwen3.5-fp4-b200-sglang-mtp"])
+    plan = plan_change(repo, base, commit(repo), filters_for_labels(["evals-only"]))
+    assert all(r.get("eval-only") for r in rows(plan)) and len(rows(plan)) == 4
+
+
+def test_without_a_base_every_config_is_planned(repo):
+    plan = plan_change(repo, None, None, PlanFilters(canary=False))
+    assert len(plan.recipes) == 8
+    throughput = sum(len(v) for k, v in plan.inferencex.rows.items() if "." in k)
+    assert throughput == 13 + 12 + 7 + 32 + 9 + 10 + 16 + 1
+    assert plan.inferencex.packed_launches < plan.inferencex.launches

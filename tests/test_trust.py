@@ -1,0 +1,115 @@
+"""Trust decisions as a table: live permission, allow-list, author rights, SHA-pinned approval, state."""
+import datetime as dt
+
+import pytest
+
+from bot.events import Pull
+from bot.trust import Actor, Approval, Permission, check_ok_to_test, decide
+
+HEAD = "a" * 40
+OLD = "b" * 40
+NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def pull(**overrides):
+    base = dict(number=7, state="open", draft=False, merged=False, author="bob", head_sha=HEAD,
+                head_repo="acme/bench", base_repo="acme/bench", base_ref="main", base_sha="c" * 40)
+    base.update(overrides)
+    return Pull(**base)
+
+
+def actor(login, permission, listed=False):
+    return Actor(login, Permission.parse(permission), listed)
+
+
+FORK = dict(head_repo="mallory/bench")
+CASES = [
+    # id, command, actor, pull overrides, author trusted, approvals, extra, expected reason
+    ("maintainer-sweeps", "sweep", actor("alice", "admin"), {}, True, [], {}, "trusted"),
+    ("write-sweeps", "sweep", actor("carol", "write"), {}, True, [], {}, "trusted"),
+    ("maintain-role-sweeps", "sweep", actor("carol", "maintain"), {}, True, [], {}, "trusted"),
+    ("listed-user-sweeps", "sweep", actor("dave", "read", listed=True), {}, True, [], {}, "trusted"),
+    ("read-user-refused", "sweep", actor("bob", "read"), {}, True, [], {}, "permission"),
+    ("triage-refused", "sweep", actor("tina", "triage"), {}, True, [], {}, "permission"),
+    ("no-permission-refused", "sweep", actor("mallory", "none"), {}, True, [], {}, "permission"),
+    ("draft-refused", "sweep", actor("alice", "admin"), {"draft": True}, True, [], {}, "draft"),
+    ("closed-refused", "sweep", actor("alice", "admin"), {"state": "closed"}, True, [], {}, "closed"),
+    ("fork-needs-approval", "sweep", actor("alice", "admin"), FORK, True, [], {}, "needs-approval"),
+    ("fork-approved-maintainer", "sweep", actor("alice", "admin"), FORK, True,
+     [Approval(HEAD, "alice")], {}, "trusted"),
+    ("fork-approval-for-old-sha", "sweep", actor("alice", "admin"), FORK, True,
+     [Approval(OLD, "alice")], {}, "approval-stale"),
+    ("untrusted-author-needs-approval", "sweep", actor("alice", "admin"), {}, False, [], {}, "needs-approval"),
+    ("approved-author-runs-own-pr", "sweep", actor("bob", "read"), {}, False,
+     [Approval(HEAD, "alice")], {}, "approved-author"),
+    ("approved-pr-stranger-refused", "sweep", actor("eve", "read"), {}, False,
+     [Approval(HEAD, "alice")], {}, "permission"),
+    ("author-rerun-failed-own-pr", "rerun", actor("bob", "read"), {}, False, [], {"failed_only": True}, "author"),
+    ("author-rerun-failed-fork", "rerun", actor("bob", "none"), FORK, False, [], {"failed_only": True}, "author"),
+    ("author-full-rerun-needs-approval", "rerun", actor("bob", "read"), {}, False, [], {}, "needs-approval"),
+    ("stranger-rerun-failed-refused", "rerun", actor("eve", "read"), {}, True, [], {"failed_only": True},
+     "permission"),
+    ("author-cancels-own-pr", "cancel", actor("bob", "read"), {}, False, [], {}, "author"),
+    ("stranger-cancel-refused", "cancel", actor("eve", "read"), {}, True, [], {}, "permission"),
+    ("cancel-on-closed-pr", "cancel", actor("alice", "admin"), {"state": "closed"}, True, [], {}, "trusted"),
+    ("status-anyone", "status", actor("eve", "none"), {"state": "closed"}, True, [], {}, "anyone"),
+    ("help-anyone", "help", actor("eve", "none"), {"draft": True}, True, [], {}, "anyone"),
+    ("ok-to-test-by-maintainer", "ok-to-test", actor("alice", "write"), FORK, False, [], {}, "trusted"),
+    ("ok-to-test-by-author-refused", "ok-to-test", actor("bob", "read"), {}, False, [], {}, "permission"),
+    ("ok-to-test-on-closed-pr", "ok-to-test", actor("alice", "admin"), {"state": "closed"}, True, [], {},
+     "closed"),
+    ("cooldown-applies-to-author", "sweep", actor("bob", "read"), {}, False, [Approval(HEAD, "alice")],
+     {"cooldown_s": 600, "last_run_at": NOW - dt.timedelta(seconds=60), "now": NOW}, "cooldown"),
+    ("cooldown-over", "sweep", actor("bob", "read"), {}, False, [Approval(HEAD, "alice")],
+     {"cooldown_s": 600, "last_run_at": NOW - dt.timedelta(seconds=601), "now": NOW}, "approved-author"),
+    ("write-user-exempt-from-cooldown", "sweep", actor("carol", "write"), {}, True, [],
+     {"cooldown_s": 600, "last_run_at": NOW, "now": NOW}, "trusted"),
+]
+
+
+@pytest.mark.parametrize("command, who, overrides, author_trusted, approvals, extra, expected",
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_decision_table(command, who, overrides, author_trusted, approvals, extra, expected):
+    from bot import commands
+    needed = Permission.parse(commands.REGISTRY[command].min_permission)
+    decision = decide(command, actor=who, pull=pull(**overrides), author_trusted=author_trusted,
+                      approvals=approvals, min_permission=needed, **extra)
+    assert decision.reason == expected
+    assert decision.allowed == (expected in ("trusted", "author", "approved-author", "anyone"))
+
+
+def test_config_can_lower_the_bar_for_a_command():
+    decision = decide("sweep", actor=actor("tina", "triage"), pull=pull(), author_trusted=True,
+                      approvals=[], min_permission=Permission.TRIAGE)
+    assert decision.allowed
+
+
+def test_allow_list_does_not_reach_admin_only_commands():
+    decision = decide("sweep", actor=actor("dave", "read", listed=True), pull=pull(), author_trusted=True,
+                      approvals=[], min_permission=Permission.ADMIN)
+    assert decision.reason == "permission"
+
+
+def test_refusals_carry_what_the_reply_needs():
+    decision = decide("sweep", actor=actor("bob", "read"), pull=pull(), author_trusted=True, approvals=[],
+                      min_permission=Permission.WRITE)
+    assert decision.detail == {"needed": "write", "have": "read", "author_path": False}
+    stale = decide("sweep", actor=actor("alice", "admin"), pull=pull(**FORK), author_trusted=True,
+                   approvals=[Approval(OLD, "alice")], min_permission=Permission.WRITE)
+    assert stale.detail == {"approved_sha": OLD, "head_sha": HEAD}
+
+
+@pytest.mark.parametrize("prefix, allowed", [
+    (HEAD[:7], True), (HEAD, True), (OLD[:7], False), ("aaaaaab", False),
+], ids=["short-prefix", "full-sha", "old-commit", "near-miss"])
+def test_ok_to_test_names_the_current_head(prefix, allowed):
+    assert check_ok_to_test(prefix, pull()).allowed is allowed
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("admin", Permission.ADMIN), ("maintain", Permission.MAINTAIN), ("write", Permission.WRITE),
+    ("triage", Permission.TRIAGE), ("read", Permission.READ), ("none", Permission.NONE),
+    (None, Permission.NONE), ("custom-role", Permission.READ),
+], ids=["admin", "maintain", "write", "triage", "read", "none", "missing", "custom"])
+def test_permission_names(name, expected):
+    assert Permission.parse(name) is expected

@@ -1,0 +1,157 @@
+"""The two workflows: linted clean, least privilege, no PR text in shell, and in step with the bot."""
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from bot import dispatch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+WORKFLOWS = ROOT / ".github" / "workflows"
+BIN = pathlib.Path(sys.executable).parent
+
+
+def load(name):
+    doc = yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
+    doc["on"] = doc.pop(True, doc.get("on"))  # YAML 1.1 reads a bare `on` as True
+    return doc
+
+
+def steps(doc):
+    return [(job_name, step) for job_name, job in doc["jobs"].items() for step in job.get("steps", [])]
+
+
+def tool(name):
+    path = BIN / name
+    if not path.exists():
+        path = shutil.which(name)
+    assert path, f"{name} is missing: pip install -e '.[test]' installs it"
+    return str(path)
+
+
+def test_actionlint_reports_nothing():
+    result = subprocess.run([tool("actionlint"), "-no-color", *sorted(map(str, WORKFLOWS.glob("*.yml")))],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0 and result.stdout == "", result.stdout + result.stderr
+
+
+def test_zizmor_reports_nothing():
+    result = subprocess.run([tool("zizmor"), "--offline", "--no-progress", "--format", "json", str(WORKFLOWS)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout) == []
+
+
+@pytest.mark.parametrize("name", ["recipe-bot.yml", "gpu.yml"])
+def test_no_expression_is_interpolated_into_a_shell_line(name):
+    for job_name, step in steps(load(name)):
+        assert "${{" not in step.get("run", ""), f"{name}:{job_name}: pass values through env:, not ${{{{ }}}}"
+
+
+@pytest.mark.parametrize("name", ["recipe-bot.yml", "gpu.yml"])
+def test_every_job_has_explicit_least_privilege(name):
+    doc = load(name)
+    assert doc["permissions"] == {}
+    for job_name, job in doc["jobs"].items():
+        assert isinstance(job.get("permissions"), dict), f"{name}:{job_name} needs its own permissions:"
+        assert "write-all" not in json.dumps(job["permissions"])
+
+
+@pytest.mark.parametrize("name", ["recipe-bot.yml", "gpu.yml"])
+def test_actions_are_pinned_by_full_commit_sha(name):
+    for job_name, step in steps(load(name)):
+        if "uses" in step:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
+
+
+def test_control_plane_checks_out_only_the_default_branch():
+    text = (WORKFLOWS / "recipe-bot.yml").read_text(encoding="utf-8")
+    checkouts = [s for _, s in steps(load("recipe-bot.yml")) if s.get("uses", "").startswith("actions/checkout@")]
+    assert checkouts, "the handler installs recipe-bot from a checkout"
+    for step in checkouts:
+        assert step["with"]["ref"] == "${{ github.event.repository.default_branch }}"
+        assert step["with"]["persist-credentials"] is False
+    for untrusted in ("head.ref", "head.sha", "refs/pull", "comment.body", "review.body", "pull_request.title"):
+        assert untrusted not in text
+
+
+def test_control_plane_listens_to_the_events_the_bot_parses():
+    from bot.events import COMMENT_ACTIONS, PULL_ACTIONS, REVIEW_ACTIONS
+    on = load("recipe-bot.yml")["on"]
+    assert set(on["issue_comment"]["types"]) == COMMENT_ACTIONS
+    assert set(on["pull_request_review"]["types"]) == REVIEW_ACTIONS
+    assert set(on["pull_request_target"]["types"]) <= PULL_ACTIONS
+    assert {"synchronize", "labeled", "closed", "converted_to_draft"} <= set(on["pull_request_target"]["types"])
+
+
+def test_control_plane_token_can_do_what_the_bot_does_and_no_more():
+    [job] = load("recipe-bot.yml")["jobs"].values()
+    assert job["permissions"] == {"contents": "read", "issues": "write", "pull-requests": "write",
+                                  "actions": "write"}
+
+
+def test_gpu_workflow_inputs_are_what_dispatch_sends():
+    inputs = load("gpu.yml")["on"]["workflow_dispatch"]["inputs"]
+    sent = dispatch.dispatch_inputs(pr=7, sha="a" * 40, command="/sweep", requester="alice", key="101")
+    assert set(inputs) == set(sent)
+    assert all(spec["type"] == "string" for spec in inputs.values())
+
+
+def test_gpu_run_name_renders_the_title_the_bot_parses():
+    run_name = load("gpu.yml")["run-name"]
+    values = {"pr": "7", "sha": "a" * 40, "requester": "alice", "command": "/sweep llama* --conc 4,8"}
+    rendered = re.sub(r"\$\{\{\s*inputs\.(\w+)\s*\}\}", lambda m: values[m.group(1)], run_name)
+    assert rendered == dispatch.run_title(7, "a" * 40, "alice", "/sweep llama* --conc 4,8")
+    title = dispatch.parse_run_title(rendered)
+    assert (title.pr, title.sha, title.requester, title.command) == (7, "a" * 40, "alice", "/sweep llama* --conc 4,8")
+
+
+def test_plan_job_has_no_secrets_and_a_read_only_token():
+    doc = load("gpu.yml")
+    plan = doc["jobs"]["plan"]
+    assert plan["permissions"] == {"contents": "read"}
+    assert "secrets." not in json.dumps(plan) and "github.token" not in json.dumps(plan)
+    for job_name in ("plan", "canary", "run"):
+        assert "secrets." not in json.dumps(doc["jobs"][job_name])
+        assert set(doc["jobs"][job_name]["permissions"]) == {"contents"}
+
+
+def test_gpu_jobs_check_out_the_authorized_sha_never_a_branch():
+    for job_name, step in steps(load("gpu.yml")):
+        if step.get("uses", "").startswith("actions/checkout@") and "ref" in step.get("with", {}):
+            assert step["with"]["ref"] == "${{ inputs.sha }}", f"{job_name}: check out by SHA"
+
+
+PLAN = {
+    "filters": {"fail_fast": False},
+    "canary": {"job_id": "tiny-c1", "recipe": "tiny", "runner_label": "cpu", "job": {"job_id": "tiny-c1"}},
+    "matrices": [
+        {"runner_label": "cpu", "index": 0, "fail_fast": True, "include": [
+            {"job_id": "tiny-c4", "recipe": "tiny", "runner_label": "cpu", "job": {"job_id": "tiny-c4"}},
+            {"job_id": "ix-row", "recipe": "dsr1", "runner_label": "b200", "row": {"conc": 4}},
+            {"job_id": "../escape", "recipe": "x", "runner_label": "cpu", "job": {"job_id": "../escape"}},
+        ]},
+    ],
+}
+
+
+def test_plan_outputs_write_one_job_file_each_and_a_small_matrix(tmp_path):
+    outputs = dispatch.actions_outputs(PLAN, str(tmp_path / "jobs"))
+    assert json.loads(outputs["canary"]) == {"include": [{"job_id": "tiny-c1", "runner_label": "cpu", "recipe": "tiny"}]}
+    assert json.loads(outputs["matrix"]) == {"include": [{"job_id": "tiny-c4", "runner_label": "cpu", "recipe": "tiny"}]}
+    assert outputs["jobs"] == "2" and outputs["fail_fast"] == "true" and outputs["has_canary"] == "true"
+    assert sorted(p.name for p in (tmp_path / "jobs").iterdir()) == ["tiny-c1.json", "tiny-c4.json"]
+
+
+def test_plan_outputs_command_line(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"matrices": []}), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "bot.dispatch", "outputs", str(plan), str(tmp_path / "jobs")],
+                            capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert 'matrix={"include": []}' in result.stdout.splitlines()
