@@ -215,7 +215,8 @@ def main() -> None:
         "command": "python bench/bench_planner.py " + " ".join(sys.argv[1:]),
         "repeat": args.repeat,
         "statistic": "median wall time",
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+                    "load_average_1min": round(os.getloadavg()[0], 2)},
         "inferencex_sample": ix,
         "catalog": cat,
     }
@@ -235,7 +236,7 @@ def main() -> None:
                   f"{c['load']:.3f}", "", "")
     table.add_row("", f"plan {cat['points']} points, {cat['jobs']} jobs (CPU {cat['cpu_seconds']['plan']:.3f} s)",
                   f"{c['plan']:.3f}",
-                  f"{cat['points_per_s']:,.0f} points/s", f"{cat['server_launches']} / {cat['launches_unpacked']}")
+                  f"{cat['points_per_s']:,.0f} rows/s", f"{cat['server_launches']} / {cat['launches_unpacked']}")
     table.add_row("", "plan_change: one recipe changed (git)", f"{c['touched_change_at_head']:.3f}", "", "")
     console.print(table)
     console.print(f"InferenceX single-node rows: {ix['single_node_rows']} in {ix['single_node_server_configs']} "

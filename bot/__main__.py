@@ -1,4 +1,4 @@
 """`python -m bot ...` is `recipe-bot ...` (for hosts where the entry point is not installed)."""
 from bot.cli import main
 
-main()
+main(prog_name="recipe-bot")

@@ -14,6 +14,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "report": ("bot.report.cli", "report_cmd"),
     "sandbox": ("bot.sandbox.cli", "sandbox_cmd"),
     "demo": ("bot.demo", "demo_cmd"),
+    "slurm-cancel": ("bot.runner.slurm", "slurm_cancel_cmd"),
 }
 
 SHORT_HELP = {
@@ -23,6 +24,7 @@ SHORT_HELP = {
     "report": "Collect results, compare with the base branch, render and post.",
     "sandbox": "Serve a local stand-in for GitHub's REST API.",
     "demo": "Run the whole loop on this machine against the sandbox and the CPU engine.",
+    "slurm-cancel": "Cancel a PR's recipe-bot jobs on a Slurm cluster (/cancel, a superseding push).",
 }
 
 

@@ -219,21 +219,22 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
 def _run_commands(h: Handler, event: CommentEvent, parsed: tuple[Command, ...], pull: Pull,
                   ledger: dispatch.Ledger, reply: Reply) -> None:
     approvals = list(ledger.approvals)
-    gpu_started = False
+    gpu_commands = 0
     for command in commands.ordered(parsed):
         line = command.normalized()
+        if command.spec.starts_gpu_work:
+            gpu_commands += 1
+            if gpu_commands > 1:  # one comment, one run: the idempotency key is the comment
+                reply.refuse("one-gpu-command", command=line)
+                continue
         needed = h.min_permission(command.name)
         actor = h.actor(event.sender, needed=needed) if needed > Permission.NONE or \
             command.spec.starts_gpu_work else Actor(event.sender, Permission.NONE)
-        if command.spec.starts_gpu_work and gpu_started:
-            reply.refuse("one-gpu-command", command=line)
-            continue
         decision = h.decide(command, actor, pull, approvals)
         if not decision.allowed:
             h.refusal(reply, line, decision, login=event.sender, pull=pull)
             continue
-        action = ACTIONS[command.name]
-        gpu_started |= action(h, reply, command, actor, pull, approvals, event.key)
+        ACTIONS[command.name](h, reply, command, actor, pull, approvals, event.key)
 
 
 def _error_section(reply: Reply, error: CommandError) -> None:
@@ -245,73 +246,67 @@ def _error_section(reply: Reply, error: CommandError) -> None:
 
 
 def _gpu(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
-         approvals: list[Approval], key: str) -> bool:
+         approvals: list[Approval], key: str) -> None:
     line = command.normalized()
     if command.name == "rerun" and command.failed:
-        return _rerun_failed(h, reply, line, actor, pull)
+        _rerun_failed(h, reply, line, actor, pull)
+        return
     if command.name == "rerun":
         previous = next(iter(h.pr_runs(pull.number)), None)
         if previous is None:
             reply.refuse("no-previous", command=line)
-            return False
+            return
         line = previous.title.command
     h.start_run(reply, pull=pull, command_line=line, requester=actor.login, key=key,
                 approval_needed=h.approval_needed(pull, actor))
-    return reply.dispatched
 
 
-def _rerun_failed(h: Handler, reply: Reply, line: str, actor: Actor, pull: Pull) -> bool:
+def _rerun_failed(h: Handler, reply: Reply, line: str, actor: Actor, pull: Pull) -> None:
     latest = dispatch.latest_for_head(h.pr_runs(pull.number), pull.head_sha)
     if latest is None:
         reply.refuse("no-run", command=line, head_sha=pull.head_sha)
     elif latest.run.active:
         reply.refuse("run-active", command=line, run_url=latest.run.html_url)
     elif latest.run.conclusion in ("success", "skipped", "neutral"):
-        reply.refused = False
-        reply.add("refused-nothing-failed", command=line, run_url=latest.run.html_url)
+        reply.add("nothing-failed", command=line, run_url=latest.run.html_url)
     else:
         h.client.rerun_failed_jobs(latest.run.id)
         h.log(f"rerun failed jobs of run {latest.run.id}")
         reply.add("rerun", run_url=latest.run.html_url, sha=pull.head_sha, requester=actor.login)
-    return False
 
 
 def _cancel(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
-            approvals: list[Approval], key: str) -> bool:
+            approvals: list[Approval], key: str) -> None:
     cancelled = dispatch.cancel_active(h.client, h.config.gpu_workflow, pull.number,
                                        runs=h.pr_runs(pull.number))
     h.log(f"cancelled {len(cancelled)} run(s)")
     reply.add("cancelled", runs=_run_rows(cancelled), reason="cancel")
-    return False
 
 
 def _ok_to_test(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
-                approvals: list[Approval], key: str) -> bool:
+                approvals: list[Approval], key: str) -> None:
     check = trust.check_ok_to_test(command.sha_prefix or "", pull)
     if not check.allowed:
         h.refusal(reply, command.normalized(), check, login=actor.login, pull=pull)
-        return False
+        return
     approvals.append(Approval(pull.head_sha, actor.login))
     reply.markers.append(dispatch.approval_marker(pull.head_sha, actor.login))
     h.log(f"{actor.login} approved {pull.head_sha}")
     reply.add("approved", sha=pull.head_sha, by=actor.login)
-    return False
 
 
 def _status(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
-            approvals: list[Approval], key: str) -> bool:
+            approvals: list[Approval], key: str) -> None:
     reply.add("status", runs=_run_rows(h.pr_runs(pull.number)[:20]))
-    return False
 
 
 def _help(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
-          approvals: list[Approval], key: str) -> bool:
+          approvals: list[Approval], key: str) -> None:
     reply.add("help", rows=commands.help_rows(dict(h.config.permissions)), topic=command.topic,
               labels=sorted(h.config.labels.items()))
-    return False
 
 
-ACTIONS: dict[str, Callable[..., bool]] = {
+ACTIONS: dict[str, Callable[..., None]] = {
     "sweep": _gpu, "e2e": _gpu, "rerun": _gpu, "cancel": _cancel, "ok-to-test": _ok_to_test,
     "status": _status, "help": _help,
 }

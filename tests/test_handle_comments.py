@@ -221,15 +221,24 @@ def test_review_bodies_carry_commands_too(h):
     assert run["inputs"]["comment_id"] == f"review-{review['id']}"
 
 
-def test_trusted_team_member_may_run(tmp_path):
-    config = f"bot_login: {BOT}\ntrusted:\n  teams: [acme/core]\npermissions:\n  sweep: maintain\n"
+def test_members_of_a_trusted_team_run_like_write_collaborators(tmp_path):
+    config = f"bot_login: {BOT}\ntrusted:\n  teams: [acme/core]\n"
+    with SandboxProcess(seed(tmp_path, config=config, extra={"teams": {"acme/core": ["bob"]}})) as sb:
+        h = Harness(sb, tmp_path)
+        h.on_comment(7, "bob", "/sweep")  # read permission, but in acme/core
+        h.on_comment(7, "mallory", "/sweep")  # neither
+        assert [r["inputs"]["requester"] for r in h.dispatches()] == ["bob"]
+
+
+def test_the_config_can_raise_the_bar_for_a_command(tmp_path):
+    config = f"bot_login: {BOT}\npermissions:\n  sweep: maintain\n"
     with SandboxProcess(seed(tmp_path, config=config)) as sb:
         h = Harness(sb, tmp_path)
-        h.on_comment(7, "alice", "/sweep")  # admin: fine anyway
-        h.on_comment(7, "carol", "/sweep")  # write < maintain, and not in acme/core
+        h.on_comment(7, "carol", "/sweep")  # write < maintain
+        h.on_comment(7, "alice", "/sweep")  # admin
         assert [r["inputs"]["requester"] for r in h.dispatches()] == ["alice"]
-        english, _ = bilingual(h.bot_comments(7)[-1]["body"])
-        assert re.search(r"needs `maintain`", english)
+        english, _ = bilingual(h.bot_comments(7)[0]["body"])
+        assert re.search(r"has `write` permission on this repository and it needs `maintain`", english)
 
 
 def test_invalid_config_on_the_default_branch_stops_everything_and_says_why(tmp_path):

@@ -52,7 +52,7 @@ def test_the_default_table_names_recipes_launches_and_shared_infra(repo):
     assert result.exit_code == 0, result.output
     assert "tiny-cpu" in result.output and "tiny-cpu-e2e" in result.output
     assert "gpu-smoke-vllm" not in result.output
-    assert "shared infra touched" in result.output and "2 recipes affected" in result.output
+    assert "shared infra touched, 2 recipes affected" in result.output
     assert "GPU-h" in result.output and "Launches" in result.output
 
 

@@ -117,7 +117,7 @@ def test_a_change_to_a_fleet_launcher_plans_every_config_of_its_runners(repo):
         "dsv4-fp4-b200-sglang-agentic-hicache-mtp", "qwen3.5-fp4-b200-sglang", "qwen3.5-fp4-b200-sglang-agentic-mtp",
         "qwen3.5-fp4-b200-sglang-mtp", "qwen3.5-fp4-b200-trt",
     ]
-    assert "shared infra touched (runners/launch_b200-dgxc.sh): 5 recipes affected" in plan.notes
+    assert "shared infra touched, 5 recipes affected: runners/launch_b200-dgxc.sh" in plan.notes
 
 
 def test_sweep_enabled_runs_the_lowest_concurrency_of_each_group_without_a_canary(repo):
@@ -153,3 +153,14 @@ def test_without_a_base_every_config_is_planned(repo):
     throughput = sum(len(v) for k, v in plan.inferencex.rows.items() if "." in k)
     assert throughput == 13 + 12 + 7 + 32 + 9 + 10 + 16 + 1
     assert plan.inferencex.packed_launches < plan.inferencex.launches
+
+
+def test_an_append_only_entry_runs_only_the_rows_the_base_did_not_have(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    path = repo / "configs" / "nvidia-master.yaml"
+    path.write_text(path.read_text().replace("{ tp: 2, ep: 2, conc-list: [16, 32, 64], spec-decoding: mtp }",
+                                             "{ tp: 2, ep: 2, conc-list: [16, 32, 64, 128], spec-decoding: mtp }"))
+    append_entry(repo, ["qwen3.5-fp4-b200-sglang-mtp"], "  append-only: true\n")
+    plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
+    assert [(r["tp"], r["ep"], r["conc"]) for r in rows(plan)] == [(2, 2, 128)]
+    assert plan.inferencex.changelog[0].append_only

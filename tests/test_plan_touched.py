@@ -75,7 +75,7 @@ def test_a_change_to_a_runner_shared_script_plans_every_recipe_of_that_runner(re
     plan = plan_change(repo, base, commit(repo, "fix the engine setup"))
     assert touched_names(plan) == ["tiny-cpu", "tiny-cpu-e2e"]
     assert planned_recipes(plan) == ["tiny-cpu", "tiny-cpu-e2e"]
-    assert any("shared infra touched" in n and "2 recipes affected" in n for n in plan.notes), plan.notes
+    assert "shared infra touched, 2 recipes affected: scripts/setup-cpu-engine.sh (runner cpu)" in plan.notes
     assert all("shared infra of runner cpu" in t.reasons[0] for t in plan.touched)
 
 

@@ -259,7 +259,8 @@ def test_side_by_side_servers_cannot_share_a_device(tmp_path):
 
 # ---- the located YAML loader reads what PyYAML's safe loader reads ----------------------------------
 
-YAML_FILES = sorted([*(ROOT / "recipes").rglob("*.yaml"), *(Path(__file__).parent / "fixtures" / "inferencex").rglob("*.yaml")])
+FIXTURES = Path(__file__).parent / "fixtures" / "inferencex"
+YAML_FILES = sorted([*(ROOT / "recipes").rglob("*.yaml"), *FIXTURES.rglob("*.yaml")])
 
 
 @pytest.mark.parametrize("path", YAML_FILES, ids=[p.name for p in YAML_FILES])

@@ -19,6 +19,7 @@ from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, Sandbox
 
 BOT = "recipe-bot[bot]"
 WORKFLOW = """name: GPU benchmarks
+run-name: "bench pr-${{ inputs.pr }} ${{ inputs.command }} by ${{ github.actor }}"
 on:
   workflow_dispatch:
     inputs:
@@ -133,6 +134,7 @@ def test_pygithub_dispatches_a_workflow_and_the_run_is_recorded_with_its_inputs(
     assert last_write(shared, "actions/create-workflow-dispatch")["body"]["inputs"] == {"pr": "7", "command": "sweep"}
     api_run = repo.get_workflow_run(run["id"])
     assert (api_run.status, api_run.event, api_run.head_sha) == ("queued", "workflow_dispatch", run["head_sha"])
+    assert api_run.display_title == f"bench pr-7 sweep by {BOT}"  # the workflow's run-name, rendered
 
 
 @pytest.mark.parametrize("inputs, message", [

@@ -56,7 +56,6 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
              canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool, no_pack: bool,
              jobs_dir: Path | None) -> None:
     """Show which recipes a change touches and the GPU jobs it needs."""
-    err = Console(stderr=True, highlight=False)
     try:
         filters = PlanFilters(
             recipes=recipes, cases=cases, conc=_concurrencies(conc), scope=scope, kind=kind,
@@ -68,7 +67,7 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
     except RecipeError as exc:
         if fmt == "json":
             click.echo(json.dumps({"errors": [p.as_dict() for p in exc.problems]}, indent=2))
-        err.print(errors_markdown(exc.problems), markup=False)
+        click.echo(errors_markdown(exc.problems), err=True)
         sys.exit(1)
     except PlanError as exc:
         if fmt == "json":

@@ -121,6 +121,11 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
     for matrix in ix.matrices:
         matrix.fail_fast = filters.fail_fast
     _summarise(plan, repo, selected, groups, canary, reasons)
+    if pairs:
+        plan.notes.append(
+            f"InferenceX: {ix.launches} server launches as its workflow runs them (one per row); "
+            f"{ix.packed_launches} if each server configuration served all of its points in one launch"
+        )
     plan.inferencex = ix
 
 

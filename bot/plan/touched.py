@@ -40,7 +40,7 @@ def _shared_infra(catalog: Catalog, changed: set[str], touched: Touched) -> None
         names = sorted(catalog.entries)
         for name in names:
             touched.add(name, f"shared infra touched: {', '.join(hits_all)}")
-        touched.notes.append(f"shared infra touched ({', '.join(hits_all)}): {len(names)} recipes affected")
+        touched.notes.append(f"shared infra touched, {len(names)} recipes affected: {', '.join(hits_all)}")
     for label, spec in sorted(table.runners.items()):
         hits = sorted(p for p in changed if _matches(p, spec.shared))
         if not hits:
@@ -49,7 +49,7 @@ def _shared_infra(catalog: Catalog, changed: set[str], touched: Touched) -> None
         for name in names:
             touched.add(name, f"shared infra of runner {label} touched: {', '.join(hits)}")
         touched.notes.append(
-            f"shared infra touched ({', '.join(hits)}, runner {label}): {len(names)} recipes affected"
+            f"shared infra touched, {len(names)} recipes affected: {', '.join(hits)} (runner {label})"
         )
 
 
@@ -66,7 +66,7 @@ def _runner_settings(catalog: Catalog, base: Source, changed: set[str], touched:
             for name in names:
                 touched.add(name, f"settings of runner {label} changed ({RUNNERS_FILE})")
             if names:
-                touched.notes.append(f"runner {label} settings changed: {len(names)} recipes affected")
+                touched.notes.append(f"runner {label} settings changed, {len(names)} recipes affected")
 
 
 def _semantic(entry_dump: dict) -> dict:
@@ -149,5 +149,5 @@ def touched_inferencex(
                 touched.add(key, f"shared infra touched: {reason}")
                 shared_hits[path].append(key)
     for path, keys in sorted(shared_hits.items()):
-        touched.notes.append(f"shared infra touched ({path}): {len(keys)} recipes affected")
+        touched.notes.append(f"shared infra touched, {len(keys)} recipes affected: {path}")
     return touched, base_repo

@@ -40,8 +40,17 @@ def gpu_memory_used_mib(indices: list[int] | None = None) -> dict[int, float] | 
         if count == 0:
             return None
         wanted = [i for i in (indices if indices is not None else range(count)) if i < count]
-        return {i: lib.nvmlDeviceGetMemoryInfo(lib.nvmlDeviceGetHandleByIndex(i)).used / 2**20
-                for i in wanted}
+        return {i: _used_mib(lib, lib.nvmlDeviceGetHandleByIndex(i)) for i in wanted}
+
+
+def _used_mib(lib: object, handle: object) -> float:
+    """Used memory as nvidia-smi shows it: NVML's v2 figure leaves out the driver's reservation
+    (about 600 MiB on an H200), so an idle GPU reads 0 MiB; v1 on drivers without v2."""
+    try:
+        info = lib.nvmlDeviceGetMemoryInfo(handle, version=lib.nvmlMemory_v2)
+    except Exception:  # noqa: BLE001 - older driver or binding
+        info = lib.nvmlDeviceGetMemoryInfo(handle)
+    return info.used / 2**20
 
 
 def _cpu_model() -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from . import workflows
 from .gitrepo import GitError, GitRepo
 from .seed import PERMISSIONS, SeedFile, SeedRun
 
@@ -155,6 +156,7 @@ class WorkflowRun:
     run_attempt: int
     created: str
     updated: str
+    display_title: str = ""
     job_ids: list[int] = field(default_factory=list)
     artifact_ids: list[int] = field(default_factory=list)
 
@@ -348,12 +350,24 @@ class SandboxState:
         return next((w for w in self.workflows.values() if w.file == text or w.path == text), None)
 
     def create_run(self, wf: Workflow, branch: str | None, sha: str, event: str, actor: str,
-                   inputs: dict[str, Any], run_id: int | None = None) -> WorkflowRun:
+                   inputs: dict[str, Any], run_id: int | None = None,
+                   input_context: dict[str, Any] | None = None) -> WorkflowRun:
+        """A queued run. Its display title is the workflow file's `run-name` at sha, as GitHub renders it."""
         now = utcnow()
         number = 1 + sum(1 for r in self.runs.values() if r.workflow_id == wf.id)
         rid = run_id or self.new_id()
+        try:
+            doc = workflows.parse(self.git.read_file(sha, wf.path))
+        except workflows.WorkflowFileError:
+            doc = None
+        context = input_context if input_context is not None else inputs
+        github = {"actor": actor, "triggering_actor": actor, "event_name": event, "sha": sha,
+                  "ref_name": branch, "ref": f"refs/heads/{branch}" if branch else None,
+                  "repository": self.full_name, "repository_owner": self.owner, "workflow": wf.name,
+                  "run_number": number, "run_attempt": 1, "event": {"inputs": context}}
+        title = workflows.run_name(doc, wf.name, {"inputs": context, "github": github})
         run = WorkflowRun(rid, wf.id, wf.name, event, "queued", None, branch, sha, actor, inputs,
-                          number, 1, now, now)
+                          number, 1, now, now, display_title=title)
         self.runs[rid] = run
         return run
 

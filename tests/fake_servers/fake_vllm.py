@@ -30,6 +30,7 @@ MODES = (
     "ignore_sigterm",       # healthy, but SIGTERM is ignored: only SIGKILL stops it
     "child_holds_port",     # forks a child that leaves the group (setsid) and keeps the port
     "fail_requests",        # healthy, but every completion answers HTTP 500
+    "gpu_leak",             # healthy, but leaves an untagged process holding GPU memory (GPU only)
 )
 LIFETIME_S = 120.0
 TOKEN_S = float(os.environ.get("FAKE_TOKEN_S", "0.002"))
@@ -92,6 +93,24 @@ def make_handler(mode: str, served: str, state: dict) -> type[BaseHTTPRequestHan
     return Handler
 
 
+def _leave_gpu_leak() -> None:
+    """Start a process that holds 1 GiB of GPU memory in a new session with a clean environment,
+    so nothing ties it to the runner's run; return once it holds the memory."""
+    pid_file = Path(os.environ.get("FAKE_LEAK_PID_FILE", "/tmp/fake-gpu-leak.pid"))
+    pid_file.unlink(missing_ok=True)
+    if os.fork() == 0:
+        os.setsid()
+        code = ("import os, sys, time, torch; x = torch.ones(1 << 30, dtype=torch.uint8, "
+                "device='cuda'); torch.cuda.synchronize(); "
+                "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(60)")
+        os.execve(sys.executable, [sys.executable, "-c", code, str(pid_file)],
+                  {"PATH": os.environ.get("PATH", "")})
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    log(f"left pid {pid_file.read_text() if pid_file.exists() else '?'} holding GPU memory")
+
+
 def serve(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="fake_vllm.py serve")
     parser.add_argument("model")
@@ -127,6 +146,8 @@ def serve(argv: list[str]) -> int:
         log("child left the process group and holds the port")
         time.sleep(LIFETIME_S)
         os._exit(0)
+    if mode == "gpu_leak":
+        _leave_gpu_leak()
     threading.Timer(LIFETIME_S, lambda: os._exit(0)).start()
     log("ready")
     server.serve_forever()

@@ -1,10 +1,7 @@
 """GitHub Actions operations: workflows, dispatch (which records a queued run), runs, jobs and artifacts."""
 from __future__ import annotations
 
-from typing import Any
-
-import yaml
-
+from .. import workflows
 from ..state import Workflow, WorkflowRun
 from . import ApiError, Call, Reply, check_repo, int_param, not_found, operation, paginate, require_push
 
@@ -39,36 +36,6 @@ def get_workflow(call: Call) -> Reply:
     return Reply(200, call.shapes.workflow(_workflow(call)))
 
 
-def dispatch_inputs(call: Call, wf: Workflow, sha: str, given: dict[str, Any]) -> None:
-    """Check inputs against the workflow file at the dispatched ref, as GitHub does; a workflow the git
-    repository does not contain (a seed-only workflow) accepts any inputs."""
-    text = call.state.git.read_file(sha, wf.path)
-    if text is None:
-        return
-    try:
-        doc = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
-        raise ApiError(422, f"Invalid workflow file {wf.path}") from None
-    triggers = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` key as True
-    if isinstance(triggers, str):
-        triggers = {triggers: None}
-    elif isinstance(triggers, list):
-        triggers = {t: None for t in triggers}
-    if not isinstance(triggers, dict) or "workflow_dispatch" not in triggers:
-        raise ApiError(422, "Workflow does not have 'workflow_dispatch' trigger")
-    declared = ((triggers.get("workflow_dispatch") or {}).get("inputs")) or {}
-    unexpected = sorted(set(given) - set(declared))
-    if unexpected:
-        raise ApiError(422, f"Unexpected inputs provided: {unexpected}")
-    for name, spec in declared.items():
-        spec = spec or {}
-        if spec.get("required") and name not in given and spec.get("default") is None:
-            raise ApiError(422, f"Required input '{name}' not provided")
-        options = spec.get("options")
-        if spec.get("type") == "choice" and name in given and options and str(given[name]) not in map(str, options):
-            raise ApiError(422, f"Provided value '{given[name]}' for input '{name}' not in the list of allowed values")
-
-
 @operation("actions/create-workflow-dispatch")
 def dispatch(call: Call) -> Reply:
     wf = _workflow(call)
@@ -82,8 +49,13 @@ def dispatch(call: Call) -> Reply:
     if sha is None:
         raise ApiError(422, f"No ref found for: {ref}")
     inputs = dict(call.body.get("inputs") or {})
-    dispatch_inputs(call, wf, sha, inputs)
-    run = call.state.create_run(wf, name, sha, "workflow_dispatch", user, inputs)
+    try:
+        # A workflow the git repository does not contain (a seed-only workflow) accepts any inputs.
+        doc = workflows.parse(git.read_file(sha, wf.path))
+        context = workflows.resolve_inputs(doc, inputs) if doc is not None else inputs
+    except workflows.WorkflowFileError as exc:
+        raise ApiError(422, str(exc)) from None
+    run = call.state.create_run(wf, name, sha, "workflow_dispatch", user, inputs, input_context=context)
     if call.body.get("return_run_details"):
         return Reply(200, {"workflow_run_id": run.id, "run_url": f"{call.shapes.repo_api}/actions/runs/{run.id}",
                            "html_url": f"{call.shapes.repo_web}/actions/runs/{run.id}"})

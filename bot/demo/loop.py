@@ -1,0 +1,159 @@
+"""The demo's steps: each stage runs through recipe-bot's own command line, as GitHub Actions would run it."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from bot.demo import sample
+from bot.report import marker
+from bot.sandbox.harness import SandboxProcess, make_seed
+
+
+class DemoError(RuntimeError):
+    """A step failed; the message says which and what to look at."""
+
+
+@dataclasses.dataclass
+class DemoOutcome:
+    comment: str
+    check: dict[str, Any]
+    out_dir: Path
+    files: dict[str, Path]
+    launches: int
+    points: int
+
+
+@dataclasses.dataclass
+class Step:
+    console: Console
+    total: int
+    number: int = 0
+
+    def __call__(self, text: str) -> float:
+        self.number += 1
+        self.console.print(f"[bold cyan][{self.number}/{self.total}][/] {text}", highlight=False)
+        return time.monotonic()
+
+    def done(self, started: float, detail: str = "") -> None:
+        extra = f": {detail}" if detail else ""
+        self.console.print(f"      [green]done[/] in {time.monotonic() - started:.1f} s{extra}", highlight=False)
+
+
+def recipe_bot(args: list[str], env: dict[str, str], cwd: Path, log: Path, *, check: bool = True,
+               stream: bool = False) -> subprocess.CompletedProcess[str]:
+    """One `recipe-bot` stage as a subprocess, its output kept in LOG; a failure names the stage and the log."""
+    argv = [sys.executable, "-m", "bot", *args]
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(f"$ recipe-bot {' '.join(args)}\n")
+        handle.flush()
+        proc = subprocess.run(argv, env=env, cwd=cwd, text=True, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=None if stream else subprocess.STDOUT)
+        handle.write(proc.stdout or "")
+    if check and proc.returncode != 0:
+        tail = "\n".join((proc.stdout or "").splitlines()[-15:])
+        raise DemoError(f"`recipe-bot {args[0]}` failed with exit code {proc.returncode}; "
+                        f"full output in {log}\n{tail}")
+    return proc
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, text=True,
+                          capture_output=True).stdout.strip()
+
+
+def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
+             engine: dict[str, str]) -> DemoOutcome:
+    step = Step(console, total=7)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / "demo.log"
+    log.write_text("", encoding="utf-8")
+
+    started = step("Building a sample benchmark repository with the tiny-cpu recipe and a PR that tunes it")
+    seed = make_seed(work_dir, sample.main_files(), sample.feature_files(), sample.seed_overrides())
+    step.done(started, f"{seed.parent / 'repo'}")
+
+    started = step("Starting the sandbox GitHub (a local REST API checked against GitHub's OpenAPI description)")
+    with SandboxProcess(seed) as sandbox:
+        step.done(started, sandbox.url)
+        env = {**os.environ, **sandbox.env(), **engine}
+        repo_name = env["GITHUB_REPOSITORY"]
+
+        started = step(f"{sample.MAINTAINER} comments `{command}` on PR #{sample.PR_NUMBER}; the bot handles the event")
+        pull = sandbox.github(sample.MAINTAINER).get_repo(repo_name).get_pull(sample.PR_NUMBER)
+        comment = pull.create_issue_comment(command)
+        event = sandbox.write_event(work_dir / "event.json", "issue_comment", "created", comment_id=comment.id)
+        recipe_bot(["handle", "--event-name", "issue_comment", "--event-path", str(event)], env, work_dir, log)
+        state = sandbox.state()
+        runs = [run for run in state["workflow_runs"] if run["workflow"] == "gpu.yml"]
+        if len(runs) != 1:
+            replies = [c["body"] for c in state["comments"] if c["user"] == sample.BOT_LOGIN]
+            raise DemoError(f"the bot dispatched {len(runs)} GPU runs instead of 1; its replies: {replies}")
+        run = runs[0]
+        inputs = run["inputs"]
+        step.done(started, f"dispatched gpu.yml for {inputs['sha'][:12]} ({inputs['command']})")
+
+        started = step("The GPU workflow's plan job: which recipes the PR touches and which jobs they need")
+        sandbox.set_run(run["id"], status="in_progress")
+        checkout = work_dir / "checkout"
+        subprocess.run(["git", "clone", "--quiet", str(seed.parent / "repo"), str(checkout)], check=True)
+        _git(checkout, "checkout", "--quiet", inputs["sha"])
+        base = _git(checkout, "merge-base", f"origin/{state['repository']['default_branch']}", inputs["sha"])
+        jobs_dir = out_dir / "jobs"
+        shutil.rmtree(jobs_dir, ignore_errors=True)
+        plan = recipe_bot(["plan", "--repo", str(checkout), "--base", base, "--head", inputs["sha"],
+                           "--command", inputs["command"], "--format", "json", "--jobs-dir", str(jobs_dir)],
+                          env, work_dir, log)
+        plan_file = out_dir / "plan.json"
+        plan_file.write_text(plan.stdout, encoding="utf-8")
+        job_files = sorted(jobs_dir.glob("*.json"))
+        if not job_files:
+            raise DemoError(f"the plan has no jobs; see {plan_file}")
+        jobs = [json.loads(path.read_text(encoding="utf-8")) for path in job_files]
+        launches = sum(len(job["cases"]) for job in jobs)
+        points = sum(len(case["points"]) for job in jobs for case in job["cases"])
+        step.done(started, f"{len(jobs)} job(s), {points} point(s) in {launches} server launch(es)")
+
+        started = step("The runner: start the CPU engine, drive load with `vllm bench serve`, tear down with proof")
+        results_dir = out_dir / "results"
+        shutil.rmtree(results_dir, ignore_errors=True)
+        for job_file, job in zip(job_files, jobs):
+            console.print(f"      job {job['job_id']}: {job['recipe']} on runner label {job['runner_label']}",
+                          highlight=False)
+            recipe_bot(["run", "--job", str(job_file), "--out", str(results_dir / job["job_id"]),
+                        "--repo", str(checkout)], env, work_dir, log, check=False, stream=True)
+        step.done(started)
+
+        started = step("The report job: collect, compare, render English + 简体中文, post the comment and check run")
+        run_url = f"{sandbox.url}/{repo_name}/actions/runs/{run['id']}"
+        report_dir = out_dir / "report"
+        recipe_bot(["report", "--results", str(results_dir), "--jobs", str(plan_file), "--out", str(report_dir),
+                    "--post", "--pr", str(sample.PR_NUMBER), "--sha", inputs["sha"], "--run-url", run_url,
+                    "--command", inputs["command"]], env, work_dir, log, check=False)
+        summary = json.loads((report_dir / "summary.json").read_text(encoding="utf-8"))
+        sandbox.set_run(run["id"], conclusion="success" if summary.get("verdict") == "success" else "failure")
+        state = sandbox.state()
+        (out_dir / "sandbox-log.json").write_text(json.dumps(sandbox.log(all=True), indent=1), encoding="utf-8")
+        (out_dir / "sandbox-state.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
+        step.done(started, f"verdict {summary.get('verdict')}")
+
+    started = step("Writing the comment as Markdown and an HTML preview with the chart")
+    posted = [c for c in state["comments"] if c["user"] == sample.BOT_LOGIN and marker.parse(c["body"])]
+    checks = [c for c in state["check_runs"] if c["head_sha"] == inputs["sha"]]
+    if not posted or not checks:
+        raise DemoError(f"the report posted {len(posted)} report comment(s) and {len(checks)} check run(s); "
+                        f"see {log}")
+    from bot.demo.preview import write_preview
+
+    files = write_preview(out_dir, posted[-1]["body"], checks[-1], report_dir / "chart.png")
+    step.done(started)
+    return DemoOutcome(comment=posted[-1]["body"], check=checks[-1], out_dir=out_dir, files=files,
+                       launches=launches, points=points)
