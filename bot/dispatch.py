@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 import re
 import urllib.parse
@@ -161,7 +162,7 @@ def cancel_active(client: GitHubClient, workflow: str, pr: int, *, keep_sha: str
     return doomed
 
 
-def last_run_by(runs: Iterable[Run], requester: str):
+def last_run_by(runs: Iterable[Run], requester: str) -> dt.datetime | None:
     """When `requester` last started a GPU run (any PR), for the cooldown."""
     times = [r.created_at for r in runs
              if r.created_at is not None and (t := parse_run_title(r.display_title)) and t.requester == requester]

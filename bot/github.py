@@ -22,6 +22,10 @@ ACTIVE_RUN_STATES = frozenset({"queued", "in_progress", "waiting", "requested", 
 class GitHubError(RuntimeError):
     """A GitHub call failed; the message names the call, the status and GitHub's own message."""
 
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
 
 @dataclasses.dataclass(frozen=True)
 class Comment:
@@ -144,9 +148,7 @@ class GitHubClient:
             return self._requester.requestJsonAndCheck(verb, self._url(path), parameters=params, input=body)
         except GithubException as exc:
             message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
-            error = GitHubError(f"{verb} {path}: HTTP {exc.status}: {message}")
-            error.status = exc.status  # type: ignore[attr-defined]
-            raise error from None
+            raise GitHubError(f"{verb} {path}: HTTP {exc.status}: {message}", exc.status) from None
 
     def _pages(self, path: str, params: dict[str, Any] | None = None, *, key: str | None = None,
                max_pages: int = 10) -> Iterator[dict[str, Any]]:
@@ -176,7 +178,7 @@ class GitHubClient:
         try:
             _, data = self._call("GET", f"contents/{urllib.parse.quote(path)}", params={"ref": ref})
         except GitHubError as exc:
-            if getattr(exc, "status", None) == 404:
+            if exc.status == 404:
                 return None
             raise
         if not isinstance(data, dict) or data.get("type") != "file":
@@ -194,7 +196,7 @@ class GitHubClient:
         try:
             _, data = self._call("GET", f"collaborators/{urllib.parse.quote(login, safe='')}/permission")
         except GitHubError as exc:
-            if getattr(exc, "status", None) == 404:  # not a collaborator
+            if exc.status == 404:  # not a collaborator
                 return "none"
             raise
         role = data.get("role_name")
@@ -206,7 +208,7 @@ class GitHubClient:
         try:
             _, data = self._call("GET", f"/orgs/{org}/teams/{slug}/memberships/{urllib.parse.quote(login)}")
         except GitHubError as exc:
-            if getattr(exc, "status", None) == 404:
+            if exc.status == 404:
                 return False
             raise
         return data.get("state") == "active"
@@ -240,7 +242,7 @@ class GitHubClient:
                 self._url(f"actions/artifacts/{artifact_id}/zip"), chunk_size=1 << 16)
             return b"".join(chunks)
         except GithubException as exc:
-            raise GitHubError(f"GET artifact {artifact_id}: HTTP {exc.status}") from None
+            raise GitHubError(f"GET artifact {artifact_id}: HTTP {exc.status}", exc.status) from None
         except Exception as exc:  # requests' HTTPError from the storage redirect
             raise GitHubError(f"GET artifact {artifact_id}: {exc}") from None
 

@@ -33,6 +33,8 @@ class Reply:
         self.sections.append((f"control/{template}", context))
 
     def refuse(self, code: str, **context: Any) -> None:
+        if code not in trust.REFUSALS:
+            raise ValueError(f"no refusal {code!r}")
         self.refused = True
         self.add(f"refused-{code}", **context)
 

@@ -55,7 +55,7 @@ class Approval:
 @dataclasses.dataclass(frozen=True)
 class Decision:
     allowed: bool
-    reason: str  # allowed: trusted | author | approved-author | anyone; refused: a refusal code
+    reason: str  # allowed: trusted | permitted | author | approved-author | anyone; refused: a code
     detail: dict[str, object] = dataclasses.field(default_factory=dict)
 
     @classmethod
@@ -67,9 +67,11 @@ class Decision:
         return cls(False, reason, detail)
 
 
-# Refusal codes; each has a bilingual template control/refused-<code> that says what would work.
-REFUSALS = ("closed", "draft", "permission", "needs-approval", "approval-stale", "cooldown",
-            "sha-mismatch", "head-moved", "not-a-pull")
+# Refusal codes; each has a bilingual template control/refused-<code> that says why and what would
+# work. The first row comes from decide(); the rest from the moment of acting.
+REFUSALS = ("closed", "draft", "permission", "needs-approval", "approval-stale", "cooldown", "sha-mismatch",
+            "head-moved", "not-a-pull", "no-run", "run-active", "no-previous", "one-gpu-command",
+            "config-invalid")
 
 
 def needs_approval(pull: Pull, author_trusted: bool) -> bool:
@@ -122,8 +124,12 @@ def decide(
             return Decision.refuse("approval-stale", approved_sha=stale[-1], head_sha=pull.head_sha)
         return Decision.refuse("needs-approval", head_sha=pull.head_sha, fork=pull.fork)
     if actor.has(min_permission):
-        return Decision.allow("trusted")
-    if author_path:
+        # Write collaborators (and the trusted list) have no cooldown; anyone the config lets in
+        # below that (say `sweep: triage`) does.
+        if actor.trusted:
+            return Decision.allow("trusted")
+        role = "permitted"
+    elif author_path:
         role = "author"
     elif is_author and approved:
         role = "approved-author"

@@ -3,17 +3,16 @@ import re
 
 import pytest
 
-from bot.sandbox.harness import SandboxProcess
 from handle_helpers import BOT, Harness, bilingual, seed
 
 
 @pytest.fixture
-def h(tmp_path):
-    with SandboxProcess(seed(tmp_path)) as sb:
-        harness = Harness(sb, tmp_path)
-        yield harness
-        invalid = [f"{e['method']} {e['path']}: {e['errors']}" for e in harness.requests() if not e["valid"]]
-        assert invalid == [], "the bot sent requests that break GitHub's OpenAPI description"
+def h(sandbox, tmp_path):
+    """A seeded sandbox (the conftest fixture fails the test on any response out of GitHub's spec)."""
+    harness = Harness(sandbox(seed(tmp_path)), tmp_path)
+    yield harness
+    invalid = [f"{e['method']} {e['path']}: {e['errors']}" for e in harness.requests() if not e["valid"]]
+    assert invalid == [], "the bot sent requests that break GitHub's OpenAPI description"
 
 
 def test_authorized_sweep_dispatches_once_with_the_head_sha_and_acknowledges(h):
@@ -221,31 +220,49 @@ def test_review_bodies_carry_commands_too(h):
     assert run["inputs"]["comment_id"] == f"review-{review['id']}"
 
 
-def test_members_of_a_trusted_team_run_like_write_collaborators(tmp_path):
+def test_members_of_a_trusted_team_run_like_write_collaborators(sandbox, tmp_path):
     config = f"bot_login: {BOT}\ntrusted:\n  teams: [acme/core]\n"
-    with SandboxProcess(seed(tmp_path, config=config, extra={"teams": {"acme/core": ["bob"]}})) as sb:
-        h = Harness(sb, tmp_path)
-        h.on_comment(7, "bob", "/sweep")  # read permission, but in acme/core
-        h.on_comment(7, "mallory", "/sweep")  # neither
-        assert [r["inputs"]["requester"] for r in h.dispatches()] == ["bob"]
+    h = Harness(sandbox(seed(tmp_path, config=config, extra={"teams": {"acme/core": ["bob"]}})), tmp_path)
+    h.on_comment(7, "bob", "/sweep")  # read permission, but in acme/core
+    h.on_comment(7, "mallory", "/sweep")  # neither
+    assert [r["inputs"]["requester"] for r in h.dispatches()] == ["bob"]
 
 
-def test_the_config_can_raise_the_bar_for_a_command(tmp_path):
+def test_the_config_can_raise_the_bar_for_a_command(sandbox, tmp_path):
     config = f"bot_login: {BOT}\npermissions:\n  sweep: maintain\n"
-    with SandboxProcess(seed(tmp_path, config=config)) as sb:
-        h = Harness(sb, tmp_path)
-        h.on_comment(7, "carol", "/sweep")  # write < maintain
-        h.on_comment(7, "alice", "/sweep")  # admin
-        assert [r["inputs"]["requester"] for r in h.dispatches()] == ["alice"]
-        english, _ = bilingual(h.bot_comments(7)[0]["body"])
-        assert re.search(r"has `write` permission on this repository and it needs `maintain`", english)
+    h = Harness(sandbox(seed(tmp_path, config=config)), tmp_path)
+    h.on_comment(7, "carol", "/sweep")  # write < maintain
+    h.on_comment(7, "alice", "/sweep")  # admin
+    assert [r["inputs"]["requester"] for r in h.dispatches()] == ["alice"]
+    english, _ = bilingual(h.bot_comments(7)[0]["body"])
+    assert re.search(r"has `write` permission on this repository and it needs `maintain`", english)
 
 
-def test_invalid_config_on_the_default_branch_stops_everything_and_says_why(tmp_path):
-    with SandboxProcess(seed(tmp_path, config=f"bot_login: {BOT}\ncooldown: 5\n")) as sb:
-        h = Harness(sb, tmp_path)
-        result = h.on_comment(7, "alice", "/sweep", expect=1)
-        assert ".github/recipe-bot.yaml@main:2: cooldown: unknown key" in result.stderr
-        assert h.dispatches() == []
-        english, chinese = bilingual(h.bot_comments(7)[0]["body"])
-        assert "cooldown: unknown key" in english and "默认分支" in chinese
+def test_invalid_config_on_the_default_branch_stops_everything_and_says_why(sandbox, tmp_path):
+    h = Harness(sandbox(seed(tmp_path, config=f"bot_login: {BOT}\ncooldown: 5\n")), tmp_path)
+    result = h.on_comment(7, "alice", "/sweep", expect=1)
+    assert ".github/recipe-bot.yaml@main:2: cooldown: unknown key" in result.stderr
+    assert h.dispatches() == []
+    english, chinese = bilingual(h.bot_comments(7)[0]["body"])
+    assert "cooldown: unknown key" in english and "默认分支" in chinese
+
+
+def test_edits_are_ignored_when_the_config_says_so(sandbox, tmp_path):
+    h = Harness(sandbox(seed(tmp_path, config=f"bot_login: {BOT}\nallow_edits: false\n")), tmp_path)
+    comment_id = h.comment(7, "alice", "/sweep --conc x")
+    h.handle("issue_comment", "created", comment_id=comment_id)
+    h.edit(comment_id, "alice", "/sweep")
+    before = h.seq()
+    result = h.handle("issue_comment", "edited", comment_id=comment_id, changes_from="/sweep --conc x")
+    assert "allow_edits: false" in result.stderr
+    assert h.dispatches() == [] and h.writes(before) == []
+
+
+def test_without_bot_login_in_the_config_the_bot_asks_who_it_is(sandbox, tmp_path):
+    h = Harness(sandbox(seed(tmp_path, config="cooldown_seconds: 0\n")), tmp_path)
+    event = h.event_file("issue_comment", "created", comment_id=h.comment(7, "carol", "/sweep"))
+    before = h.seq()
+    h.handle("issue_comment", "created", path=event)
+    assert "users/get-authenticated" in [r["operation"] for r in h.requests(before)]
+    h.handle("issue_comment", "created", path=event)  # its own ack is recognised: no second run
+    assert len(h.dispatches()) == 1

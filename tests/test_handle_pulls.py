@@ -6,16 +6,16 @@ import pytest
 
 from bot import handle
 from bot.github import GitHubClient
-from bot.sandbox.harness import SandboxProcess
 from handle_helpers import Harness, bilingual, dry_run_lines, seed
 
 
 @pytest.fixture
-def h(tmp_path):
-    with SandboxProcess(seed(tmp_path)) as sb:
-        harness = Harness(sb, tmp_path)
-        yield harness
-        assert all(e["valid"] for e in harness.requests()), "a request broke GitHub's OpenAPI description"
+def h(sandbox, tmp_path):
+    """A seeded sandbox (the conftest fixture fails the test on any response out of GitHub's spec)."""
+    harness = Harness(sandbox(seed(tmp_path)), tmp_path)
+    yield harness
+    invalid = [f"{e['method']} {e['path']}: {e['errors']}" for e in harness.requests() if not e["valid"]]
+    assert invalid == [], "the bot sent requests that break GitHub's OpenAPI description"
 
 
 def test_a_sweep_label_dispatches_its_configured_command(h):

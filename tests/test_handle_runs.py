@@ -6,16 +6,16 @@ display_title (the REST API does not return a run's inputs); the sandbox renders
 import pytest
 
 from bot import dispatch
-from bot.sandbox.harness import SandboxProcess
 from handle_helpers import BOT, Harness, bilingual, seed
 
 
 @pytest.fixture
-def h(tmp_path):
-    with SandboxProcess(seed(tmp_path)) as sb:
-        harness = Harness(sb, tmp_path)
-        yield harness
-        assert all(e["valid"] for e in harness.requests()), "a request broke GitHub's OpenAPI description"
+def h(sandbox, tmp_path):
+    """A seeded sandbox (the conftest fixture fails the test on any response out of GitHub's spec)."""
+    harness = Harness(sandbox(seed(tmp_path)), tmp_path)
+    yield harness
+    invalid = [f"{e['method']} {e['path']}: {e['errors']}" for e in harness.requests() if not e["valid"]]
+    assert invalid == [], "the bot sent requests that break GitHub's OpenAPI description"
 
 
 def runs(h):
@@ -125,14 +125,13 @@ def test_rerun_repeats_the_latest_command_on_the_new_head(h):
     assert latest["inputs"]["command"] == "/sweep tiny --conc 8" and latest["inputs"]["sha"] == h.head(7)
 
 
-def test_cooldown_holds_back_a_delegated_author_but_not_a_maintainer(tmp_path):
-    with SandboxProcess(seed(tmp_path, config=f"bot_login: {BOT}\ncooldown_seconds: 3600\n")) as sb:
-        h = Harness(sb, tmp_path)
-        h.on_comment(8, "alice", f"/ok-to-test {h.head(8)[:7]}")
-        h.on_comment(8, "bob", "/sweep")
-        h.on_comment(8, "bob", "/sweep --scope full")
-        assert [r["inputs"]["requester"] for r in h.dispatches()] == ["bob"]
-        english, _ = bilingual(h.bot_comments(8)[-1]["body"])
-        assert "cooldown" in english
-        h.on_comment(8, "alice", "/sweep --scope full")
-        assert [r["inputs"]["requester"] for r in h.dispatches()] == ["bob", "alice"]
+def test_cooldown_holds_back_a_delegated_author_but_not_a_maintainer(sandbox, tmp_path):
+    h = Harness(sandbox(seed(tmp_path, config=f"bot_login: {BOT}\ncooldown_seconds: 3600\n")), tmp_path)
+    h.on_comment(8, "alice", f"/ok-to-test {h.head(8)[:7]}")
+    h.on_comment(8, "bob", "/sweep")
+    h.on_comment(8, "bob", "/sweep --scope full")
+    assert [r["inputs"]["requester"] for r in h.dispatches()] == ["bob"]
+    english, _ = bilingual(h.bot_comments(8)[-1]["body"])
+    assert "cooldown" in english
+    h.on_comment(8, "alice", "/sweep --scope full")
+    assert [r["inputs"]["requester"] for r in h.dispatches()] == ["bob", "alice"]

@@ -133,6 +133,28 @@ def test_bad_requests_are_refused_with_a_reason(repo, args, words):
     assert result.exit_code != 0 and words in result.output
 
 
+@pytest.mark.parametrize("command,expected", [
+    ("/sweep tiny-* --scope lowest", {"tiny-cpu--tp1": [1]}),
+    ("/sweep --conc 4,16", {"tiny-cpu--tp1": [4, 16]}),
+    ("/e2e", {"tiny-cpu-e2e": []}),
+], ids=["sweep-glob-scope", "sweep-touched-conc", "e2e-touched"])
+def test_a_pr_command_narrows_the_plan(repo, command, expected):
+    root, base, head = repo
+    result = run("--repo", str(root), "--base", base, "--head", head, "--command", command, "--format", "json")
+    assert result.exit_code == 0, result.output
+    entries = [e for m in json.loads(result.output)["matrices"] for e in m["include"]]
+    points = {e["job_id"]: [p["concurrency"] for c in e["job"]["cases"] for p in c["points"]] for e in entries}
+    assert points == expected
+
+
+@pytest.mark.parametrize("command", ["/cancel", "/sweep --conc x", "please sweep"],
+                         ids=["not-a-planning-command", "bad-argument", "not-a-command"])
+def test_a_command_that_cannot_plan_is_a_usage_error(repo, command):
+    root, _, _ = repo
+    result = CliRunner().invoke(main, ["plan", "--repo", str(root), "--command", command])
+    assert result.exit_code == 2 and "--command" in result.output
+
+
 def test_markdown_is_bilingual(repo):
     root, base, head = repo
     result = run("--repo", str(root), "--base", base, "--head", head, "--format", "markdown")

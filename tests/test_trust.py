@@ -4,7 +4,8 @@ import datetime as dt
 import pytest
 
 from bot.events import Pull
-from bot.trust import Actor, Approval, Permission, check_ok_to_test, decide
+from bot import i18n
+from bot.trust import REFUSALS, Actor, Approval, Permission, check_ok_to_test, decide
 
 HEAD = "a" * 40
 OLD = "b" * 40
@@ -75,13 +76,14 @@ def test_decision_table(command, who, overrides, author_trusted, approvals, extr
     decision = decide(command, actor=who, pull=pull(**overrides), author_trusted=author_trusted,
                       approvals=approvals, min_permission=needed, **extra)
     assert decision.reason == expected
-    assert decision.allowed == (expected in ("trusted", "author", "approved-author", "anyone"))
+    assert decision.allowed == (expected in ("trusted", "permitted", "author", "approved-author", "anyone"))
 
 
-def test_config_can_lower_the_bar_for_a_command():
-    decision = decide("sweep", actor=actor("tina", "triage"), pull=pull(), author_trusted=True,
-                      approvals=[], min_permission=Permission.TRIAGE)
-    assert decision.allowed
+def test_config_can_lower_the_bar_for_a_command_but_not_lift_the_cooldown():
+    args = dict(actor=actor("tina", "triage"), pull=pull(), author_trusted=True, approvals=[],
+                min_permission=Permission.TRIAGE, cooldown_s=600, now=NOW)
+    assert decide("sweep", **args).reason == "permitted"
+    assert decide("sweep", **args, last_run_at=NOW).reason == "cooldown"
 
 
 def test_allow_list_does_not_reach_admin_only_commands():
@@ -113,3 +115,9 @@ def test_ok_to_test_names_the_current_head(prefix, allowed):
 ], ids=["admin", "maintain", "write", "triage", "read", "none", "missing", "custom"])
 def test_permission_names(name, expected):
     assert Permission.parse(name) is expected
+
+
+@pytest.mark.parametrize("code", REFUSALS)
+def test_every_refusal_has_a_reply_in_both_languages(code):
+    for lang in i18n.LANGUAGES:
+        assert (i18n.TEMPLATES / lang / "control" / f"refused-{code}.md.j2").is_file()

@@ -155,3 +155,19 @@ def test_plan_outputs_command_line(tmp_path):
                             capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
     assert 'matrix={"include": []}' in result.stdout.splitlines()
+
+
+def test_the_planners_json_for_a_command_becomes_runnable_job_files(tmp_path):
+    """The plan step of gpu.yml, on this repository's own recipes: plan --command, then the matrix."""
+    planned = subprocess.run(
+        [sys.executable, "-c", "from bot.cli import main; main(prog_name='recipe-bot')", "plan", "--repo", str(ROOT),
+         "--command", "/sweep tiny-* --scope lowest", "--format", "json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert planned.returncode == 0, planned.stderr
+    outputs = dispatch.actions_outputs(json.loads(planned.stdout), str(tmp_path / "jobs"))
+    include = json.loads(outputs["matrix"])["include"] + json.loads(outputs["canary"])["include"]
+    assert include and all(entry["recipe"].startswith("tiny-") for entry in include)
+    from bot.jobs import Job
+    for entry in include:
+        job = Job.model_validate_json((tmp_path / "jobs" / f"{entry['job_id']}.json").read_text(encoding="utf-8"))
+        assert job.runner_label == entry["runner_label"]

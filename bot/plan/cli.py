@@ -28,6 +28,17 @@ def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def _command_filters(text: str) -> dict:
+    """The filters a /sweep or /e2e command line asks for (parsed by the control plane's grammar)."""
+    from bot.commands import UsageError, parse_single
+
+    try:
+        command = parse_single(text)
+        return command.plan_filters()
+    except (UsageError, ValueError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--command") from None
+
+
 @click.command(name="plan")
 @click.option("--base", "base", metavar="REV", help="Compare with this revision; without it, plan every recipe.")
 @click.option("--head", "head", metavar="REV", help="Plan this revision (default: the working tree).")
@@ -42,6 +53,8 @@ def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
               help="Plan these recipes (globs), touched or not.")
 @click.option("--case", "cases", multiple=True, metavar="GLOB", help="Only these E2E cases.")
 @click.option("--kind", type=click.Choice(["all", "sweep", "e2e"]), default="all", show_default=True)
+@click.option("--command", "command", metavar="TEXT",
+              help="A PR command whose arguments narrow the plan, e.g. '/sweep tiny-* --scope lowest'.")
 @click.option("--label", "labels", multiple=True, metavar="LABEL",
               help="InferenceX sweep labels (sweep-enabled, full-sweep-fail-fast, evals-only, ...).")
 @click.option("--canary/--no-canary", default=None, help="Run the lowest-concurrency point first (default: auto).")
@@ -52,15 +65,17 @@ def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
 @click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write each job as DIR/<job_id>.json; the JSON then names the files.")
 def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tuple[str, ...], scope: str,
-             recipes: tuple[str, ...], cases: tuple[str, ...], kind: str, labels: tuple[str, ...],
-             canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool, no_pack: bool,
-             jobs_dir: Path | None) -> None:
+             recipes: tuple[str, ...], cases: tuple[str, ...], kind: str, command: str | None,
+             labels: tuple[str, ...], canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool,
+             no_pack: bool, jobs_dir: Path | None) -> None:
     """Show which recipes a change touches and the GPU jobs it needs."""
     try:
         filters = PlanFilters(
             recipes=recipes, cases=cases, conc=_concurrencies(conc), scope=scope, kind=kind,
             canary=canary, fail_fast=fail_fast, evals_only=evals_only, accuracy=not no_accuracy, pack=not no_pack,
         )
+        if command:
+            filters = filters.model_copy(update=_command_filters(command))
         if labels:
             filters = filters_for_labels(labels, filters)
         plan = plan_change(repo, base=base, head=head, filters=filters)

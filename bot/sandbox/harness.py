@@ -7,7 +7,7 @@
         mallory none, team acme/core [alice], pull #7 feature→main by bob, no comments. `seed_overrides`
         replace top-level keys (e.g. {"pulls": [...]}); commits have fixed dates, so SHAs are reproducible.
 
-    with SandboxProcess(seed_path) as sb:        # `recipe-bot sandbox --seed F --port 0` in a subprocess
+    with SandboxProcess(seed_path) as sb:        # `recipe-bot sandbox --seed F --port 0 [extra_args]` in a subprocess
         sb.url, sb.seed_path, sb.env()           # env(): {"GITHUB_API_URL": sb.url, ...} for `recipe-bot handle`
         sb.github("alice")                       # a PyGithub client whose token acts as alice
         sb.log(all=False, since=0), sb.state()   # GET /_sandbox/log, GET /_sandbox/state
@@ -112,9 +112,11 @@ def make_seed(tmpdir: str | Path, files_main: dict[str, str], files_feature: dic
 class SandboxProcess:
     """The sandbox as a subprocess, exactly as users start it (`recipe-bot sandbox --seed F --port 0`)."""
 
-    def __init__(self, seed_path: str | Path, *, check: bool = True, start_timeout: float = 30.0):
+    def __init__(self, seed_path: str | Path, *, check: bool = True, start_timeout: float = 30.0,
+                 extra_args: list[str] | None = None):
         self.seed_path = Path(seed_path)
         self.check = check
+        self.extra_args = list(extra_args or [])
         self.start_timeout = start_timeout
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
@@ -124,9 +126,9 @@ class SandboxProcess:
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> "SandboxProcess":
         code = "import sys; from bot.cli import main; main(prog_name='recipe-bot')"
-        cmd = [sys.executable, "-c", code, "sandbox", "--seed", str(self.seed_path), "--port", "0"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-                                     start_new_session=True)
+        cmd = [sys.executable, "-c", code, "sandbox", "--seed", str(self.seed_path), "--port", "0", *self.extra_args]
+        # Same process group as the caller: Ctrl-C on a test run stops its sandboxes too.
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
         deadline = time.monotonic() + self.start_timeout
