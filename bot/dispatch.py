@@ -171,6 +171,13 @@ def last_run_by(runs: Iterable[Run], requester: str) -> dt.datetime | None:
 
 # -- the GPU workflow's side: from a plan to matrix outputs -------------------------------------
 
+MAX_MATRIX_JOBS = 256  # GitHub Actions' limit of jobs in one matrix
+
+
+class PlanTooLarge(ValueError):
+    """More jobs than one GitHub Actions matrix can hold."""
+
+
 def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
     """GitHub outputs of the plan job: the canary (if any) and one matrix of the other jobs.
 
@@ -202,6 +209,12 @@ def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
             made = entry(item)
             if made is not None and made != canary:
                 include.append(made)
+    if len(include) > MAX_MATRIX_JOBS:
+        # The GPU workflow's run job has one matrix, and GitHub runs at most 256 jobs per matrix:
+        # refuse the whole plan rather than silently dropping jobs.
+        raise PlanTooLarge(
+            f"the plan has {len(include)} jobs after the canary, more than the {MAX_MATRIX_JOBS} jobs GitHub "
+            "Actions runs in one matrix; narrow the command (a recipe glob, --conc, --scope lowest)")
     fail_fast = any(m.get("fail_fast") for m in plan.get("matrices") or []) or \
         bool((plan.get("filters") or {}).get("fail_fast"))
     return {
@@ -223,7 +236,12 @@ def _main(argv: list[str]) -> int:
         return 2
     with open(argv[1], encoding="utf-8") as handle:
         plan = json.load(handle)
-    for name, value in actions_outputs(plan, argv[2]).items():
+    try:
+        outputs = actions_outputs(plan, argv[2])
+    except PlanTooLarge as exc:
+        print(f"::error title=recipe-bot plan::{exc}", file=sys.stderr)
+        return 1
+    for name, value in outputs.items():
         print(f"{name}={value}")
     return 0
 

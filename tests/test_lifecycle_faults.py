@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from bot.jobs import AccuracySpec
+from bot.runner.procs import pick_free_port
 from fake_servers import FAKE_VLLM, MARKER_VAR, fake_job, live_marked_processes, recipe_bot, run_cli
 
 GRACE_S = 2.0
@@ -243,3 +245,44 @@ def test_failed_requests_fail_each_point_but_later_points_still_run(tmp_path: Pa
     assert [p["reason"] for p in case["points"]] == ["no request completed"] * 2
     assert "point c1: no request completed; point c2: no request completed" in case["reason"]
     assert case["cleanup"]["groups_gone"] and not case["cleanup"]["sigkill_escalated"]
+
+
+def test_cases_sharing_a_port_run_one_after_another(tmp_path: Path) -> None:
+    job = fake_job("ok", points=1)
+    job.cases[0].servers[0].port = pick_free_port()
+    job.cases.append(job.cases[0].model_copy(update={"name": "second"}))
+
+    run = run_cli(job, tmp_path, ENV)
+
+    first, second = run.result["cases"]
+    assert (first["status"], second["status"]) == ("passed", "passed"), second["reason"]
+    assert first["cleanup"]["ports"] == second["cleanup"]["ports"]
+    assert run.result["server_launches"] == 2
+
+
+def test_port_taken_by_someone_else_fails_before_any_server_starts(tmp_path: Path) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        job = fake_job("ok", points=1)
+        job.cases[0].servers[0].port = squatter.getsockname()[1]
+
+        run = run_cli(job, tmp_path, ENV)
+
+    case = run.result["cases"][0]
+    assert f"port {job.cases[0].servers[0].port} is already in use" in case["reason"]
+    assert "held by pid" in case["reason"]
+    assert case["server_logs"] == [] and case["cleanup"] is None
+
+
+def test_two_servers_of_one_name_keep_separate_logs_and_groups(tmp_path: Path) -> None:
+    job = fake_job("ok", points=1)
+    job.cases[0].servers.append(job.cases[0].servers[0].model_copy())
+
+    run = run_cli(job, tmp_path, ENV)
+
+    case = run.result["cases"][0]
+    assert case["status"] == "passed", case["reason"]
+    assert case["server_logs"] == ["ok/server-server0.log", "ok/server-server1.log"]
+    assert len(set(case["cleanup"]["process_groups"])) == 2
+    assert len(set(case["cleanup"]["ports"])) == 2

@@ -13,8 +13,7 @@ from pathlib import Path
 from bot.jobs import LoadPoint
 from bot.results import PointResult
 from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
-from bot.runner.server import (InferenceServer, ServerDied, die_with_runner, http_status,
-                               tail_lines)
+from bot.runner.server import InferenceServer, die_with_runner, http_status, tail_lines
 
 VLLM_CLIENT = "vllm bench serve"
 SGLANG_CLIENT = "sglang.bench_serving"
@@ -185,5 +184,3 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
     return base.model_copy(update={"status": "failed" if reason else "passed", "reason": reason,
                                    "metrics": metrics, "raw_result_file": raw_rel})
 
-
-__all__ = ["Client", "ServerDied", "Target", "choose_client", "reset_prefix_cache", "run_point"]

@@ -93,17 +93,20 @@ def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceSe
                    case_dir: Path, ctx: RunContext) -> float | None:
     """Start every server (appended to `servers` at once, so teardown finds it whatever happens),
     then wait for the ones that answer HTTP. Returns seconds from launch to the last one ready."""
-    for launch in launches:
-        server = InferenceServer(name=launch.name, argv=launch.argv, env=launch.env,
+    names = [launch.name for launch in launches]
+    for index, launch in enumerate(launches):
+        # Two servers may share a name (the default "server"): their logs must not.
+        label = launch.name if names.count(launch.name) == 1 else f"{launch.name}{index}"
+        server = InferenceServer(name=label, argv=launch.argv, env=launch.env,
                                  port=launch.port, host=HOST, cwd=launch.cwd,
-                                 log_path=case_dir / f"server-{safe_name(launch.name)}.log",
+                                 log_path=case_dir / f"server-{safe_name(label)}.log",
                                  grace_s=ctx.grace_s)
         servers.append(server)
         try:
             server.start()
         except OSError as exc:
             raise ServerError(f"server {launch.name!r} could not start: {exc}") from exc
-        ctx.progress.say(f"  started {launch.engine} server [bold]{escape(launch.name)}[/bold] "
+        ctx.progress.say(f"  started {launch.engine} server [bold]{escape(label)}[/bold] "
                          f"(pid {server.pgid}, port {launch.port})")
     startup_s = None
     with ctx.progress.waiting("waiting for /health and /v1/models"):

@@ -194,7 +194,7 @@ def terminate_servers(servers: Sequence[InferenceServer], grace_s: float) -> lis
     """
     started = time.monotonic()
     pending = [s for s in servers if s.process is not None and s.stop_report is None]
-    reports = {s.name: StopReport(name=s.name, pgid=s.pgid) for s in pending}
+    reports = {id(s): StopReport(name=s.name, pgid=s.pgid) for s in pending}
     for server in pending:
         _signal_group(server.pgid, signal.SIGTERM)
     deadline = started + grace_s
@@ -203,7 +203,7 @@ def terminate_servers(servers: Sequence[InferenceServer], grace_s: float) -> lis
         time.sleep(0.1)
         alive = _live_groups(alive)
     for server in alive:
-        report = reports[server.name]
+        report = reports[id(server)]
         report.sigkill_escalated = True
         report.failures.append(f"forced SIGKILL for server {server.name!r} (process group "
                                f"{server.pgid}) after {grace_s:g} s SIGTERM grace")
@@ -214,13 +214,13 @@ def terminate_servers(servers: Sequence[InferenceServer], grace_s: float) -> lis
         alive = _live_groups(alive)
     for server in alive:
         pids = [p.pid for p in procs.group_members(server.pgid)]
-        reports[server.name].leftover_pids = pids
-        reports[server.name].failures.append(
+        reports[id(server)].leftover_pids = pids
+        reports[id(server)].failures.append(
             f"process group {server.pgid} of server {server.name!r} still alive after SIGKILL: "
             f"pids {pids}")
     elapsed = time.monotonic() - started
     for server in pending:
-        report = reports[server.name]
+        report = reports[id(server)]
         report.exit_code = server.exit_code()
         report.seconds = elapsed
         server.stop_report = report
