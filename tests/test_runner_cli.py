@@ -28,7 +28,7 @@ def test_bad_job_file_is_one_clear_error(tmp_path: Path, content: str, suffix: s
 
     result = CliRunner().invoke(main, ["run", "--job", str(job_file), "--out", str(out)])
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert str(job_file) in result.output and message in result.output
     assert not out.exists(), "nothing half-written"
 

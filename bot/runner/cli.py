@@ -19,13 +19,19 @@ from bot.results import JobResult
 RESULT_FILE = "result.json"
 
 
+class JobFileError(click.ClickException):
+    """A job file that cannot be run; exit code 2 tells it apart from a job that ran and failed."""
+
+    exit_code = 2
+
+
 def load_job(path: Path) -> Job:
     """The job file (JSON, or YAML by suffix); one error naming the file and field otherwise."""
     try:
         text = path.read_text(encoding="utf-8")
         data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
     except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise click.ClickException(f"job file {path}: cannot read it as "
+        raise JobFileError(f"job file {path}: cannot read it as "
                                    f"{'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: "
                                    f"{exc}") from exc
     try:
@@ -34,7 +40,7 @@ def load_job(path: Path) -> Job:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: {error['msg']}"
             for error in exc.errors())
-        raise click.ClickException(f"job file {path} is not a valid job: {problems}") from exc
+        raise JobFileError(f"job file {path} is not a valid job: {problems}") from exc
 
 
 def write_result(result: JobResult, out_dir: Path) -> Path:
@@ -60,7 +66,10 @@ def write_result(result: JobResult, out_dir: Path) -> Path:
 @click.option("--repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Repository root for launch scripts and data paths [default: .]")
 def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None) -> None:
-    """Run one planned job and write DIR/result.json; exit 0 only when the job passed."""
+    """Run one planned job and write DIR/result.json.
+
+    Exit 0 when the job passed, 1 when it failed or was cancelled, 2 when the job file is bad.
+    """
     job = load_job(job_file)
     console = Console(stderr=True)
     if backend == "slurm":
