@@ -8,7 +8,7 @@ import pytest
 
 from bot.jobs import Case, LoadPoint, ServerSpec
 from bot.runner.engines import build_launch
-from bot.runner.environment import EnvironmentProblem, check_required, expand, find_vllm
+from bot.runner.environment import EnvironmentProblem, check_required, expand, find_vllm, visible_devices
 from bot.runner.load import SGLANG_CLIENT, VLLM_CLIENT, Client, Target, bench_command, choose_client
 
 ENV = {"MODEL_DIR": "/models/tiny", "HOME": "/root", "DROP_ME": "x", "PATH": "/usr/bin"}
@@ -108,6 +108,11 @@ def test_only_braced_variables_expand() -> None:
     pytest.param(["A"], {"A": "1"}, False, id="present"),
     pytest.param(["A"], {}, True, id="missing"),
     pytest.param(["A"], {"A": ""}, True, id="empty-counts-as-missing"),
+    pytest.param(["AFD_E2E_BACKEND=gpu"], {"AFD_E2E_BACKEND": "gpu"}, False, id="pinned-value-met"),
+    pytest.param(["AFD_E2E_BACKEND=gpu"], {"AFD_E2E_BACKEND": "cpu"}, True, id="pinned-value-wrong"),
+    pytest.param(["AFD_E2E_BACKEND=gpu"], {}, True, id="pinned-value-unset"),
+    pytest.param(["AFD_E2E_LARGE_MODEL=1", "AFD_GPU_E2E_MODEL"], {"AFD_E2E_LARGE_MODEL": "1"}, True,
+                 id="pinned-met-but-name-missing"),
 ])
 def test_required_env_fails_never_skips(required: list[str], env: dict, fails: bool) -> None:
     if fails:
@@ -115,6 +120,26 @@ def test_required_env_fails_never_skips(required: list[str], env: dict, fails: b
             check_required(required, env)
     else:
         check_required(required, env)
+
+
+def test_a_wrong_pinned_value_is_named_with_what_was_found() -> None:
+    with pytest.raises(EnvironmentProblem, match=r"AFD_E2E_BACKEND=gpu \(found 'cpu'\)"):
+        check_required(["AFD_E2E_BACKEND=gpu"], {"AFD_E2E_BACKEND": "cpu"})
+
+
+@pytest.mark.parametrize(("devices", "inherited", "expected"), [
+    pytest.param([0, 2], None, "0,2", id="no-allocation-devices-are-physical"),
+    pytest.param([0, 1], "4,5", "4,5", id="slurm-allocation-first-two"),
+    pytest.param([1], "GPU-aa,GPU-bb", "GPU-bb", id="uuids-pass-through"),
+])
+def test_devices_index_into_the_inherited_visible_devices(devices, inherited, expected) -> None:
+    env = {} if inherited is None else {"CUDA_VISIBLE_DEVICES": inherited}
+    assert visible_devices(devices, env) == expected
+
+
+def test_devices_outside_the_allocation_fail_the_case() -> None:
+    with pytest.raises(EnvironmentProblem, match=r"devices \[2\] are outside the 2 GPU"):
+        visible_devices([0, 2], {"CUDA_VISIBLE_DEVICES": "4,5"})
 
 
 POINT = LoadPoint(point_id="c8", concurrency=8, isl=1024, osl=128, num_prompts=200,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bot.jobs import Case, ServerSpec
 from bot.runner import procs
-from bot.runner.environment import EnvironmentProblem, expand
+from bot.runner.environment import EnvironmentProblem, expand, visible_devices
 
 HOST = "127.0.0.1"
 
@@ -63,7 +63,7 @@ def server_env(spec: ServerSpec, case: Case, runner_env: Mapping[str, str], *, r
     for key, value in spec.env.items():
         env[key] = expand(value, runner_env, f"servers[{spec.name}].env.{key}")
     if spec.devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in spec.devices)
+        env["CUDA_VISIBLE_DEVICES"] = visible_devices(spec.devices, runner_env)
     env[procs.RUN_TAG_VAR] = run_tag
     return env
 

@@ -24,13 +24,43 @@ def expand(text: str, env: Mapping[str, str], where: str) -> str:
 
 
 def check_required(required: list[str], env: Mapping[str, str]) -> None:
-    """Opt-in variables (afd-plugin rule): a missing or empty one fails the case, never skips it."""
-    missing = [name for name in required if not env.get(name)]
+    """Opt-in variables (afd-plugin rule): a missing or empty one fails the case, never skips it.
+
+    An entry is NAME (set and not empty) or NAME=VALUE (set to exactly VALUE, e.g. AFD_E2E_BACKEND=gpu).
+    """
+    missing = [entry for entry in required if "=" not in entry and not env.get(entry)]
+    wrong = []
+    for entry in required:
+        if "=" in entry:
+            name, wanted = entry.split("=", 1)
+            if env.get(name) != wanted:
+                wrong.append(f"{name}={wanted} (found {'unset' if name not in env else repr(env[name])})")
+    problems = []
     if missing:
+        problems.append(f"required environment variable{'s' if len(missing) > 1 else ''} "
+                        f"{', '.join(missing)} not set")
+    if wrong:
+        problems.append(f"required setting{'s' if len(wrong) > 1 else ''} {', '.join(wrong)} not met")
+    if problems:
+        raise EnvironmentProblem(f"{'; '.join(problems)}: this case is opt-in and fails rather than skips "
+                                 "without them")
+
+
+def visible_devices(devices: list[int], env: Mapping[str, str]) -> str:
+    """CUDA_VISIBLE_DEVICES for a server: its `devices` index into what the runner was given.
+
+    A Slurm allocation (or an operator) may hand the runner CUDA_VISIBLE_DEVICES=4,5; a recipe's
+    devices [0, 1] then mean the allocation's first two GPUs, never the node's GPUs 0 and 1.
+    """
+    inherited = [d.strip() for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if not inherited:
+        return ",".join(str(d) for d in devices)
+    outside = [d for d in devices if not 0 <= d < len(inherited)]
+    if outside:
         raise EnvironmentProblem(
-            f"required environment variable{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(missing)} not set: this case is opt-in and fails rather than skips "
-            f"without {'them' if len(missing) > 1 else 'it'}")
+            f"devices {outside} are outside the {len(inherited)} GPU(s) this runner was given "
+            f"(CUDA_VISIBLE_DEVICES={','.join(inherited)}); devices index into that list")
+    return ",".join(inherited[d] for d in devices)
 
 
 def engine_dir(repo: Path, env: Mapping[str, str] | None = None) -> Path:
