@@ -288,7 +288,7 @@ def print_tables(record: dict[str, Any]) -> None:
                           f"{ratio['startup_s']:.2f}×" if ratio["startup_s"] else "", "", "", "", "")
         console.print(table)
         if record.get("client_startup_probe_s"):
-            console.print(f"client etc. per point: "
+            console.print("client etc. per point: "
                           + ", ".join(f"{mode} {m['runner_other_s_per_point']:.1f} s" for mode, m in sweep.items())
                           + f"; `vllm bench serve --help` alone takes {record['client_startup_probe_s']:.1f} s")
     ix = record["inferencex_sample"]

@@ -41,3 +41,15 @@ def sandbox(tmp_path: Path) -> Any:
             problems += sb.problems()
         sb.stop()
     assert not problems, describe(problems)
+
+
+@pytest.fixture
+def h(sandbox, tmp_path):
+    """tests/test_handle*.py: a seeded sandbox and `recipe-bot handle` driven as Actions runs it; fails the
+    test if the bot sent a request that breaks GitHub's OpenAPI description."""
+    from handle_helpers import Harness, seed
+
+    harness = Harness(sandbox(seed(tmp_path)), tmp_path)
+    yield harness
+    invalid = [f"{e['method']} {e['path']}: {e['errors']}" for e in harness.requests() if not e["valid"]]
+    assert invalid == [], "the bot sent requests that break GitHub's OpenAPI description"

@@ -111,3 +111,4 @@ def bilingual(body: str) -> tuple[str, str]:
 
 def dry_run_lines(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -13,17 +12,9 @@ from click.testing import CliRunner
 
 from bot.cli import main
 from bot.jobs import Job
+from git_helpers import GIT_ENV, git  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
-GIT_ENV = {
-    **os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull,
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 @pytest.fixture

@@ -1,9 +1,7 @@
 """Planning an InferenceX repository: its changelog decides, labels narrow, launches are counted."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,18 +9,10 @@ import pytest
 from bot.plan import PlanFilters, plan_change
 from bot.plan.labels import filters_for_labels
 from bot.recipes import RecipeError
+from git_helpers import GIT_ENV, git  # noqa: F401
 
 FIXTURE = Path(__file__).parent / "fixtures" / "inferencex"
 AGENTIC = "qwen3.5-fp4-b200-sglang-agentic-mtp"
-GIT_ENV = {
-    **os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull,
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def commit(repo: Path) -> str:

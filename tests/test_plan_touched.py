@@ -1,26 +1,16 @@
 """Touched detection from a git diff base..head: semantic, per recipe, with shared infra named."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from bot.plan import PlanError, PlanFilters, plan_change
 from bot.recipes import RecipeError
+from git_helpers import GIT_ENV, git  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
-GIT_ENV = {
-    **os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull,
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def commit(repo: Path, message: str) -> str:
@@ -174,7 +164,7 @@ def test_an_unrelated_change_plans_nothing(repo):
 
 def test_the_working_tree_is_the_default_head(repo):
     base = git(repo, "rev-parse", "HEAD")
-    edit(repo, "recipes/gpu-smoke-vllm.yaml", "num_prompts: 200", "num_prompts: 100")
+    edit(repo, "recipes/gpu-smoke-vllm.yaml", "min_prompts: 32", "min_prompts: 48")
     plan = plan_change(repo, base)
     assert touched_names(plan) == ["gpu-smoke-vllm"] and plan.head == "working tree"
 
