@@ -246,6 +246,11 @@ class GitHubClient:
         except Exception as exc:  # requests' HTTPError from the storage redirect
             raise GitHubError(f"GET artifact {artifact_id}: {exc}") from None
 
+    def compare_status(self, base: str, head: str) -> str:
+        """GitHub's compare status of head against base: identical, behind (head is in base), ahead, diverged."""
+        path = f"compare/{urllib.parse.quote(base, safe='')}...{urllib.parse.quote(head, safe='')}"
+        return str(self._call("GET", path, params={"per_page": 1})[1].get("status", ""))
+
     def list_check_runs(self, ref: str, name: str | None = None) -> list[CheckRun]:
         params = {"check_name": name} if name else {}
         return [_check(c) for c in self._pages(f"commits/{ref}/check-runs", params, key="check_runs")]

@@ -123,6 +123,11 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
               help="The plan: a folder of job JSON files or one plan JSON; missing jobs become lost.")
 @click.option("--baseline", "baseline_dir", type=click.Path(path_type=pathlib.Path),
               help="Folder with the base branch's latest successful result.json files.")
+@click.option("--baseline-from-github", "base_branch", metavar="BRANCH",
+              help="Download the baseline first: the result-* artifacts of the newest successful GPU "
+                   "workflow runs that measured a commit of BRANCH (into OUT/baseline).")
+@click.option("--workflow", default="gpu.yml", show_default=True,
+              help="With --baseline-from-github: the GPU workflow file.")
 @click.option("--config", "config_path", type=click.Path(path_type=pathlib.Path),
               help=f"Repository config with report.thresholds (default: {DEFAULT_CONFIG} if present).")
 @click.option("--out", "out_dir", type=click.Path(path_type=pathlib.Path, file_okay=False),
@@ -140,7 +145,8 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
 @click.option("--check-name", default=post.CHECK_NAME, show_default=True)
 @click.option("--fail-on-failure", is_flag=True, help="Exit 1 when the verdict is failure.")
 def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
-               baseline_dir: pathlib.Path | None, config_path: pathlib.Path | None,
+               baseline_dir: pathlib.Path | None, base_branch: str | None, workflow: str,
+               config_path: pathlib.Path | None,
                out_dir: pathlib.Path, do_post: bool, dry_run: bool, repo: str | None,
                pr: int | None, sha: str | None, run_url: str | None, command_text: str | None,
                bot_login: str | None, check_name: str, fail_on_failure: bool) -> None:
@@ -152,6 +158,8 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         sha = collection.head_sha
     except collect.InputError as exc:
         raise click.ClickException(str(exc)) from None
+    if base_branch is not None:
+        baseline_dir = _fetch_baseline(base_branch, workflow, baseline_dir or out_dir / "baseline")
     if baseline_dir is not None and not baseline_dir.is_dir():
         raise click.ClickException(f"{baseline_dir}: the baseline directory does not exist")
     results = [job.result for job in collection.jobs]
@@ -187,6 +195,20 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                f" · {out_dir}")
     if fail_on_failure and report.verdict.conclusion == "failure":
         raise SystemExit(1)
+
+
+def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path) -> pathlib.Path:
+    from bot.github import GitHubClient, GitHubError
+    from bot.report.fetch import BaselineFetchError, fetch_baseline
+
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        runs = fetch_baseline(GitHubClient.from_env(), workflow=workflow, base_branch=base_branch, dest=dest)
+    except (GitHubError, BaselineFetchError) as exc:
+        raise click.ClickException(f"cannot fetch the baseline of {base_branch}: {exc}") from None
+    found = ", ".join(f"run {r.run_id} ({r.sha[:12]})" for r in runs) or "none"
+    click.echo(f"baseline from {workflow} on {base_branch}: {found}", err=True)
+    return dest
 
 
 def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str,
