@@ -188,7 +188,7 @@ def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
     import pathlib
 
     folder = pathlib.Path(jobs_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+    to_write: dict[str, dict] = {}
 
     def entry(item: dict) -> dict[str, str] | None:
         job = item.get("job")
@@ -196,7 +196,7 @@ def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
         if not job_id or not re.fullmatch(r"[A-Za-z0-9._-]{1,200}", job_id):
             return None
         if job is not None:
-            (folder / f"{job_id}.json").write_text(json.dumps(job, indent=1) + "\n", encoding="utf-8")
+            to_write[job_id] = job
         elif not (folder / f"{job_id}.json").is_file():
             return None  # an InferenceX row without a native job: not runnable by `recipe-bot run`
         return {"job_id": job_id, "runner_label": str(item.get("runner_label") or ""),
@@ -211,10 +211,13 @@ def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
                 include.append(made)
     if len(include) > MAX_MATRIX_JOBS:
         # The GPU workflow's run job has one matrix, and GitHub runs at most 256 jobs per matrix:
-        # refuse the whole plan rather than silently dropping jobs.
+        # refuse the whole plan rather than silently dropping jobs, and write no job file for it.
         raise PlanTooLarge(
             f"the plan has {len(include)} jobs after the canary, more than the {MAX_MATRIX_JOBS} jobs GitHub "
             "Actions runs in one matrix; narrow the command (a recipe glob, --conc, --scope lowest)")
+    folder.mkdir(parents=True, exist_ok=True)
+    for job_id, job in to_write.items():
+        (folder / f"{job_id}.json").write_text(json.dumps(job, indent=1) + "\n", encoding="utf-8")
     fail_fast = any(m.get("fail_fast") for m in plan.get("matrices") or []) or \
         bool((plan.get("filters") or {}).get("fail_fast"))
     return {

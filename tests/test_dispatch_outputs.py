@@ -29,4 +29,5 @@ def test_exactly_the_github_limit_fits(tmp_path):
 
 def test_more_jobs_than_one_matrix_holds_is_refused_not_truncated(tmp_path):
     with pytest.raises(PlanTooLarge, match=r"257 jobs.*narrow the command"):
-        actions_outputs(plan_with(MAX_MATRIX_JOBS + 1, canary=False), str(tmp_path))
+        actions_outputs(plan_with(MAX_MATRIX_JOBS + 1, canary=False), str(tmp_path / "jobs"))
+    assert not (tmp_path / "jobs").exists()  # nothing half-written
