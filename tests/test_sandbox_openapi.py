@@ -1,8 +1,8 @@
-"""The sandbox's copy of GitHub's OpenAPI description: routing, the judge of every response, and its provenance."""
+"""GitHub's OpenAPI description from the pinned npm package: routing, the judge of every response, and its provenance."""
 from __future__ import annotations
 
-import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +10,10 @@ import pytest
 
 from bot.sandbox.api import HANDLERS, Reply
 from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, describe, make_seed
-from bot.sandbox.openapi import SPEC_PATH, SpecValidator, allow_null_in_nullable_enums, drop_unresolvable_discriminators
+from bot.sandbox import upstream
+from bot.sandbox.openapi import (SpecValidator, UnknownAPI, allow_null_in_nullable_enums, available_apis,
+                                 description_path, drop_unresolvable_discriminators, load_spec)
+from bot.sandbox.trim import OPERATIONS, TrimError, trim
 from bot.sandbox.seed import load_seed
 from bot.sandbox.server import RawRequest, Sandbox
 
@@ -23,23 +26,72 @@ def test_every_operation_in_the_description_has_a_handler_and_no_handler_is_extr
     assert set(HANDLERS) == described
 
 
-def test_the_copied_description_is_byte_for_byte_the_recorded_source() -> None:
-    sources = json.loads((SPEC_PATH.parent / "SOURCES.json").read_text())
-    recorded = next(v for k, v in sources["files"].items() if k.endswith(SPEC_PATH.name))
-    assert hashlib.sha256(SPEC_PATH.read_bytes()).hexdigest() == recorded["sha256"]
-    assert "MIT" in (SPEC_PATH.parent / "NOTICE.md").read_text()
+def test_the_description_is_the_pinned_octokit_package_trimmed_to_the_served_operations() -> None:
+    assert VALIDATOR.source == {"api": "api.github.com", "package": upstream.OPENAPI,
+                                "version": upstream.pinned_version(upstream.OPENAPI)}
+    assert VALIDATOR.spec["info"]["x-github-plan"] == "api.github.com"
+    assert len(VALIDATOR.spec["x-trimmed-from"]) == len(OPERATIONS) == 52
+    # octokit's name for GitHub's compare operation is mapped back to GitHub's own
+    assert "repos/compare-commits" in VALIDATOR.router.by_operation
 
 
 def test_only_the_known_quirks_of_githubs_description_are_adjusted_in_memory() -> None:
-    raw = json.loads(SPEC_PATH.read_text())
+    raw = trim(json.loads(description_path().read_text()))
     assert drop_unresolvable_discriminators(raw) == [
-        "#/paths//repos/{owner}/{repo}/check-runs/post/requestBody/content/application/json/schema",
         "#/paths//repos/{owner}/{repo}/contents/{path}/get/responses/200/content/application/json/schema",
     ]
     assert allow_null_in_nullable_enums(raw) == [
         "#/components/schemas/issue-type/properties/color", "#/components/schemas/issue/properties/state_reason",
         "#/components/schemas/job/properties/conclusion", "#/components/schemas/check-run/properties/conclusion",
     ]
+
+
+@pytest.mark.parametrize("operations, missing", [
+    ((("get", "/repos/{owner}/{repo}"),), None),
+    ((("get", "/repos/{owner}/{repo}"), ("put", "/repos/{owner}/{repo}")), "PUT /repos/{owner}/{repo}"),
+    ((("get", "/no/such/path"),), "GET /no/such/path"),
+], ids=["served-operation", "wrong-method-is-missing", "unknown-path-is-missing"])
+def test_trimming_keeps_the_operations_and_names_any_the_description_lacks(operations: Any, missing: Any) -> None:
+    full = json.loads(description_path().read_text())
+    if missing is not None:
+        with pytest.raises(TrimError, match=re.escape(missing)):
+            trim(full, operations)
+        return
+    out = trim(full, operations)
+    assert list(out["paths"]) == ["/repos/{owner}/{repo}"] and list(out["paths"]["/repos/{owner}/{repo}"]) == ["get"]
+    assert "full-repository" in out["components"]["schemas"] and "issue" not in out["components"]["schemas"]
+
+
+def test_ghes_mode_answers_a_request_with_the_enterprise_description(tmp_path: Path) -> None:
+    ghes = sorted(a for a in available_apis() if a.startswith("ghes-"))[-1]
+    app = Sandbox(load_seed(make_seed(tmp_path, SAMPLE_MAIN_FILES, SAMPLE_FEATURE_FILES)), api=ghes)
+    resp = app.handle(RawRequest("GET", "/api/v3/repos/acme/bench/pulls/7", {"authorization": "token alice"},
+                                 b"", "127.0.0.1:9"))
+    [entry] = app.log(everything=True)
+    assert resp.status == 200 and entry["operation"] == "pulls/get" and entry["response_valid"], entry
+    assert app.validator.spec["info"]["x-github-plan"] == "ghes"
+    health = app.handle(RawRequest("GET", "/_sandbox/health", {}, b"", "127.0.0.1:9"))
+    assert json.loads(health.body)["api"] == {"api": ghes, "package": upstream.OPENAPI,
+                                              "version": upstream.pinned_version(upstream.OPENAPI)}
+
+
+@pytest.mark.parametrize("api, says", [
+    ("ghes-2.0", "unknown GitHub API description 'ghes-2.0'"),
+    ("api.github.com.deref", "unknown GitHub API description"),
+], ids=["version-not-shipped", "dereferenced-copy-is-not-a-choice"])
+def test_an_unknown_api_is_one_bilingual_error_naming_the_shipped_ones(api: str, says: str) -> None:
+    with pytest.raises(UnknownAPI) as err:
+        load_spec(api)
+    assert says in str(err.value) and "api.github.com" in str(err.value) and "未知的 GitHub API 描述" in str(err.value)
+
+
+def test_a_missing_package_says_to_run_the_setup_in_both_languages(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(upstream.ENV_VAR, str(tmp_path))
+    with pytest.raises(upstream.UpstreamMissing) as err:
+        available_apis()
+    assert "scripts/dev setup" in str(err.value) and "请运行 `scripts/dev setup`" in str(err.value)
+    assert str(tmp_path) in str(err.value)
 
 
 @pytest.mark.parametrize("method, path, operation, params", [

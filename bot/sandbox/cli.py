@@ -1,4 +1,4 @@
-"""`recipe-bot sandbox --seed F [--port P]`: serve the local GitHub stand-in until SIGTERM or Ctrl-C."""
+"""`recipe-bot sandbox --seed F [--port P] [--api ghes-3.19]`: serve the local GitHub stand-in until SIGTERM or Ctrl-C."""
 from __future__ import annotations
 
 import json
@@ -20,18 +20,25 @@ from .seed import SeedError, load_seed
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--log-out", type=click.Path(dir_okay=False, path_type=Path),
               help="On exit, write every request the sandbox saw (the /_sandbox/log?all=1 list) to this JSON file.")
-def sandbox_cmd(seed_path: Path, port: int, host: str, log_out: Path | None) -> None:
+@click.option("--api", "api", default="api.github.com", show_default=True,
+              help="Which GitHub description to serve: api.github.com, ghec, or a GitHub Enterprise Server "
+                   "version the pinned @octokit/openapi ships (e.g. ghes-3.19). / 提供哪个 GitHub API 描述：api.github.com、"
+                   "ghec，或所锁定的 @octokit/openapi 附带的 GitHub Enterprise Server 版本（如 ghes-3.19）。")
+def sandbox_cmd(seed_path: Path, port: int, host: str, log_out: Path | None, api: str) -> None:
     """Serve a local stand-in for GitHub's REST API, backed by a git repository and a seed file.
 
     The first line printed is `listening on http://HOST:PORT`. Each request's token names the acting
     user (`Authorization: token alice`). Every request and response is checked against GitHub's
-    OpenAPI description; GET /_sandbox/log shows the writes, GET /_sandbox/state the state.
+    OpenAPI description (from the pinned @octokit/openapi package; GET /_sandbox/health names its version);
+    GET /_sandbox/log shows the writes, GET /_sandbox/state the state.
     """
+    from .openapi import UnknownAPI
     from .server import Sandbox, SandboxHTTPServer
+    from .upstream import UpstreamMissing
 
     try:
-        app = Sandbox(load_seed(seed_path))
-    except SeedError as exc:
+        app = Sandbox(load_seed(seed_path), api=api)
+    except (SeedError, UnknownAPI, UpstreamMissing) as exc:
         raise click.ClickException(str(exc)) from None
     try:
         httpd = SandboxHTTPServer(app, host, port)

@@ -2,7 +2,7 @@
 
     GET  /_sandbox/log[?all=1&since=SEQ]  writes received (all=1: every request), oldest first
     GET  /_sandbox/state                  the documented state view (docs/sandbox.md)
-    GET  /_sandbox/health                 {"ok": true}
+    GET  /_sandbox/health                 {"ok": true, "api": {"api", "package", "version"}} (the description served)
     POST /_sandbox/push                   {branch, files: {path: text|null}, message?, author?, from?}
     POST /_sandbox/runs                   {workflow, branch?, head_sha?, event?, status?, conclusion?, actor?,
                                            inputs?, jobs?, artifacts?}  → a new workflow run
@@ -103,7 +103,7 @@ class Control:
         self.routes: list[tuple[str, re.Pattern[str], Callable[..., Any]]] = [
             ("GET", re.compile(r"/_sandbox/log"), self.log),
             ("GET", re.compile(r"/_sandbox/state"), self.state),
-            ("GET", re.compile(r"/_sandbox/health"), lambda **_: {"ok": True}),
+            ("GET", re.compile(r"/_sandbox/health"), lambda **_: {"ok": True, "api": app.validator.source}),
             ("POST", re.compile(r"/_sandbox/push"), self.push),
             ("POST", re.compile(r"/_sandbox/runs"), self.new_run),
             ("POST", re.compile(r"/_sandbox/runs/(?P<run_id>\d+)"), self.update_run),

@@ -1,7 +1,14 @@
-"""GitHub's REST description as the sandbox's router and judge: match paths, validate both directions with openapi-core."""
+"""GitHub's REST description as the sandbox's router and judge: match paths, validate both directions with openapi-core.
+
+The description is read at start from the pinned `@octokit/openapi` package (bot/sandbox/upstream.py):
+`api.github.com` by default, or one of the GitHub Enterprise descriptions it ships (`ghes-3.19`, `ghec`),
+then trimmed to the operations the sandbox serves (bot/sandbox/trim.py).
+"""
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -13,9 +20,10 @@ from openapi_core.datatypes import RequestParameters
 from openapi_schema_validator import OAS30Validator
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
-SPEC_PATH = Path(__file__).parent / "spec" / "api.github.com.trimmed.json"
-# The description's only server; requests are presented to openapi-core as if sent there.
-SPEC_HOST = "https://api.github.com"
+from . import upstream
+from .trim import OPERATIONS, TrimError, trim
+
+DEFAULT_API = "api.github.com"
 # Path parameters whose real values carry slashes (file paths, refs like heads/feature, "a...b").
 _SLASHED_PARAMS = {"path": ".*", "ref": ".+", "branch": ".+", "basehead": ".+"}
 _METHODS = ("get", "post", "patch", "put", "delete")
@@ -51,12 +59,71 @@ class Problem:
         return {"resource": resource, "field": self.field, "code": self.code, "message": self.message}
 
 
-@lru_cache(maxsize=1)
-def load_spec() -> dict[str, Any]:
-    spec = json.loads(SPEC_PATH.read_text(encoding="utf-8"))
+class UnknownAPI(ValueError):
+    """`--api` names a description the installed package does not ship."""
+
+
+def available_apis() -> list[str]:
+    """The descriptions the installed package ships (its `generated/NAME.json`, not the dereferenced copies)."""
+    generated = upstream.package_dir(upstream.OPENAPI) / "generated"
+    return sorted(p.name.removesuffix(".json") for p in generated.glob("*.json") if not p.name.endswith(".deref.json"))
+
+
+def description_path(api: str = DEFAULT_API) -> Path:
+    known = available_apis()
+    if api not in known:
+        raise UnknownAPI(f"unknown GitHub API description {api!r}; @octokit/openapi@"
+                         f"{upstream.package_version(upstream.OPENAPI)} ships: {', '.join(known)}\n"
+                         f"未知的 GitHub API 描述 {api!r}；已安装的 @octokit/openapi 提供：{'、'.join(known)}")
+    return upstream.package_dir(upstream.OPENAPI) / "generated" / f"{api}.json"
+
+
+@lru_cache(maxsize=4)
+def load_spec(api: str = DEFAULT_API) -> dict[str, Any]:
+    """The trimmed description of `api`, with the in-memory adjustments below (the package stays untouched)."""
+    spec = _trimmed(api)
     drop_unresolvable_discriminators(spec)
     allow_null_in_nullable_enums(spec)
     return spec
+
+
+def _trimmed(api: str) -> dict[str, Any]:
+    """Trim once per package version and operation list; later starts read the small cached result."""
+    source = description_path(api)
+    key = hashlib.sha256(repr(OPERATIONS).encode()).hexdigest()[:12]
+    cached = upstream.cache_dir() / "trimmed" / f"{api}-{upstream.package_version(upstream.OPENAPI)}-{key}.json"
+    if cached.is_file():
+        try:
+            return json.loads(cached.read_text(encoding="utf-8"))
+        except ValueError:
+            pass  # a torn write from an older crash: trim again below
+    try:
+        spec = trim(json.loads(source.read_text(encoding="utf-8")))
+    except TrimError as exc:
+        raise UnknownAPI(f"{api}: {exc}\n{api}：该描述缺少沙箱所需的操作") from None
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(spec), encoding="utf-8")
+        os.replace(tmp, cached)  # atomic: parallel starts never read half a file
+    except OSError:
+        pass  # a read-only cache only costs the trim on every start
+    return spec
+
+
+def spec_host(spec: dict[str, Any]) -> tuple[str, str]:
+    """(scheme://host, path prefix) of the description's first server, variables at their defaults.
+
+    api.github.com has `https://api.github.com`; GHES has `{protocol}://{hostname}/api/v3`. Requests are
+    presented to openapi-core as if sent there.
+    """
+    server = spec["servers"][0]
+    url = server["url"]
+    for name, var in (server.get("variables") or {}).items():
+        url = url.replace("{" + name + "}", str(var["default"]))
+    scheme, _, rest = url.partition("://")
+    host, slash, prefix = rest.partition("/")
+    return f"{scheme}://{host}", (slash + prefix).rstrip("/")
 
 
 def allow_null_in_nullable_enums(node: Any, pointer: str = "#") -> list[str]:
@@ -86,7 +153,7 @@ def drop_unresolvable_discriminators(node: Any, pointer: str = "#", root: Any = 
     Two occur in GitHub's description: checks/create's body (`discriminator: {propertyName: status}` without
     a mapping over inline schemas, so a resolver looks for #/components/schemas/<status value>), and
     repos/get-content's 200 response (its mapping sends "array" to content-directory, an array, which has
-    no property to discriminate on). Returns the JSON pointers changed; the copied file stays byte for byte.
+    no property to discriminate on). Returns the JSON pointers changed.
     """
     root = node if root is None else root
     changed: list[str] = []
@@ -166,10 +233,10 @@ class _Request:
     """The openapi-core request protocol, with the route already known (no path search)."""
 
     def __init__(self, route: Route, params: dict[str, str], query: list[tuple[str, str]],
-                 headers: dict[str, str], body: bytes, content_type: str):
-        self.host_url = SPEC_HOST
-        self.path = route.template
-        self.path_pattern = route.template
+                 headers: dict[str, str], body: bytes, content_type: str, server: tuple[str, str]):
+        self.host_url = server[0]
+        self.path = server[1] + route.template
+        self.path_pattern = server[1] + route.template
         self.method = route.method.lower()
         self.body = body
         self.content_type = content_type
@@ -236,12 +303,16 @@ class Verdict:
 class SpecValidator:
     """openapi-core validators built once; error bodies for statuses an operation leaves out use the error components."""
 
-    def __init__(self, spec: dict[str, Any] | None = None):
-        self.spec = spec or load_spec()
-        # The copied description was validated when it was trimmed; re-validating it costs seconds per start.
+    def __init__(self, spec: dict[str, Any] | None = None, api: str = DEFAULT_API):
+        self.api_name = api
+        self.spec = spec or load_spec(api)
+        self.server = spec_host(self.spec)
+        # GitHub's description is validated upstream before it is published; re-validating costs seconds per start.
         self.api = OpenAPI.from_dict(self.spec, config=Config(
             spec_validator_cls=None, extra_media_type_deserializers=_TEXT_MEDIA_TYPES))
         self.router = Router(self.spec)
+        self.source = {"api": api, "package": upstream.OPENAPI,
+                       "version": upstream.package_version(upstream.OPENAPI)}
         self._request_validator = self.api.request_validator
         self._response_validator = self.api.response_validator
         schemas = self.spec["components"]["schemas"]
@@ -252,7 +323,7 @@ class SpecValidator:
 
     def check_request(self, route: Route, params: dict[str, str], query: list[tuple[str, str]],
                       headers: dict[str, str], body: bytes, content_type: str) -> Verdict:
-        req = _Request(route, params, query, headers, body, content_type)
+        req = _Request(route, params, query, headers, body, content_type, self.server)
         problems: list[Problem] = []
         for error in self._request_validator.iter_errors(req):
             problems.extend(_problems(error))
@@ -262,7 +333,7 @@ class SpecValidator:
                        status: int, content_type: str, headers: dict[str, str], data: bytes) -> Verdict:
         if str(status) not in route.statuses:
             return self.check_error_body(status, data)
-        req = _Request(route, params, query, {}, b"", "")
+        req = _Request(route, params, query, {}, b"", "", self.server)
         resp = _Response(status, content_type, headers, data)
         problems: list[Problem] = []
         for error in self._response_validator.iter_errors(req, resp):

@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .api import HANDLERS, ApiError, Call, Reply
 from .control import Control
-from .openapi import Route, SpecValidator
+from .openapi import DEFAULT_API, Route, SpecValidator
 from .seed import SeedFile
 from .shapes import Shapes
 from .state import SandboxState, utcnow
@@ -59,9 +59,9 @@ def token_login(authorization: str | None) -> str | None:
 class Sandbox:
     """The application behind the HTTP server; `handle` turns one raw request into one raw response."""
 
-    def __init__(self, seed_file: SeedFile):
+    def __init__(self, seed_file: SeedFile, api: str = DEFAULT_API):
         self.state = SandboxState(seed_file)
-        self.validator = SpecValidator()
+        self.validator = SpecValidator(api=api)
         self.entries: list[dict[str, Any]] = []
         self._log_lock = threading.Lock()
         self._seq = itertools.count(1)
