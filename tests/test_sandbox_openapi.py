@@ -11,8 +11,9 @@ import pytest
 from bot.sandbox.api import HANDLERS, Reply
 from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, describe, make_seed
 from bot.sandbox import upstream
-from bot.sandbox.openapi import (SpecValidator, UnknownAPI, allow_null_in_nullable_enums, available_apis,
-                                 description_path, drop_unresolvable_discriminators, load_spec)
+from bot.sandbox.openapi import (SpecValidator, UnknownAPI, accept_documented_bare_arrays, allow_null_in_nullable_enums,
+                                 available_apis, description_path, drop_unresolvable_discriminators, load_spec,
+                                 require_documented_conclusion)
 from bot.sandbox.trim import OPERATIONS, TrimError, trim
 from bot.sandbox.seed import load_seed
 from bot.sandbox.server import RawRequest, Sandbox
@@ -44,6 +45,8 @@ def test_only_the_known_quirks_of_githubs_description_are_adjusted_in_memory() -
         "#/components/schemas/issue-type/properties/color", "#/components/schemas/issue/properties/state_reason",
         "#/components/schemas/job/properties/conclusion", "#/components/schemas/check-run/properties/conclusion",
     ]
+    assert require_documented_conclusion(raw) == ["#/paths//repos/{owner}/{repo}/check-runs/post/requestBody"]
+    assert accept_documented_bare_arrays(raw) == ["#/paths//repos/{owner}/{repo}/issues/{issue_number}/labels/post/requestBody/labels"]
 
 
 @pytest.mark.parametrize("operations, missing", [

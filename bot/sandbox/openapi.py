@@ -84,7 +84,63 @@ def load_spec(api: str = DEFAULT_API) -> dict[str, Any]:
     spec = _trimmed(api)
     drop_unresolvable_discriminators(spec)
     allow_null_in_nullable_enums(spec)
+    accept_documented_bare_arrays(spec)
+    require_documented_conclusion(spec)
     return spec
+
+
+def _json_bodies(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path, item in spec["paths"].items():
+        for method, op in item.items():
+            schema = (((op.get("requestBody") or {}).get("content") or {}).get("application/json") or {}).get("schema")
+            if isinstance(schema, dict):
+                out.append((f"#/paths/{path}/{method}/requestBody", schema))
+    return out
+
+
+def require_documented_conclusion(spec: dict[str, Any]) -> list[str]:
+    """A check run sent with `status: completed` must carry a `conclusion`, as its description says in bold.
+
+    GitHub's description enforces it (checks/update: `anyOf` [completed + required conclusion, other
+    statuses]); octokit/openapi ships an older hand-written checks/create without it. The same `anyOf` is
+    added where the rule is stated but not encoded. Returns the JSON pointers changed.
+    """
+    changed = []
+    for pointer, schema in _json_bodies(spec):
+        props = schema.get("properties") or {}
+        said = (props.get("conclusion") or {}).get("description", "")
+        statuses = (props.get("status") or {}).get("enum") or []
+        if "Required if you provide `completed_at` or a `status` of `completed`" in said and "completed" in statuses \
+                and "anyOf" not in schema and "oneOf" not in schema:
+            schema["anyOf"] = [
+                {"properties": {"status": {"enum": ["completed"]}}, "required": ["conclusion"]},
+                {"properties": {"status": {"enum": [s for s in statuses if s != "completed"]}}},
+            ]
+            changed.append(pointer)
+    return changed
+
+
+def accept_documented_bare_arrays(spec: dict[str, Any]) -> list[str]:
+    """Let a request body be the bare array that a property's own description says GitHub also takes.
+
+    GitHub documents e.g. for issues/add-labels: "You can also pass an `array` of labels directly", and its
+    body is `oneOf` [object with `labels`, the array itself]. octokit/openapi removes the array alternatives
+    from request bodies (its SDKs send objects), but PyGithub sends the bare array, as GitHub allows. The
+    property's schema becomes an alternative again. Returns the JSON pointers changed.
+    """
+    changed: list[str] = []
+    for pointer, schema in _json_bodies(spec):
+        if not isinstance(schema.get("oneOf"), list):
+            continue
+        for alt in list(schema["oneOf"]):
+            for name, prop in (alt.get("properties") or {}).items():
+                said = prop.get("description", "")
+                if prop.get("type") == "array" and "pass an `array`" in said and "directly" in said \
+                        and prop not in schema["oneOf"]:
+                    schema["oneOf"].append(prop)
+                    changed.append(f"{pointer}/{name}")
+    return changed
 
 
 def _trimmed(api: str) -> dict[str, Any]:
