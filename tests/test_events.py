@@ -1,17 +1,10 @@
 """Webhook payloads (octokit's real examples) become typed events; anything else is ignored or named."""
 import copy
-import json
-import pathlib
 
 import pytest
 
 from bot.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
-
-FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "webhooks"
-
-
-def payload(event, action):
-    return json.loads((FIXTURES / event / f"{action}.payload.json").read_text(encoding="utf-8"))
+from tests.octokit_data import payload
 
 
 def on_pull(data):

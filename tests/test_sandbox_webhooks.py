@@ -1,43 +1,21 @@
 """Webhook payloads built by the sandbox keep octokit's shapes (validated by its JSON schemas) and match the state."""
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jsonschema import Draft7Validator
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT7
 
+from bot.sandbox import upstream
 from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, make_seed
 from bot.sandbox.seed import load_seed
 from bot.sandbox.server import RawRequest, Sandbox
-from bot.sandbox.webhooks import PAYLOADS, TEMPLATES
+from bot.sandbox.webhooks import TEMPLATES, Example, WebhookError, example_payload, examples
+from tests.octokit_data import schema_errors, used_examples
 
-FIXTURES = Path(__file__).parent / "fixtures" / "webhooks"
 URL = "http://127.0.0.1:9"
 BOT = "recipe-bot[bot]"
-
-
-def _schemas() -> tuple[dict[str, Any], Registry]:
-    schemas = [json.loads(p.read_text()) for p in (FIXTURES / "schemas").rglob("*.schema.json")]
-    registry = Registry().with_resources(
-        [(s["$id"], Resource.from_contents(s, default_specification=DRAFT7)) for s in schemas])
-    return {s["$id"]: s for s in schemas}, registry
-
-
-SCHEMAS, REGISTRY = _schemas()
-
-
-def schema_errors(event: str, action: str, payload: dict[str, Any]) -> list[str]:
-    schema = SCHEMAS.get(f"{event}${action}")
-    if schema is None:  # ready_for_review / converted_to_draft: octokit has no schema; same shape as opened
-        schema = copy.deepcopy(SCHEMAS[f"{event}$opened"])
-        schema["properties"]["action"] = {"type": "string", "enum": [action]}
-    errors = Draft7Validator(schema, registry=REGISTRY).iter_errors(payload)
-    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in errors]
 
 
 class InProcess:
@@ -75,18 +53,29 @@ def box(tmp_path: Path) -> Any:
     assert [e for e in sb.app.log(everything=True) if not e["response_valid"]] == []
 
 
-def test_builder_templates_are_the_copied_octokit_examples() -> None:
-    used = sorted(set(TEMPLATES.values()))
-    for rel in used:
-        assert (PAYLOADS / rel).read_bytes() == (FIXTURES / rel).read_bytes(), rel
+def test_builder_templates_come_from_the_pinned_examples_package() -> None:
+    installed = json.loads((upstream.package_dir(upstream.WEBHOOK_EXAMPLES) / "package.json").read_text())
+    assert installed["version"] == upstream.pinned_version(upstream.WEBHOOK_EXAMPLES)
+    for (event, action), example in TEMPLATES.items():
+        chosen = example_payload(example)
+        assert chosen in examples()[event] and chosen["action"] == example.action, (event, action)
+        assert ("organization" in chosen) == example.organization
 
 
-@pytest.mark.parametrize("example", sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.glob("*/*.json")))
-def test_every_copied_example_validates_against_its_octokit_schema(example: str) -> None:
-    event, name = example.split("/")
-    payload = json.loads((FIXTURES / example).read_text())
-    assert schema_errors(event, payload["action"], payload) == [], example
-    assert name.startswith(payload["action"])
+@pytest.mark.parametrize("example, says", [
+    (Example("pull_request", "no_such_action"), "has no example for"),
+    (Example("no_such_event", "opened"), "has no example for"),
+], ids=["unknown-action", "unknown-event"])
+def test_an_example_the_package_lacks_is_a_named_error(example: Example, says: str) -> None:
+    with pytest.raises(WebhookError, match=says):
+        example_payload(example)
+
+
+@pytest.mark.parametrize("example", used_examples(),
+                         ids=[f"{x.event}-{x.action}-{'org' if x.organization else 'any'}" for x in used_examples()])
+def test_every_octokit_example_the_bot_starts_from_validates_against_its_octokit_schema(example: Example) -> None:
+    payload = example_payload(example)
+    assert schema_errors(example.event, example.action, payload) == [], example
 
 
 def test_issue_comment_events_carry_the_comment_the_issue_and_the_association(box: InProcess) -> None:

@@ -1,7 +1,8 @@
 """Webhook payloads for sandbox actions, cut from octokit's example payloads so they keep GitHub's exact shape.
 
-Each payload starts as a copy of an upstream example (bot/sandbox/payloads/) and keeps exactly the example's
-keys; the values come from the sandbox state through the same builders the REST API uses. Supported:
+Each payload starts from an example of the pinned `@octokit/webhooks-examples` package (bot/sandbox/upstream.py)
+and keeps exactly the example's keys; the values come from the sandbox state through the same builders the
+REST API uses. Supported:
 
     issue_comment        created, edited                       (comment_id; edited also changes_from)
     pull_request         opened, synchronize, labeled, unlabeled, closed, reopened,
@@ -9,33 +10,43 @@ keys; the values come from the sandbox state through the same builders the REST 
     pull_request_review  submitted                             (review_id)
     workflow_run         completed, requested, in_progress     (run_id)
 
-octokit has no example for ready_for_review/converted_to_draft; they reuse the opened example's shape,
-which is also what GitHub sends for them (the pull request object, number, repository, sender).
+ready_for_review/converted_to_draft reuse the opened example's shape, which is also what GitHub sends for
+them (the pull request object, number, repository, sender); workflow_run's other actions reuse completed.
 """
 from __future__ import annotations
 
 import copy
 import json
+from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from . import upstream
 from .shapes import Shapes
 from .shapes.base import node_id
 
-PAYLOADS = Path(__file__).parent / "payloads"
-_PR = "pull_request/{}.with-organization.payload.json"
-TEMPLATES: dict[tuple[str, str], str] = {
-    ("issue_comment", "created"): "issue_comment/created.with-organization.payload.json",
-    ("issue_comment", "edited"): "issue_comment/edited.with-organization.payload.json",
-    **{("pull_request", a): _PR.format(a) for a in ("opened", "closed", "labeled", "unlabeled", "reopened")},
-    ("pull_request", "synchronize"): "pull_request/synchronize.payload.json",
-    ("pull_request", "ready_for_review"): _PR.format("opened"),
-    ("pull_request", "converted_to_draft"): _PR.format("opened"),
-    ("pull_request_review", "submitted"): "pull_request_review/submitted.with-organization.payload.json",
-    ("workflow_run", "completed"): "workflow_run/completed.payload.json",
-    ("workflow_run", "requested"): "workflow_run/completed.payload.json",
-    ("workflow_run", "in_progress"): "workflow_run/completed.payload.json",
+
+@dataclass(frozen=True)
+class Example:
+    """Which octokit example a payload starts from: the fullest one of `event`/`action` (with an organization)."""
+
+    event: str
+    action: str
+    organization: bool = True
+
+
+_PR = {a: Example("pull_request", a) for a in ("opened", "closed", "labeled", "unlabeled", "reopened")}
+TEMPLATES: dict[tuple[str, str], Example] = {
+    ("issue_comment", "created"): Example("issue_comment", "created"),
+    ("issue_comment", "edited"): Example("issue_comment", "edited"),
+    **{("pull_request", a): ex for a, ex in _PR.items()},
+    ("pull_request", "synchronize"): Example("pull_request", "synchronize", organization=False),
+    ("pull_request", "ready_for_review"): _PR["opened"],
+    ("pull_request", "converted_to_draft"): _PR["opened"],
+    ("pull_request_review", "submitted"): Example("pull_request_review", "submitted"),
+    ("workflow_run", "completed"): Example("workflow_run", "completed"),
+    ("workflow_run", "requested"): Example("workflow_run", "completed"),
+    ("workflow_run", "in_progress"): Example("workflow_run", "completed"),
 }
 _USER_KEYS = {"user", "owner", "sender", "actor", "triggering_actor", "merged_by", "assignee", "creator"}
 _APP_KEYS = ("id", "slug", "node_id", "owner", "name", "description", "external_url", "html_url",
@@ -46,22 +57,54 @@ class WebhookError(ValueError):
     """The event cannot be built: unknown event/action, or it names something the sandbox does not have."""
 
 
+@lru_cache(maxsize=1)
+def examples() -> dict[str, list[dict[str, Any]]]:
+    """The package's api.github.com examples by event name, in the package's order."""
+    index = upstream.package_dir(upstream.WEBHOOK_EXAMPLES) / "api.github.com" / "index.json"
+    return {e["name"]: e["examples"] for e in json.loads(index.read_text(encoding="utf-8"))}
+
+
+def _key_paths(value: Any, prefix: str = "") -> set[str]:
+    """Every key path of a JSON value (list items through their first item), ignoring `installation`."""
+    out: set[str] = set()
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k != "installation":
+                out.add(f"{prefix}/{k}")
+                out |= _key_paths(v, f"{prefix}/{k}")
+    elif isinstance(value, list) and value:
+        out |= _key_paths(value[0], prefix + "[]")
+    return out
+
+
 @lru_cache(maxsize=None)
-def _load(rel: str) -> str:
-    return (PAYLOADS / rel).read_text(encoding="utf-8")
+def _chosen(example: Example) -> str:
+    """The fullest matching example (most key paths: `fit` keeps every key it can fill); on a tie one
+    without an `installation` (the sandbox has no app installation), then the first."""
+    found = [(len(_key_paths(x)), "installation" not in x, -i, x)
+             for i, x in enumerate(examples().get(example.event, []))
+             if x.get("action") == example.action and (not example.organization or "organization" in x)]
+    if not found:
+        raise WebhookError(f"{upstream.WEBHOOK_EXAMPLES} has no example for {example}")
+    return json.dumps(max(found, key=lambda t: t[:3])[3])
+
+
+def example_payload(example: Example) -> dict[str, Any]:
+    """A fresh copy of the example `example` selects."""
+    return json.loads(_chosen(example))
 
 
 def template(event: str, action: str) -> dict[str, Any]:
-    rel = TEMPLATES.get((event, action))
-    if rel is None:
+    example = TEMPLATES.get((event, action))
+    if example is None:
         known = ", ".join(f"{e}/{a}" for e, a in TEMPLATES)
         raise WebhookError(f"no webhook template for {event}/{action}; supported: {known}")
-    return json.loads(_load(rel))
+    return example_payload(example)
 
 
 def _prototypes() -> dict[str, Any]:
     """Item shapes for values an example leaves null or empty (a user, a label)."""
-    labeled = json.loads(_load(_PR.format("labeled")))
+    labeled = example_payload(_PR["labeled"])
     return {"user": labeled["sender"], "label": labeled["label"]}
 
 
@@ -143,7 +186,7 @@ def build_event(shapes: Shapes, event: str, action: str, *, sender: str | None =
     payload["sender"] = fit(tmpl["sender"], shapes.simple_user(who), "sender")
     payload["repository"] = fit(tmpl["repository"], shapes.repository(), "repository")
     if st.owner_type == "Organization":
-        proto = tmpl.get("organization") or json.loads(_load(_PR.format("opened")))["organization"]
+        proto = tmpl.get("organization") or example_payload(_PR["opened"])["organization"]
         payload["organization"] = fit(proto, _organization(shapes))
     else:
         payload.pop("organization", None)
