@@ -19,11 +19,14 @@ from pathlib import Path
 import pytest
 
 from bot.jobs import AccuracySpec
+from bot.runner import gsm8k
 from bot.runner.procs import pick_free_port
 from fake_servers import FAKE_VLLM, MARKER_VAR, fake_job, live_marked_processes, recipe_bot, run_cli
 
 GRACE_S = 2.0
-ENV = {"RECIPE_BOT_VLLM": str(FAKE_VLLM), "RECIPE_BOT_SHUTDOWN_GRACE_S": str(GRACE_S)}
+# The runner reads recipe-bot's own sample problems here, also in CI where RECIPE_BOT_GSM8K_DIR names GSM8K.
+ENV = {"RECIPE_BOT_VLLM": str(FAKE_VLLM), "RECIPE_BOT_SHUTDOWN_GRACE_S": str(GRACE_S),
+       gsm8k.DATA_ENV: str(gsm8k.SAMPLE_DIR)}
 
 def _quotes_the_startup_traceback(result: dict) -> None:
     case = result["cases"][0]
@@ -93,7 +96,7 @@ def test_fault_fails_the_job_and_leaves_nothing_running(tmp_path: Path, mode: st
 
 def test_healthy_server_passes_with_figures_raw_files_and_gsm8k(tmp_path: Path) -> None:
     test_rows = [json.loads(line) for line in
-                 (Path(__file__).parents[1] / "bot/data/gsm8k/test.jsonl").read_text()
+                 (gsm8k.SAMPLE_DIR / "test.jsonl").read_text()
                  .splitlines()[:4]]
     gold = [row["answer"].rsplit("#### ", 1)[1] for row in test_rows]
     answers = {  # two strict hits, one only flexible-extract finds, one wrong

@@ -1,1 +1,1 @@
-"""Data files shipped with recipe-bot (each folder carries its licence)."""
+"""Data files written for recipe-bot (third-party data is installed, never shipped: see README.md)."""

@@ -113,7 +113,7 @@ def run_gsm8k(spec: AccuracySpec, *, base_url: str, model: str, case_dir: Path, 
 
     reason = None
     if count < spec.num_samples:
-        reason = f"GSM8K data has only {count} of the {spec.num_samples} samples asked for"
+        reason = f"GSM8K data has only {count} of the {spec.num_samples} samples asked for (source: {source})"
     elif errors:
         reason = f"{len(errors)} of {count} GSM8K requests failed (first: {errors[0]})"
     elif measured < spec.threshold:

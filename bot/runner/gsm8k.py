@@ -9,6 +9,7 @@ imported: lm-eval pulls in datasets, evaluate and sacrebleu, too much for a runn
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from dataclasses import dataclass
@@ -28,7 +29,12 @@ FEWSHOT_DELIMITER = "\n\n"
 _STRICT = re.compile(STRICT_PATTERN)
 _FLEXIBLE = re.compile(FLEXIBLE_PATTERN)
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "gsm8k"
+# Offline fleets: a folder with GSM8K's test.jsonl and train.jsonl (e.g. a copy of openai/gsm8k's main config).
+DATA_ENV = "RECIPE_BOT_GSM8K_DIR"
+HUB_SOURCE = "huggingface:openai/gsm8k@main"
+# recipe-bot's own GSM8K-format problems: only when no GSM8K is reachable (the offline CPU demo and tests).
+SAMPLE_DIR = Path(__file__).resolve().parents[1] / "data" / "sample_problems"
+SAMPLE_SOURCE = "recipe-bot-sample-problems"
 
 
 @dataclass(frozen=True)
@@ -120,18 +126,17 @@ def load_jsonl(path: Path) -> list[Doc]:
     return docs
 
 
-def local_split_paths(data_path: Path | None) -> tuple[Path, Path]:
+def local_split_paths(data_path: Path) -> tuple[Path, Path]:
     """(test, train) JSONL files: a folder holding test.jsonl and train.jsonl, or a test file
-    with train.jsonl beside it; None means the copy shipped with recipe-bot."""
-    if data_path is None:
-        return DATA_DIR / "test.jsonl", DATA_DIR / "train.jsonl"
+    with train.jsonl beside it."""
     if data_path.is_dir():
         return data_path / "test.jsonl", data_path / "train.jsonl"
     return data_path, data_path.parent / "train.jsonl"
 
 
 def load_from_hub() -> tuple[list[Doc], list[Doc]]:
-    """openai/gsm8k (config main) through Hugging Face datasets; raises when it cannot."""
+    """openai/gsm8k (config main) through Hugging Face datasets, as lm-evaluation-harness loads it; raises
+    when it cannot (datasets not installed, hub not reachable and nothing cached)."""
     import datasets  # optional: only on runners that have it
 
     splits = datasets.load_dataset("openai/gsm8k", "main")
@@ -139,22 +144,44 @@ def load_from_hub() -> tuple[list[Doc], list[Doc]]:
             [Doc(r["question"], r["answer"]) for r in splits["train"]])
 
 
-def load_docs(data_path: Path | None, num_shots: int) -> tuple[list[Doc], list[Doc], str]:
-    """(test docs, train docs, where they came from): the hub when reachable, else local JSONL.
+def _env_dir() -> Path | None:
+    value = os.environ.get(DATA_ENV, "").strip()
+    if not value:
+        return None
+    folder = Path(value)
+    if not (folder / "test.jsonl").is_file():
+        raise ValueError(f"{DATA_ENV}={value}: expected a folder holding GSM8K's test.jsonl (and train.jsonl "
+                         f"for few-shot prompts)\n{DATA_ENV}={value}：应为包含 GSM8K 的 test.jsonl（少样本提示还需 "
+                         f"train.jsonl）的目录")
+    return folder
 
-    An explicit data_path always wins, so a recipe pinned to local data never touches the hub.
+
+def _read(test_path: Path, train_path: Path, num_shots: int) -> tuple[list[Doc], list[Doc]]:
+    return load_jsonl(test_path), (load_jsonl(train_path) if num_shots > 0 else [])
+
+
+def load_docs(data_path: Path | None, num_shots: int) -> tuple[list[Doc], list[Doc], str]:
+    """(test docs, train docs, where they came from), first of: the recipe's `data_path`; the folder in
+    RECIPE_BOT_GSM8K_DIR; openai/gsm8k from the Hugging Face hub; recipe-bot's own sample problems.
+
+    An explicit path always wins, so a pinned recipe or an offline fleet never touches the hub. The
+    sample problems are not GSM8K: their source says so, and a gate asking for more samples than
+    they hold fails on the sample count (bot/runner/accuracy.py).
     """
-    if data_path is None:
-        try:
-            test, train = load_from_hub()
-            return test, train, "huggingface:openai/gsm8k@main"
-        except ImportError:
-            hub_problem = "Hugging Face datasets is not installed"
-        except Exception as exc:  # noqa: BLE001 - offline, no cache: use the local data
-            hub_problem = f"hub not reachable: {type(exc).__name__}"
-    else:
-        hub_problem = "data_path given in the recipe"
-    test_path, train_path = local_split_paths(data_path)
-    test = load_jsonl(test_path)
-    train = load_jsonl(train_path) if num_shots > 0 else []
-    return test, train, f"local:{test_path} ({hub_problem})"
+    if data_path is not None:
+        test_path, train_path = local_split_paths(data_path)
+        return *_read(test_path, train_path, num_shots), f"local:{test_path} (data_path given in the recipe)"
+    folder = _env_dir()
+    if folder is not None:
+        test_path, train_path = local_split_paths(folder)
+        return *_read(test_path, train_path, num_shots), f"local:{test_path} ({DATA_ENV})"
+    try:
+        test, train = load_from_hub()
+        return test, train, HUB_SOURCE
+    except ImportError:
+        hub_problem = "Hugging Face datasets is not installed"
+    except Exception as exc:  # noqa: BLE001 - offline, no cache: use the sample problems
+        hub_problem = f"hub not reachable: {type(exc).__name__}"
+    test_path, train_path = local_split_paths(SAMPLE_DIR)
+    return (*_read(test_path, train_path, num_shots),
+            f"{SAMPLE_SOURCE}:{test_path} (not GSM8K: {hub_problem}; set {DATA_ENV} for GSM8K offline)")

@@ -1,1 +1,0 @@
-"""GSM8K test and train splits (MIT, OpenAI); see README.md and LICENSE here."""
