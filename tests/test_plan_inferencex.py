@@ -11,8 +11,9 @@ from bot.plan.labels import filters_for_labels
 from bot.recipes import RecipeError
 from git_helpers import GIT_ENV, git  # noqa: F401
 
-FIXTURE = Path(__file__).parent / "fixtures" / "inferencex"
-AGENTIC = "qwen3.5-fp4-b200-sglang-agentic-mtp"
+FIXTURE = Path(__file__).parent / "fixtures" / "inferencex"  # InferenceX-shaped, written for recipe-bot
+AGENTIC = "llama5-fp8-h100-sglang-agentic-mtp"
+MTP = "llama5-fp8-h100-sglang-mtp"
 
 
 def commit(repo: Path) -> str:
@@ -23,13 +24,9 @@ def commit(repo: Path) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    (tmp_path / "configs").mkdir()
-    shutil.copy(FIXTURE / "nvidia-master.sample.yaml", tmp_path / "configs" / "nvidia-master.yaml")
-    shutil.copy(FIXTURE / "amd-master.sample.yaml", tmp_path / "configs" / "amd-master.yaml")
-    shutil.copy(FIXTURE / "runners.yaml", tmp_path / "configs" / "runners.yaml")
-    shutil.copy(FIXTURE / "perf-changelog.sample.yaml", tmp_path / "perf-changelog.yaml")
+    shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
     (tmp_path / "runners").mkdir()
-    (tmp_path / "runners" / "launch_b200-dgxc.sh").write_text("#!/bin/bash\nexport MODEL=$MODEL_PATH\n")
+    (tmp_path / "runners" / "launch_h100-lab.sh").write_text("#!/bin/bash\nexport MODEL=$MODEL_PATH\n")
     git(tmp_path, "init", "-q", "-b", "main")
     commit(tmp_path)
     return tmp_path
@@ -37,7 +34,7 @@ def repo(tmp_path: Path) -> Path:
 
 def append_entry(repo: Path, keys: list[str], extra: str = "") -> None:
     entry = "- config-keys:\n" + "".join(f"    - {k}\n" for k in keys)
-    entry += '  description:\n    - "test"\n  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/XXX\n' + extra
+    entry += '  description:\n    - "test"\n  pr-link: https://github.com/example-org/inferencex-fixture/pull/200\n' + extra
     with open(repo / "perf-changelog.yaml", "a") as handle:
         handle.write(entry)
 
@@ -46,36 +43,36 @@ def rows(plan) -> list[dict]:
     return [r for bucket in plan.inferencex.rows.values() for r in bucket]
 
 
-def test_an_appended_entry_plans_its_config_with_32_points_and_4_packed_launches(repo):
+def test_an_appended_entry_plans_its_config_with_a_point_per_concurrency_and_packed_launches(repo):
     base = git(repo, "rev-parse", "HEAD")
     append_entry(repo, [AGENTIC])
     plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
     assert [t.name for t in plan.touched] == [AGENTIC]
     assert plan.touched[0].reasons[0].startswith("perf-changelog.yaml entry appended")
     (row,) = plan.recipes
-    assert (row.recipe, row.points) == (AGENTIC, 32)
-    assert row.server_launches == 33  # as InferenceX runs it: a launch per row, plus the eval row
+    assert (row.recipe, row.points) == (AGENTIC, 4 + 3 + 2 + 6)  # its four conc-lists
+    assert row.server_launches == 16  # as InferenceX runs it: a launch per row, plus the eval row
     assert row.packed_launches == 5  # 4 server configurations, plus the eval's own launch
     assert set(plan.inferencex.rows) == {"single_node.agentic", "agentic_evals"}
-    assert len(plan.inferencex.rows["single_node.agentic"]) == 32
+    assert len(plan.inferencex.rows["single_node.agentic"]) == 15
     assert plan.inferencex.changelog[0].config_keys == [AGENTIC]
 
 
 def test_the_matrices_carry_the_exact_rows(repo):
     base = git(repo, "rev-parse", "HEAD")
-    append_entry(repo, ["qwen3.5-fp4-b200-sglang-mtp"])
+    append_entry(repo, [MTP])
     plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
     (matrix,) = plan.inferencex.matrices
-    assert matrix.runner_label == "b200"
-    assert sorted(e.row["conc"] for e in matrix.include if not e.row.get("eval-only")) == [4, 4, 8, 16, 16, 32, 32,
-                                                                                            64, 64]
-    assert len({e.job_id for e in matrix.include}) == len(matrix.include) == 13
+    assert matrix.runner_label == "h100"
+    # conc-start 4..4; conc-start 8..32 doubling; conc-list [16, 64]
+    assert sorted(e.row["conc"] for e in matrix.include if not e.row.get("eval-only")) == [4, 8, 16, 16, 32, 64]
+    assert len({e.job_id for e in matrix.include}) == len(matrix.include) == 6 + 2  # + evals at 32 and 64
 
 
 def test_a_deleted_changelog_line_fails_the_plan(repo):
     base = git(repo, "rev-parse", "HEAD")
     path = repo / "perf-changelog.yaml"
-    path.write_text(path.read_text().replace("    - minimaxm3-fp4-b200-dynamo-vllm\n", "", 1))
+    path.write_text(path.read_text().replace("    - llama5-fp8-h100-dynamo-trt\n", "", 1))
     with pytest.raises(RecipeError, match="deletions are not allowed"):
         plan_change(repo, base, commit(repo))
 
@@ -83,9 +80,9 @@ def test_a_deleted_changelog_line_fails_the_plan(repo):
 def test_a_master_config_change_without_a_changelog_entry_is_planned_and_flagged(repo):
     base = git(repo, "rev-parse", "HEAD")
     path = repo / "configs" / "nvidia-master.yaml"
-    path.write_text(path.read_text().replace("sglang:v0.5.14-cu130", "sglang:v0.5.15-cu130"))
+    path.write_text(path.read_text().replace("sglang:v1.0.0-cu130", "sglang:v1.0.1-cu130"))
     plan = plan_change(repo, base, commit(repo))
-    assert sorted(t.name for t in plan.touched) == ["qwen3.5-fp4-b200-sglang", "qwen3.5-fp4-b200-sglang-mtp"]
+    assert sorted(t.name for t in plan.touched) == ["llama5-fp8-h100-sglang", MTP]
     assert any("without a perf-changelog.yaml entry" in n for n in plan.notes)
 
 
@@ -93,21 +90,21 @@ def test_a_reformatted_master_config_plans_nothing(repo):
     base = git(repo, "rev-parse", "HEAD")
     path = repo / "configs" / "amd-master.yaml"
     path.write_text(path.read_text().replace(
-        "conc-list: [ 8, 16, 32, 64, 128, 256, 512 ]", "conc-list:\n          - 8\n          - 16\n          - 32\n"
-        "          - 64\n          - 128\n          - 256\n          - 512"))
+        "conc-list: [ 4, 8, 16, 32 ]", "conc-list:\n          - 4\n          - 8\n          - 16\n          - 32"))
     plan = plan_change(repo, base, commit(repo))
     assert plan.touched == [] and rows(plan) == []
 
 
 def test_a_change_to_a_fleet_launcher_plans_every_config_of_its_runners(repo):
     base = git(repo, "rev-parse", "HEAD")
-    (repo / "runners" / "launch_b200-dgxc.sh").write_text("#!/bin/bash\nexport MODEL=\"$MODEL_PATH\"\n")
+    (repo / "runners" / "launch_h100-lab.sh").write_text("#!/bin/bash\nexport MODEL=\"$MODEL_PATH\"\n")
     plan = plan_change(repo, base, commit(repo))
+    # h100, h100-multinode and cluster:h100-lab all hold h100-lab_* runners; the mi300x configs do not
     assert sorted(t.name for t in plan.touched) == [
-        "dsv4-fp4-b200-sglang-agentic-hicache-mtp", "qwen3.5-fp4-b200-sglang", "qwen3.5-fp4-b200-sglang-agentic-mtp",
-        "qwen3.5-fp4-b200-sglang-mtp", "qwen3.5-fp4-b200-trt",
+        "gptoss-fp4-h100-sglang-agentic-hicache", "llama5-fp8-h100-dynamo-trt", "llama5-fp8-h100-sglang",
+        AGENTIC, MTP, "llama5-fp8-h100-trt",
     ]
-    assert "shared infra touched, 5 recipes affected: runners/launch_b200-dgxc.sh" in plan.notes
+    assert "shared infra touched, 6 recipes affected: runners/launch_h100-lab.sh" in plan.notes
 
 
 def test_sweep_enabled_runs_the_lowest_concurrency_of_each_group_without_a_canary(repo):
@@ -116,13 +113,13 @@ def test_sweep_enabled_runs_the_lowest_concurrency_of_each_group_without_a_canar
     plan = plan_change(repo, base, commit(repo), filters_for_labels(["sweep-enabled"]))
     throughput = plan.inferencex.rows["single_node.agentic"]
     assert sorted((r["tp"], r["kv-offloading"], r["conc"]) for r in throughput) == [
-        (2, "dram", 16), (2, "none", 1), (4, "dram", 64), (4, "none", 1)]
+        (4, "dram", 4), (4, "none", 1), (8, "dram", 8), (8, "none", 1)]
     assert plan.inferencex.canary is None
 
 
 def test_full_sweep_fail_fast_has_a_canary_and_fail_fast_matrices(repo):
     base = git(repo, "rev-parse", "HEAD")
-    append_entry(repo, ["qwen3.5-fp4-b200-sglang*"])
+    append_entry(repo, ["llama5-fp8-h100-sglang*"])
     plan = plan_change(repo, base, commit(repo), filters_for_labels(["full-sweep-fail-fast"]))
     canary = plan.inferencex.canary.row
     assert canary["conc"] == 4 and canary.get("scenario-type") is None and "eval-only" not in canary
@@ -132,25 +129,27 @@ def test_full_sweep_fail_fast_has_a_canary_and_fail_fast_matrices(repo):
 
 def test_the_evals_only_label_runs_only_eval_rows(repo):
     base = git(repo, "rev-parse", "HEAD")
-    append_entry(repo, ["qwen3.5-fp4-b200-sglang-mtp"])
+    append_entry(repo, [MTP])
     plan = plan_change(repo, base, commit(repo), filters_for_labels(["evals-only"]))
-    assert all(r.get("eval-only") for r in rows(plan)) and len(rows(plan)) == 4
+    assert all(r.get("eval-only") for r in rows(plan)) and len(rows(plan)) == 2
 
 
 def test_without_a_base_every_config_is_planned(repo):
     plan = plan_change(repo, None, None, PlanFilters(canary=False))
     assert len(plan.recipes) == 8
     throughput = sum(len(v) for k, v in plan.inferencex.rows.items() if "." in k)
-    assert throughput == 13 + 12 + 7 + 32 + 9 + 10 + 16 + 1
+    # per config: dynamo-trt 2 (multi-node rows carry their conc lists), sglang 1 + 5, sglang-mtp 1 + 3 + 2,
+    # trt 2 + 2, the agentic one 15, hicache 2 + 2, mi300x agentic 3 + 5, mi300x disagg 1
+    assert throughput == 2 + 6 + 6 + 4 + 15 + 4 + 8 + 1
     assert plan.inferencex.packed_launches < plan.inferencex.launches
 
 
 def test_an_append_only_entry_runs_only_the_rows_the_base_did_not_have(repo):
     base = git(repo, "rev-parse", "HEAD")
     path = repo / "configs" / "nvidia-master.yaml"
-    path.write_text(path.read_text().replace("{ tp: 2, ep: 2, conc-list: [16, 32, 64], spec-decoding: mtp }",
-                                             "{ tp: 2, ep: 2, conc-list: [16, 32, 64, 128], spec-decoding: mtp }"))
-    append_entry(repo, ["qwen3.5-fp4-b200-sglang-mtp"], "  append-only: true\n")
+    path.write_text(path.read_text().replace("{ tp: 4, ep: 4, conc-list: [16, 64], spec-decoding: mtp }",
+                                             "{ tp: 4, ep: 4, conc-list: [16, 64, 128], spec-decoding: mtp }"))
+    append_entry(repo, [MTP], "  append-only: true\n")
     plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
-    assert [(r["tp"], r["ep"], r["conc"]) for r in rows(plan)] == [(2, 2, 128)]
+    assert [(r["tp"], r["ep"], r["conc"]) for r in rows(plan)] == [(4, 4, 128)]
     assert plan.inferencex.changelog[0].append_only
