@@ -153,10 +153,7 @@ def job_figures(job_id: str, wall: float, returncode: int, result: dict) -> dict
 def inferencex_counts(workdir: pathlib.Path, env: dict[str, str]) -> dict[str, Any]:
     root = workdir / "inferencex"
     (root / "configs").mkdir(parents=True)
-    shutil.copy(FIXTURE / "nvidia-master.sample.yaml", root / "configs" / "nvidia-master.yaml")
-    shutil.copy(FIXTURE / "amd-master.sample.yaml", root / "configs" / "amd-master.yaml")
-    shutil.copy(FIXTURE / "runners.yaml", root / "configs" / "runners.yaml")
-    shutil.copy(FIXTURE / "perf-changelog.sample.yaml", root / "perf-changelog.yaml")
+    shutil.copytree(FIXTURE, root, dirs_exist_ok=True)  # InferenceX-shaped fixtures written for recipe-bot
     packed = plan(root, [], None, env)["summary"]
     unpacked = plan(root, ["--no-pack"], None, env)["summary"]
 

@@ -64,10 +64,7 @@ def timed(function, repeat: int, name: str = ""):
 
 def lay_out_inferencex(root: pathlib.Path) -> pathlib.Path:
     (root / "configs").mkdir(parents=True)
-    shutil.copy(FIXTURE / "nvidia-master.sample.yaml", root / "configs" / "nvidia-master.yaml")
-    shutil.copy(FIXTURE / "amd-master.sample.yaml", root / "configs" / "amd-master.yaml")
-    shutil.copy(FIXTURE / "runners.yaml", root / "configs" / "runners.yaml")
-    shutil.copy(FIXTURE / "perf-changelog.sample.yaml", root / "perf-changelog.yaml")
+    shutil.copytree(FIXTURE, root, dirs_exist_ok=True)  # InferenceX-shaped fixtures written for recipe-bot
     return root
 
 
