@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from bot.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
+from bot.control.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "webhooks"
 

@@ -12,7 +12,8 @@ from bot.sandbox.api import HANDLERS, Reply
 from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, describe, make_seed
 from bot.sandbox.openapi import SPEC_PATH, SpecValidator, allow_null_in_nullable_enums, drop_unresolvable_discriminators
 from bot.sandbox.seed import load_seed
-from bot.sandbox.server import RawRequest, Sandbox
+from bot.sandbox.server import Sandbox
+from bot.sandbox.wire import RawRequest
 
 VALIDATOR = SpecValidator()
 

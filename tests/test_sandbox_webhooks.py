@@ -13,7 +13,8 @@ from referencing.jsonschema import DRAFT7
 
 from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, make_seed
 from bot.sandbox.seed import load_seed
-from bot.sandbox.server import RawRequest, Sandbox
+from bot.sandbox.server import Sandbox
+from bot.sandbox.wire import RawRequest
 from bot.sandbox.webhooks import PAYLOADS, TEMPLATES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "webhooks"
