@@ -15,7 +15,7 @@ alike), posts a fresh comment as a GitHub user, writes the webhook payload and r
 Each run's wall time is process start to exit (the dispatch or the reply is the last thing handle
 does); its requests are the sandbox log entries made with the bot's token since the run started.
 Where the time goes: the interpreter alone (`python -c pass`), `recipe-bot --help`, `recipe-bot
-handle --help` (all of handle's imports, no work), `-X importtime` of bot.handle by package, and
+handle --help` (all of handle's imports, no work), `-X importtime` of bot.control.handle by package, and
 phase timings taken inside a handle process (imports, then the event, split into the client-side
 time of its GitHub requests and the rest). --profile adds a cProfile of one in-process sweep.
 Writes bench/results/handle.json and prints a table. Targets: median < 1 s, at most 8 requests.
@@ -65,7 +65,7 @@ import time, json, sys
 t0 = time.perf_counter()
 import bot.cli
 t1 = time.perf_counter()
-import bot.handle, bot.github
+import bot.control.handle, bot.github
 t2 = time.perf_counter()
 spent = []
 original = bot.github.GitHubClient._call
@@ -79,7 +79,7 @@ bot.github.GitHubClient._call = timed_call
 payload = json.load(open(sys.argv[1], encoding="utf-8"))
 t3 = time.perf_counter()
 client = bot.github.GitHubClient.from_env()
-outcome = bot.handle.handle_event("issue_comment", payload, client)
+outcome = bot.control.handle.handle_event("issue_comment", payload, client)
 t4 = time.perf_counter()
 print(json.dumps({"import_cli_s": t1 - t0, "import_handle_s": t2 - t1, "read_event_s": t3 - t2,
                   "handle_s": t4 - t3, "requests_s": sum(spent), "requests": len(spent),
@@ -200,10 +200,10 @@ def wall_time(command: list[str]) -> float:
 
 
 def import_profile(repeat: int) -> dict[str, Any]:
-    """`-X importtime` of bot.handle: its total, and the self time of each top-level package."""
+    """`-X importtime` of bot.control.handle: its total, and the self time of each top-level package."""
     totals, runs = [], []
     for _ in range(repeat):
-        done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import bot.handle"],
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import bot.control.handle"],
                               capture_output=True, text=True, check=True, cwd=ROOT)
         by_package: dict[str, float] = {}
         cumulative: dict[str, float] = {}
@@ -214,8 +214,8 @@ def import_profile(repeat: int) -> dict[str, Any]:
             package = name.split(".")[0]
             by_package[package] = by_package.get(package, 0.0) + int(self_us) / 1e6
             cumulative[name] = int(cum_us) / 1e6
-        totals.append(cumulative["bot.handle"])
-        runs.append((cumulative["bot.handle"], by_package, cumulative))
+        totals.append(cumulative["bot.control.handle"])
+        runs.append((cumulative["bot.control.handle"], by_package, cumulative))
     median_total = statistics.median(totals)
     _, by_package, cumulative = min(runs, key=lambda run: abs(run[0] - median_total))
     top = dict(sorted(by_package.items(), key=lambda kv: -kv[1])[:12])
@@ -234,7 +234,7 @@ def in_process_profile(sb: SandboxProcess, workdir: pathlib.Path, bench: Bench) 
     import io
     import pstats
 
-    from bot import handle
+    from bot.control import handle
     from bot.github import GitHubClient
 
     event = bench.prepare("sweep")
@@ -336,11 +336,11 @@ def print_tables(record: dict[str, Any]) -> None:
     where.add_row("python -c pass (interpreter)", f"{startup['python_pass_s']['median']:.3f}")
     where.add_row("recipe-bot --help (CLI group)", f"{startup['recipe_bot_help_s']['median']:.3f}")
     where.add_row("recipe-bot handle --help (all handle imports)", f"{startup['handle_help_s']['median']:.3f}")
-    where.add_row("-X importtime: import bot.handle", f"{startup['import_bot_handle_s']['median']:.3f}")
+    where.add_row("-X importtime: import bot.control.handle", f"{startup['import_bot_handle_s']['median']:.3f}")
     for package, seconds in list(startup["self_s_by_package"].items())[:8]:
         where.add_row(f"  of which {package} (self time)", f"{seconds:.3f}")
     for name, p in record["phases_median"].items():
-        where.add_row(f"{name}: import bot.cli + bot.handle, in process",
+        where.add_row(f"{name}: import bot.cli + bot.control.handle, in process",
                       f"{p['import_cli_s'] + p['import_handle_s']:.3f}")
         where.add_row(f"{name}: handle_event (cold, in process)", f"{p['handle_s']:.3f}")
         where.add_row(f"{name}:   of which GitHub requests (client side)", f"{p['requests_s']:.3f}")

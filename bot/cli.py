@@ -8,13 +8,13 @@ import click
 # Subcommands are imported only when called, so `recipe-bot sandbox` never pays for matplotlib
 # and a runner host never imports the control plane.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "handle": ("bot.handle", "handle_cmd"),
+    "handle": ("bot.control.handle", "handle_cmd"),
     "plan": ("bot.plan.cli", "plan_cmd"),
     "run": ("bot.runner.cli", "run_cmd"),
     "report": ("bot.report.cli", "report_cmd"),
     "sandbox": ("bot.sandbox.cli", "sandbox_cmd"),
     "demo": ("bot.demo", "demo_cmd"),
-    "slurm-cancel": ("bot.runner.slurm", "slurm_cancel_cmd"),
+    "slurm-cancel": ("bot.runner.slurm.backend", "slurm_cancel_cmd"),
 }
 
 SHORT_HELP = {

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 import github
 from github import Auth, GithubException
 
-from bot.events import Pull, pull_from_json
+from bot.control.events import Pull, pull_from_json
 
 ACTIVE_RUN_STATES = frozenset({"queued", "in_progress", "waiting", "requested", "pending"})
 

@@ -5,8 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot import commands, i18n
-from bot.commands import parse_comment
+from bot import i18n
+from bot.control import commands
+from bot.control.commands import parse_comment
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -173,10 +174,10 @@ def test_help_for_one_topic_shows_only_that_command():
 
 
 def test_docs_commands_md_is_generated_from_the_registry():
-    from bot.commands import render_docs
+    from bot.control.help_docs import render_docs
     path = ROOT / "docs" / "commands.md"
     assert path.read_text(encoding="utf-8") == render_docs(), \
-        "docs/commands.md is stale: run `python -m bot.commands > docs/commands.md`"
+        "docs/commands.md is stale: run `python -m bot.control.help_docs > docs/commands.md`"
 
 
 # A comment body can be anything a user types; the parser must return, never raise. The pieces

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from bot.dispatch import MAX_MATRIX_JOBS, PlanTooLarge, actions_outputs
+from bot.control.dispatch import MAX_MATRIX_JOBS, PlanTooLarge, actions_outputs
 
 
 def plan_with(n_jobs: int, *, canary: bool = True) -> dict:

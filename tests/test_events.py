@@ -3,7 +3,7 @@ import copy
 
 import pytest
 
-from bot.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
+from bot.control.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
 from tests.octokit_data import payload
 
 

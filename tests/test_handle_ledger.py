@@ -3,9 +3,9 @@ import datetime as dt
 
 import pytest
 
-from bot import dispatch
+from bot.control import dispatch
 from bot.github import Comment, Run
-from bot.trust import Approval
+from bot.control.trust import Approval
 
 BOT = "recipe-bot[bot]"
 SHA = "a" * 40

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bot import handle
+from bot.control import handle
 from bot.github import GitHubClient
 from handle_helpers import Harness, bilingual, dry_run_lines
 

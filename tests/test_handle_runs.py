@@ -5,7 +5,7 @@ display_title (the REST API does not return a run's inputs); the sandbox renders
 """
 import pytest
 
-from bot import dispatch
+from bot.control import dispatch
 from handle_helpers import BOT, Harness, bilingual, seed
 
 

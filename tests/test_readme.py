@@ -2,7 +2,7 @@
 import re
 from pathlib import Path
 
-from bot.commands import render_docs
+from bot.control.help_docs import render_docs
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -16,7 +16,7 @@ def block(name: str) -> str:
 
 def test_command_reference_is_generated_from_the_registry():
     english = render_docs().split("## English", 1)[1].split("## 简体中文", 1)[0].strip()
-    assert block("commands") == english, "README's command reference is stale: regenerate it from bot.commands"
+    assert block("commands") == english, "README's command reference is stale: regenerate it from bot.control.commands"
 
 
 def test_configuration_reference_is_the_shipped_config():

@@ -16,7 +16,8 @@ from bot.sandbox.openapi import (SpecValidator, UnknownAPI, accept_documented_ba
                                  require_documented_conclusion)
 from bot.sandbox.trim import OPERATIONS, TrimError, trim
 from bot.sandbox.seed import load_seed
-from bot.sandbox.server import RawRequest, Sandbox
+from bot.sandbox.server import Sandbox
+from bot.sandbox.wire import RawRequest
 
 VALIDATOR = SpecValidator()
 

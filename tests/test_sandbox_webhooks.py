@@ -10,7 +10,8 @@ import pytest
 from bot.sandbox import upstream
 from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, make_seed
 from bot.sandbox.seed import load_seed
-from bot.sandbox.server import RawRequest, Sandbox
+from bot.sandbox.server import Sandbox
+from bot.sandbox.wire import RawRequest
 from bot.sandbox.webhooks import TEMPLATES, Example, WebhookError, example_payload, examples
 from tests.octokit_data import schema_errors, used_examples
 

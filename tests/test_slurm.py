@@ -25,8 +25,8 @@ import pytest
 
 from bot.jobs import Case, Job, LoadPoint, ServerSpec, SlurmSpec
 from bot.results import JobResult
-from bot.runner import slurm, slurm_query
-from bot.runner import slurm_commands as sc
+from bot.runner.slurm import backend as slurm, query as slurm_query
+from bot.runner.slurm import commands as sc
 
 pytestmark = pytest.mark.slurm
 

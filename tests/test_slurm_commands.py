@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bot.jobs import Case, Job, ServerSpec, SlurmSpec
-from bot.runner import slurm_cluster
-from bot.runner import slurm_commands as sc
+from bot.runner.slurm import cluster as slurm_cluster
+from bot.runner.slurm import commands as sc
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -204,8 +204,8 @@ def test_cluster_config_has_fake_gpus_and_fast_kills():
 def test_cancel_refuses_a_keep_sha_that_is_not_a_commit_sha(keep):
     from click.testing import CliRunner
 
-    from bot.runner.slurm import slurm_cancel_cmd
-    from bot.runner.slurm_query import cancel_pr_jobs
+    from bot.runner.slurm.backend import slurm_cancel_cmd
+    from bot.runner.slurm.query import cancel_pr_jobs
 
     with pytest.raises(ValueError, match="not a commit SHA"):
         cancel_pr_jobs(12, keep)
@@ -215,7 +215,7 @@ def test_cancel_refuses_a_keep_sha_that_is_not_a_commit_sha(keep):
 
 def test_a_host_without_slurm_fails_the_job_with_the_reason_and_writes_its_result(tmp_path, monkeypatch):
     from bot.results import JobResult
-    from bot.runner.slurm import run_job_slurm
+    from bot.runner.slurm.backend import run_job_slurm
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no sbatch, squeue, scontrol, scancel
     job = make_job()

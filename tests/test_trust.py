@@ -3,9 +3,9 @@ import datetime as dt
 
 import pytest
 
-from bot.events import Pull
+from bot.control.events import Pull
 from bot import i18n
-from bot.trust import REFUSALS, Actor, Approval, Permission, check_ok_to_test, decide
+from bot.control.trust import REFUSALS, Actor, Approval, Permission, check_ok_to_test, decide
 
 HEAD = "a" * 40
 OLD = "b" * 40
@@ -71,7 +71,7 @@ CASES = [
 @pytest.mark.parametrize("command, who, overrides, author_trusted, approvals, extra, expected",
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_decision_table(command, who, overrides, author_trusted, approvals, extra, expected):
-    from bot import commands
+    from bot.control import commands
     needed = Permission.parse(commands.REGISTRY[command].min_permission)
     decision = decide(command, actor=who, pull=pull(**overrides), author_trusted=author_trusted,
                       approvals=approvals, min_permission=needed, **extra)

@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from bot import dispatch
+from bot.control import dispatch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -81,7 +81,7 @@ def test_control_plane_checks_out_only_the_default_branch():
 
 
 def test_control_plane_listens_to_the_events_the_bot_parses():
-    from bot.events import COMMENT_ACTIONS, PULL_ACTIONS, REVIEW_ACTIONS
+    from bot.control.events import COMMENT_ACTIONS, PULL_ACTIONS, REVIEW_ACTIONS
     on = load("recipe-bot.yml")["on"]
     assert set(on["issue_comment"]["types"]) == COMMENT_ACTIONS
     assert set(on["pull_request_review"]["types"]) == REVIEW_ACTIONS
@@ -151,7 +151,7 @@ def test_plan_outputs_write_one_job_file_each_and_a_small_matrix(tmp_path):
 def test_plan_outputs_command_line(tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"matrices": []}), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "bot.dispatch", "outputs", str(plan), str(tmp_path / "jobs")],
+    result = subprocess.run([sys.executable, "-m", "bot.control.dispatch", "outputs", str(plan), str(tmp_path / "jobs")],
                             capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
     assert 'matrix={"include": []}' in result.stdout.splitlines()

@@ -30,7 +30,7 @@ def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
 
 def _command_filters(text: str) -> dict:
     """The filters a /sweep or /e2e command line asks for (parsed by the control plane's grammar)."""
-    from bot.commands import UsageError, parse_single
+    from bot.control.commands import UsageError, parse_single
 
     try:
         command = parse_single(text)

@@ -6,7 +6,7 @@ import io
 import pathlib
 import zipfile
 
-from bot.dispatch import parse_run_title
+from bot.control.dispatch import parse_run_title
 
 RESULT_ARTIFACT_PREFIX = "result-"
 MERGED_STATES = ("identical", "behind")  # compare base...sha: the commit is part of the base branch
@@ -45,7 +45,7 @@ def fetch_baseline(client, *, workflow: str, base_branch: str, dest: pathlib.Pat
     """Download the results of the newest successful runs that benchmarked a commit of the base branch.
 
     Every GPU run is dispatched on the default branch, so a run's own branch says nothing: the commit it
-    measured is in its title (bot.dispatch.RUN_TITLE), and it counts only once that commit is part of the
+    measured is in its title (bot.control.dispatch.RUN_TITLE), and it counts only once that commit is part of the
     base branch (merged, or the base itself). Several runs give the report its noise estimate.
     """
     picked: list[BaselineRun] = []

@@ -73,7 +73,7 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None) -> N
     job = load_job(job_file)
     console = Console(stderr=True)
     if backend == "slurm":
-        slurm = importlib.import_module("bot.runner.slurm")
+        slurm = importlib.import_module("bot.runner.slurm.backend")
         result = slurm.run_job_slurm(job, job_file, out_dir, console, repo=repo)
     else:
         from bot.runner.local import run_job_local

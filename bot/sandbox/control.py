@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import Any, Callable, Literal, Protocol
 from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -26,11 +26,17 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .gitrepo import GitError
 from .seed import Conclusion, RunStatus, SeedArtifact, SeedJob, SeedRun
 from .shapes import Shapes
-from .state import Review, utcnow
+from .state import Review, SandboxState, utcnow
 from .webhooks import WebhookError, build_event
+from .wire import RawResponse
 
-if TYPE_CHECKING:
-    from .server import RawResponse, Sandbox
+
+class App(Protocol):
+    """What the control endpoints need of the sandbox app: its state and its request log."""
+
+    state: SandboxState
+
+    def log(self, *, everything: bool, since: int) -> Any: ...
 
 
 class _Strict(BaseModel):
@@ -98,7 +104,7 @@ class ControlError(Exception):
 
 
 class Control:
-    def __init__(self, app: "Sandbox"):
+    def __init__(self, app: App):
         self.app = app
         self.routes: list[tuple[str, re.Pattern[str], Callable[..., Any]]] = [
             ("GET", re.compile(r"/_sandbox/log"), self.log),
@@ -113,9 +119,7 @@ class Control:
             ("GET", re.compile(r"/_sandbox/artifacts/(?P<artifact_id>\d+)\.zip"), self.artifact),
         ]
 
-    def handle(self, method: str, path: str, query: str, body: bytes, server: str) -> "RawResponse":
-        from .server import RawResponse
-
+    def handle(self, method: str, path: str, query: str, body: bytes, server: str) -> RawResponse:
         try:
             for verb, pattern, fn in self.routes:
                 m = pattern.fullmatch(path)

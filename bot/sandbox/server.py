@@ -6,13 +6,13 @@ import itertools
 import json
 import threading
 import time
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .api import HANDLERS, ApiError, Call, Reply
 from .control import Control
+from .wire import RawRequest, RawResponse
 from .openapi import DEFAULT_API, Route, SpecValidator
 from .seed import SeedFile
 from .shapes import Shapes
@@ -20,22 +20,6 @@ from .state import SandboxState, utcnow
 
 API_PREFIX = "/api/v3"  # GitHub Enterprise's prefix; tolerated so base_url may carry it
 DOCS = "https://docs.github.com/rest"
-
-
-@dataclass
-class RawRequest:
-    method: str
-    target: str
-    headers: dict[str, str]  # lower-case names
-    body: bytes
-    host: str
-
-
-@dataclass
-class RawResponse:
-    status: int
-    headers: dict[str, str]
-    body: bytes
 
 
 def _json_bytes(data: Any) -> bytes:

@@ -10,12 +10,13 @@ from typing import Any
 
 import click
 
-from bot import commands, dispatch, i18n, trust
-from bot.commands import Command, CommandError
+from bot import i18n
+from bot.control import commands, dispatch, trust
+from bot.control.commands import Command, CommandError
 from bot.config import ConfigError, RepoConfig, read_repo_config
-from bot.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
+from bot.control.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
 from bot.github import GitHubClient, GitHubError
-from bot.trust import Actor, Approval, Decision, Permission
+from bot.control.trust import Actor, Approval, Decision, Permission
 
 FALLBACK_BOT_LOGIN = "github-actions[bot]"  # what GITHUB_TOKEN acts as; it may not call GET /user
 

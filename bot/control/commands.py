@@ -427,25 +427,3 @@ def help_rows(permissions: dict[str, str] | None = None) -> list[dict[str, objec
             "examples": list(spec.examples),
         })
     return rows
-
-
-def render_docs() -> str:
-    """docs/commands.md: the same registry and templates as /help, with the default config."""
-    from bot import i18n
-    from bot.config import RepoConfig
-
-    config = RepoConfig()
-    context = {"rows": help_rows(), "topic": None, "labels": sorted(config.labels.items())}
-    return (
-        "# recipe-bot commands\n\n"
-        "<!-- Generated from bot/commands.py by `python -m bot.commands > docs/commands.md`; "
-        "tests/test_commands.py checks it is current. -->\n\n"
-        "Permissions shown are the defaults; `.github/recipe-bot.yaml` (`permissions:`, `labels:`) "
-        "changes them per repository, and `/help` on a PR shows that repository's values.\n\n"
-        "## English\n\n" + i18n.render("control/help", "en", **context) + "\n\n"
-        "## 简体中文\n\n" + i18n.render("control/help", "zh", **context) + "\n"
-    )
-
-
-if __name__ == "__main__":
-    print(render_docs(), end="")

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from bot.runner import slurm_commands as sc
+from bot.runner.slurm import commands as sc
 
 
 class SlurmUnavailable(RuntimeError):

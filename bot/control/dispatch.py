@@ -9,7 +9,7 @@ import urllib.parse
 from collections.abc import Iterable
 
 from bot.github import Comment, DispatchedRun, GitHubClient, Run
-from bot.trust import Approval
+from bot.control.trust import Approval
 
 # The GPU workflow's `run-name:` renders exactly this, so runs can be matched to a PR and a commit
 # (the REST API does not return a run's inputs). tests/test_workflows.py pins the two together.
@@ -234,7 +234,7 @@ def _main(argv: list[str]) -> int:
     import sys
 
     if len(argv) != 3 or argv[0] != "outputs":
-        print("usage: python -m bot.dispatch outputs PLAN.json JOBS_DIR  (prints GitHub outputs)",
+        print("usage: python -m bot.control.dispatch outputs PLAN.json JOBS_DIR  (prints GitHub outputs)",
               file=sys.stderr)
         return 2
     with open(argv[1], encoding="utf-8") as handle:

@@ -34,8 +34,8 @@ from rich.console import Console
 
 from bot.jobs import Job
 from bot.results import CaseResult, JobResult, SlurmInfo
-from bot.runner import slurm_commands as sc
-from bot.runner.slurm_query import (
+from bot.runner.slurm import commands as sc
+from bot.runner.slurm.query import (
     SlurmUnavailable,
     Snapshot,
     cancel_job,

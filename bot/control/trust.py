@@ -5,8 +5,8 @@ import dataclasses
 import datetime as dt
 import enum
 
-from bot import commands
-from bot.events import Pull
+from bot.control import commands
+from bot.control.events import Pull
 
 
 class Permission(enum.IntEnum):

@@ -1,0 +1,1 @@
+"""The control plane: events in, commands parsed, trust decided, GPU work dispatched."""

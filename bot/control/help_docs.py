@@ -1,0 +1,25 @@
+"""docs/commands.md, written from the command registry and the default repository config."""
+from __future__ import annotations
+
+from bot import i18n
+from bot.config import RepoConfig
+from bot.control import commands
+
+
+def render_docs() -> str:
+    """docs/commands.md: the same registry and templates as /help, with the default config."""
+    config = RepoConfig()
+    context = {"rows": commands.help_rows(), "topic": None, "labels": sorted(config.labels.items())}
+    return (
+        "# recipe-bot commands\n\n"
+        "<!-- Generated from bot/control/commands.py by `python -m bot.control.help_docs > docs/commands.md`; "
+        "tests/test_commands.py checks it is current. -->\n\n"
+        "Permissions shown are the defaults; `.github/recipe-bot.yaml` (`permissions:`, `labels:`) "
+        "changes them per repository, and `/help` on a PR shows that repository's values.\n\n"
+        "## English\n\n" + i18n.render("control/help", "en", **context) + "\n\n"
+        "## 简体中文\n\n" + i18n.render("control/help", "zh", **context) + "\n"
+    )
+
+
+if __name__ == "__main__":
+    print(render_docs(), end="")
