@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from bot.jobs import Job
 from bot.report.collect import Collection, CollectedJob
-from bot.report.compare import Baseline, compare_point
+from bot.report.compare import Baseline, compare_point, runs_of
 from bot.report.model import (
     STATUSES,
     CleanupView,
@@ -64,13 +64,15 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
                 if point.status == "passed":
                     comparison = compare_point(
                         metrics, baseline.lookup(result.recipe_fingerprint, point.point_id),
-                        thresholds, engine_version=result.engine_version, gpus=gpus)
+                        thresholds, engine_version=result.engine_version, gpus=gpus,
+                        head_repeats=tuple(point.repeats))
                 row = PointRow(**{**row.__dict__, "tput_per_gpu": metrics.tput_per_gpu,
                                   "interactivity": metrics.interactivity,
                                   "ttft_p50": metrics.ttft_ms.get("median"),
                                   "ttft_p99": metrics.ttft_ms.get("p99"),
                                   "tpot_p50": metrics.tpot_ms.get("median"),
-                                  "comparison": comparison})
+                                  "comparison": comparison,
+                                  "requests": sum(m.completed for m in runs_of(point))})
             rows.append(row)
     # Planned points with no result (a lost or cancelled job, a runner that stopped early) still
     # show, as lost, cancelled or skipped: never silently dropped, never passed.

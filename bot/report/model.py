@@ -32,6 +32,7 @@ class PointRow:
     ttft_p99: float | None = None
     tpot_p50: float | None = None
     comparison: Comparison | None = None  # None: no baseline for this point
+    requests: int | None = None  # completed requests behind the figures (all repeats)
 
     @property
     def regressed(self) -> bool:
