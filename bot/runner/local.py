@@ -19,12 +19,12 @@ from bot.runner.budget import Budget, JobInterrupted
 from bot.runner.engines import HOST, Launch, build_launch
 from bot.runner.environment import (EnvironmentProblem, check_required, find_sglang_python,
                                     find_vllm)
-from bot.runner.hardware import (describe_host, git_head, gpu_memory_used_mib, sglang_version,
-                                 vllm_version)
+from bot.runner.hardware import describe_host, gpu_memory_used_mib, sglang_version, vllm_version
 from bot.runner.load import (Client, Target, choose_client, reset_prefix_cache, run_point,
                              safe_name)
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
+from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
 from bot.runner.server import InferenceServer, ServerError, terminate_servers
 
 GRACE_ENV = "RECIPE_BOT_SHUTDOWN_GRACE_S"
@@ -230,10 +230,14 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
 
 
 def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
-                  repo: Path | None = None) -> JobResult:
-    """Run every case of the job in order on this host and return the typed result."""
+                  repo: Path | None = None, job_file: str | None = None) -> JobResult:
+    """Run every case of the job in order on this host and return the typed result.
+
+    A checkout at another commit than the job's authorized SHA runs nothing and fails the job."""
     out_dir.mkdir(parents=True, exist_ok=True)
     repo = (repo or Path.cwd()).resolve()
+    checkout = checkout_head(repo)
+    provenance = provenance_of(job, checkout, job_file)
     console = console or Console(stderr=True)
     progress = Progress(console, out_dir / "runner.log")
     budget = Budget(job.timeout_s)
@@ -246,7 +250,9 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     progress.say(f"job [bold]{escape(job.job_id)}[/bold] ({job.kind}, recipe "
                  f"{escape(job.recipe)}): {len(job.cases)} case(s), timeout {job.timeout_s:g} s")
     cases: list[CaseResult] = []
-    stop_why = None
+    stop_why = sha_mismatch(job.sha, checkout)
+    if stop_why is not None:
+        progress.say(f"[red]{escape(stop_why)}[/red]")
     with budget.signals_handled():
         for case in job.cases:
             if stop_why is not None:
@@ -266,21 +272,23 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     else:
         engine_version = sglang_version(ctx.sglang_python)
     failed = [c for c in cases if c.status != "passed"]
+    mismatch = sha_mismatch(job.sha, checkout)
     if budget.cancel_signal is not None:
         status = "cancelled"
     else:
-        status = "failed" if failed else "passed"
-    reason = None
-    if failed:
+        status = "failed" if failed or mismatch else "passed"
+    reason = mismatch
+    if failed and mismatch is None:
         first = next((c for c in failed if c.status == "failed"), failed[0])
         reason = f"case {first.name}: {first.reason}"
     result = JobResult(
         job_id=job.job_id, kind=job.kind, recipe=job.recipe,
         recipe_fingerprint=job.recipe_fingerprint, runner_label=job.runner_label, status=status,
         reason=reason, gpus=job.gpus, repository=job.repository, pr=job.pr,
-        sha=job.sha or git_head(repo), command=job.command, engine=engine,
+        sha=job.sha or checkout, command=job.command, engine=engine,
         engine_version=engine_version, hardware=describe_host(),
         started_at=started_at, finished_at=_now(), duration_s=round(time.monotonic() - t0, 3),
-        server_launches=sum(1 for c in cases if c.cleanup is not None), cases=cases)
+        server_launches=sum(1 for c in cases if c.cleanup is not None), cases=cases,
+        provenance=provenance)
     progress.summary(result)
     return result
