@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from bot import provenance as sources
 from bot.jobs import Case, Job, LoadPoint, ServerSpec
 from bot.runner import provenance
 from bot.runner.local import run_job_local
@@ -84,5 +85,5 @@ def test_a_checkout_at_another_commit_fails_the_job_with_the_reason_and_runs_not
 ], ids=["dummy-random", "dummy-equals-trace", "real-format", "real-trace"])
 def test_model_and_dataset_sources_are_read_from_the_job(args, dataset, weights, data):
     planned = job(None, args=args, dataset=dataset)
-    assert provenance.weights_of(planned) == weights
-    assert provenance.dataset_of(planned) == data
+    assert sources.weights_of(planned) == weights
+    assert sources.dataset_of(planned) == data

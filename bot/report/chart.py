@@ -11,7 +11,9 @@ user at least that fast: the InferenceX frontier reading of the sweep.
   * to the left of an arm's lowest measured interactivity the line holds the best throughput it
     measured (serving users more slowly is possible at that throughput);
   * to the right of its highest measured interactivity the line is 0: no measured
-    configuration of that arm serves users that fast.
+    configuration of that arm serves users that fast. The axis itself ends at the highest
+    measured interactivity of all lines, so the line with that point never drops to an
+    invented 0 at the right end.
 
 The chart has no legend of its own (xychart draws none on GitHub), so the palette is fixed
 through the init directive and the legend is written under the chart with matching coloured
@@ -122,9 +124,11 @@ def mermaid_chart(series: list[Series], grid: int = GRID) -> MermaidChart | None
     if not picked:
         return None
     xs = [x for s in picked for x, _ in s.points]
-    x_min, x_max = math.floor(min(xs) * 10) / 10, math.ceil(max(xs) * 10) / 10
+    # The axis ends at the last measured point (rounded down to the printed 0.1), never past
+    # it: a tick beyond every measurement would plot an invented 0 at the right end.
+    x_min, x_max = math.ceil(min(xs) * 10) / 10, math.floor(max(xs) * 10) / 10
     if x_max - x_min < 0.2:
-        x_min, x_max = max(0.0, x_min - 1), x_max + 1
+        x_min = max(0.0, math.floor(min(xs) * 10) / 10 - 1)
     step = (x_max - x_min) / (grid - 1)
     ticks = [x_min + i * step for i in range(grid)]
     lines, peak = [], 0.0

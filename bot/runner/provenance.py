@@ -7,9 +7,8 @@ import subprocess
 from pathlib import Path
 
 from bot.jobs import Job
+from bot.provenance import dataset_of, weights_of
 from bot.results import Provenance
-
-_DUMMY_FORMATS = {"dummy"}
 
 
 def checkout_head(repo: Path) -> str | None:
@@ -42,32 +41,6 @@ def sha_mismatch(authorized: str | None, checkout: str | None) -> str | None:
         return None
     return (f"the checkout is at {checkout}, but the job was authorized for {authorized}: "
             "refusing to measure a commit nobody approved (check out the job's SHA)")
-
-
-def weights_of(job: Job) -> str:
-    """dummy when any server loads random weights (`--load-format dummy`), else real."""
-    for case in job.cases:
-        for server in case.servers:
-            args = list(server.args)
-            for index, arg in enumerate(args):
-                value = None
-                if arg == "--load-format" and index + 1 < len(args):
-                    value = args[index + 1]
-                elif arg.startswith("--load-format="):
-                    value = arg.split("=", 1)[1]
-                if value in _DUMMY_FORMATS:
-                    return "dummy"
-    return "real"
-
-
-def dataset_of(job: Job) -> str:
-    """synthetic: random prompts; real: a trace or GSM8K; mixed: both; none: neither."""
-    kinds = {"synthetic" if point.dataset == "random" else "real"
-             for case in job.cases for point in case.points}
-    kinds |= {"real" for case in job.cases if case.accuracy is not None}
-    if len(kinds) > 1:
-        return "mixed"
-    return kinds.pop() if kinds else "none"
 
 
 def provenance_of(job: Job, checkout: str | None, job_file: str | None = None) -> Provenance:
