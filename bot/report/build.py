@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from bot.jobs import Job
 from bot.report.collect import Collection, CollectedJob
-from bot.report.compare import Baseline, compare_point, runs_of
+from bot.report.compare import Baseline, compare_point
 from bot.report.model import (
     STATUSES,
     CleanupView,
@@ -75,7 +75,7 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
                                   "ttft_p99": metrics.ttft_ms.get("p99"),
                                   "tpot_p50": metrics.tpot_ms.get("median"),
                                   "comparison": comparison,
-                                  "requests": sum(m.completed for m in runs_of(point))})
+                                  "requests": metrics.completed})
             rows.append(row)
     # Planned points with no result (a lost or cancelled job, a runner that stopped early) still
     # show, as lost, cancelled or skipped: never silently dropped, never passed.

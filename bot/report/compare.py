@@ -159,7 +159,7 @@ class Delta:
     threshold_pct: float | None  # None: shown, never gated
     verdict: DeltaVerdict
     interval: noise.Interval | None = None  # worse-% interval; None: none could be formed
-    head_samples: int | None = None  # requests behind the head figure (all repeats)
+    head_samples: int | None = None  # requests in each head run (the fewest, with repeats)
     base_samples: int | None = None  # requests behind the base figure, fewest of the base runs
 
     @property
@@ -229,7 +229,8 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
     if not samples:
         return None
     head_runs = list(head_repeats) or [metrics]
-    head_n = sum(_requests(m) for m in head_runs)
+    # A percentile is read from one run: it needs the requests in each run, not all together.
+    head_n = min(_requests(m) for m in head_runs)
     base_n = min(_requests(s.metrics) for s in samples)
     deltas = []
     for metric in METRICS.values():

@@ -33,7 +33,7 @@ class PointRow:
     ttft_p99: float | None = None
     tpot_p50: float | None = None
     comparison: Comparison | None = None  # None: no baseline for this point
-    requests: int | None = None  # completed requests behind the figures (all repeats)
+    requests: int | None = None  # completed requests behind the figures (one run)
     reproduce: str | None = None  # the `recipe-bot run` line that measures this point again
 
     @property

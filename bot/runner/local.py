@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from bot.jobs import Case, Job
+from bot.jobs import Case, Job, LoadPoint
 from bot.results import CaseResult, JobResult, PointResult
 from bot.runner import procs
 from bot.runner.accuracy import run_gsm8k
@@ -123,6 +123,35 @@ def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceSe
     return startup_s
 
 
+def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, target: Target,
+             servers: list[InferenceServer], case_dir: Path, env: dict[str, str]) -> PointResult:
+    """The point's runs (`repeats`, each with its own seed, the prefix cache reset between them
+    like between points); with several, the run with the median throughput per GPU speaks for
+    the point and every run's metrics go with it, for the report's run-to-run interval."""
+    runs: list[PointResult] = []
+    for repeat in range(point.repeats):
+        if repeat and case.reset_prefix_cache_between_points:
+            ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
+        if repeat:
+            ctx.budget.tick(f"starting repeat {repeat + 1} of point {point.point_id!r}")
+        result = run_point(point, client=client, target=target, servers=servers,
+                           out_dir=ctx.out_dir, case_dir=case_dir, gpus=_gpus_for(case, ctx.job),
+                           env=env, tick=ctx.budget.tick, repeat=repeat)
+        if result.status != "passed" or result.metrics is None:
+            if point.repeats > 1:
+                result = result.model_copy(update={
+                    "reason": f"repeat {repeat + 1} of {point.repeats}: {result.reason}"})
+            return result
+        runs.append(result)
+    if len(runs) == 1:
+        return runs[0]
+    middle = sorted(runs, key=lambda r: r.metrics.tput_per_gpu)[(len(runs) - 1) // 2]
+    return middle.model_copy(update={
+        "metrics": middle.metrics.model_copy(update={"requests": None}),  # kept in repeats
+        "repeats": [r.metrics for r in runs],
+        "raw_result_files": [r.raw_result_file for r in runs if r.raw_result_file]})
+
+
 def _run_points(case: Case, ctx: RunContext, client: Client | None, target: Target,
                 servers: list[InferenceServer], case_dir: Path, run_tag: str,
                 points: list[PointResult], failures: list[str]) -> None:
@@ -136,10 +165,7 @@ def _run_points(case: Case, ctx: RunContext, client: Client | None, target: Targ
             ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
         ctx.budget.tick(f"starting point {point.point_id!r}")
         try:
-            result = run_point(point, client=client, target=target, servers=servers,
-                               out_dir=ctx.out_dir, case_dir=case_dir,
-                               gpus=_gpus_for(case, ctx.job), env=client_env,
-                               tick=ctx.budget.tick)
+            result = _measure(point, case, ctx, client, target, servers, case_dir, client_env)
         except (ServerError, JobInterrupted) as exc:
             points.append(PointResult(point_id=point.point_id, concurrency=point.concurrency,
                                       isl=point.isl, osl=point.osl, status="failed",
