@@ -75,19 +75,20 @@ def _arrays(samples: RequestSamples) -> _Arrays:
             "out": out, "total": total}
 
 
-def _statistic(metric: str) -> Callable[[_Arrays], float] | None:
-    """The metric recomputed from per-request arrays (throughput: tokens per second of request
-    time, which at a fixed concurrency moves with the measured throughput)."""
+def _statistic(metric: str) -> Callable[[_Arrays], np.ndarray] | None:
+    """The metric recomputed from per-request arrays, one value per row of 2-D arrays
+    (throughput: tokens per second of request time, which at a fixed concurrency moves with the
+    measured throughput)."""
     if metric in ("tput_per_gpu", "output_tput_per_gpu"):
         key = "total" if metric == "tput_per_gpu" else "out"
-        return lambda a: float(a[key].sum() / a["e2el"].sum()) if a["e2el"].sum() > 0 else math.nan
+        return lambda a: a[key].sum(axis=-1) / a["e2el"].sum(axis=-1)
     if metric == "interactivity":
-        return lambda a: 1000.0 / float(np.median(a["tpot"])) if len(a["tpot"]) else math.nan
+        return lambda a: 1000.0 / np.median(a["tpot"], axis=-1)
     quantile = _QUANTILE.get(metric)
     if quantile is None:
         return None
     key = metric.split("_")[0]
-    return lambda a: float(np.percentile(a[key], quantile * 100)) if len(a[key]) else math.nan
+    return lambda a: np.percentile(a[key], quantile * 100, axis=-1)
 
 
 def _usable(runs: Sequence[RequestSamples | None]) -> list[_Arrays] | None:
@@ -99,16 +100,32 @@ def _usable(runs: Sequence[RequestSamples | None]) -> list[_Arrays] | None:
     return arrays
 
 
-def _resample(runs: list[_Arrays], rng: np.random.Generator) -> _Arrays:
-    """One bootstrap replicate: runs with replacement, then requests within each run."""
-    picked = [runs[i] for i in rng.integers(0, len(runs), len(runs))] if len(runs) > 1 else runs
-    parts: dict[str, list[np.ndarray]] = {key: [] for key in runs[0]}
-    for run in picked:
+_CHUNK = 200_000  # resampled values held at once: bounds memory on points of many requests
+
+
+def _replicates(runs: list[_Arrays], statistic: Callable[[_Arrays], np.ndarray],
+                resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """The statistic on `resamples` bootstrap replicates: runs with replacement (when there are
+    several), then requests within each run. One run: whole blocks of replicates at once."""
+    if len(runs) == 1:
+        run = runs[0]
         n = len(run["e2el"])
-        index = rng.integers(0, n, n)
-        for key, values in run.items():
-            parts[key].append(values[index])
-    return {key: np.concatenate(values) for key, values in parts.items()}
+        block = max(1, _CHUNK // max(n, 1))
+        values = []
+        for start in range(0, resamples, block):
+            index = rng.integers(0, n, (min(block, resamples - start), n))
+            values.append(statistic({key: column[index] for key, column in run.items()}))
+        return np.concatenate(values)
+    values = np.empty(resamples)
+    for b in range(resamples):
+        parts: dict[str, list[np.ndarray]] = {key: [] for key in runs[0]}
+        for i in rng.integers(0, len(runs), len(runs)):
+            run = runs[i]
+            index = rng.integers(0, len(run["e2el"]), len(run["e2el"]))
+            for key, column in run.items():
+                parts[key].append(column[index])
+        values[b] = statistic({key: np.concatenate(v) for key, v in parts.items()})
+    return values
 
 
 def _pooled(runs: list[_Arrays]) -> _Arrays:
@@ -129,22 +146,21 @@ def bootstrap(metric: str, higher_is_better: bool, worse_pct: float,
     head, base = _usable(head_runs), _usable(base_runs)
     if statistic is None or head is None or base is None:
         return None
-    centre_base = statistic(_pooled(base))
-    centre_head = statistic(_pooled(head))
-    if not (math.isfinite(centre_base) and math.isfinite(centre_head)) or centre_base == 0:
-        return None
-    centre = _worse(centre_head, centre_base, higher_is_better)
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(resamples):
-        b = statistic(_resample(base, rng))
-        h = statistic(_resample(head, rng))
-        if math.isfinite(b) and math.isfinite(h) and b != 0:
-            draws.append(_worse(h, b, higher_is_better))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centre_base = float(statistic(_pooled(base)))
+        centre_head = float(statistic(_pooled(head)))
+        if not (math.isfinite(centre_base) and math.isfinite(centre_head)) or centre_base == 0:
+            return None
+        centre = _worse(centre_head, centre_base, higher_is_better)
+        rng = np.random.default_rng(seed)
+        b = _replicates(base, statistic, resamples, rng)
+        h = _replicates(head, statistic, resamples, rng)
+        change = (h - b) / np.abs(b) * 100
+    draws = (-change if higher_is_better else change)[np.isfinite(change)]
     if len(draws) < resamples // 2:
         return None
     tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(np.asarray(draws), [tail, 100 - tail])
+    low, high = np.percentile(draws, [tail, 100 - tail])
     # The bootstrap's proxy (e.g. tokens per request-second) gives the width; the measured Δ
     # (e.g. tokens per wall-clock second) is the centre.
     return Interval(worse_pct + float(low) - centre, worse_pct + float(high) - centre,
