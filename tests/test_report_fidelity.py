@@ -161,3 +161,34 @@ def test_the_against_base_counts_add_up_to_the_compared_points(tmp_path):
                         r"(?: · ❔ (\d+) inconclusive)?", text).groups()
     compared = sum(1 for s in report.recipes for r in s.rows if r.comparison is not None)
     assert sum(int(n or 0) for n in numbers) == compared
+
+
+def e2e_report(provenance):
+    job = synthetic.e2e_plan("smoke", ["dp2"], gpus=2)
+    result = synthetic.run_e2e(job, accuracy={"dp2": (0.0, 0.0)})
+    result = result.model_copy(update={"provenance": provenance})
+    collection = Collection((CollectedJob(result=result, source=None, plan=job),), True, HEAD_SHA)
+    return build.build_report(collection, compare.Baseline(), compare.DEFAULT_THRESHOLDS,
+                              Meta(sha=HEAD_SHA))
+
+
+@pytest.mark.parametrize("weights, disclosed", [("dummy", True), ("real", False)],
+                         ids=["dummy-weights", "real-weights"])
+def test_an_accuracy_gate_on_dummy_weights_says_it_proves_nothing(weights, disclosed):
+    text = render.render_comment(e2e_report(Provenance(weights=weights, dataset="real"))).text
+    english, _, chinese = text.partition(i18n.SEPARATOR)
+    assert ("accuracy gate on dummy weights proves nothing" in english) is disclosed
+    assert ("随机权重上的精度门禁不能证明任何事" in chinese) is disclosed
+
+
+def test_a_verified_checkout_is_said_so_next_to_the_figures(tmp_path):
+    job = synthetic.sweep_plan("r")
+    result = synthetic.run_sweep(job).model_copy(update={"provenance": Provenance(
+        authorized_sha=HEAD_SHA, checkout_sha=HEAD_SHA, sha_checked=True, weights="real",
+        dataset="synthetic")})
+    collection = Collection((CollectedJob(result=result, source=None, plan=job),), True, HEAD_SHA)
+    report = build.build_report(collection, compare.Baseline(), compare.DEFAULT_THRESHOLDS,
+                                Meta(sha=HEAD_SHA))
+    text = render.render_comment(report).text
+    assert "checkout verified against the authorized SHA" in text
+    assert "检出的提交已与批准的 SHA 核对" in text

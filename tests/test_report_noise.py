@@ -154,3 +154,17 @@ def test_without_per_request_data_the_interval_comes_from_the_runs(head_values, 
     else:
         assert (interval.low, interval.high) == pytest.approx(expected, abs=0.6)
         assert interval.basis == "runs"
+
+
+def test_the_report_command_on_the_kept_h200_runs_is_a_success(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from bot.report.cli import report_cmd
+    monkeypatch.chdir(tmp_path)  # no repository config: the default thresholds
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    head, base = _copy(UNPACKED, tmp_path / "head"), _copy(PACKED, tmp_path / "base")
+    outcome = CliRunner().invoke(report_cmd, [
+        "--results", str(head), "--jobs", str(SMOKE / "jobs" / "unpacked"), "--baseline", str(base),
+        "--out", str(tmp_path / "out"), "--fail-on-failure"], catch_exceptions=False)
+    assert outcome.exit_code == 0, outcome.output
+    assert "verdict: success" in outcome.output and "regressions 0" in outcome.output
