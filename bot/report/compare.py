@@ -232,7 +232,7 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
     # A percentile is read from one run: it needs the requests in each run, not all together.
     head_n = min(_requests(m) for m in head_runs)
     base_n = min(_requests(s.metrics) for s in samples)
-    deltas = []
+    measured = []  # (metric, head, base values, base, change, worse, threshold, supported)
     for metric in METRICS.values():
         head = metric.value(metrics)
         values = [v for v in (metric.value(s.metrics) for s in samples) if v is not None]
@@ -243,19 +243,23 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
             continue
         change = (head - base) / abs(base) * 100
         worse = -change if metric.higher_is_better else change
-        noise_pct = noise.spread_pct(values)
         threshold = thresholds.get(metric.key)
         ok = noise.supported(metric.key, head_n) and noise.supported(metric.key, base_n)
-        interval = None
-        if threshold is not None and ok:
-            interval = noise.bootstrap(metric.key, metric.higher_is_better, worse,
-                                       [m.requests for m in head_runs],
-                                       [s.metrics.requests for s in samples])
-            if interval is None:
-                head_values = [v for v in (metric.value(m) for m in head_runs) if v is not None]
-                interval = noise.from_runs(worse, head_values, values)
-        deltas.append(Delta(metric.key, head, base, change, worse, noise_pct, threshold,
-                            _judge(worse, interval, threshold, ok), interval, head_n, base_n))
+        measured.append((metric, head, values, base, change, worse, threshold, ok))
+    # One bootstrap for every gated metric of the point: the same replicates serve them all.
+    intervals = noise.bootstrap(
+        [noise.Wanted(m.key, m.higher_is_better, worse)
+         for m, _, _, _, _, worse, threshold, ok in measured if threshold is not None and ok],
+        [m.requests for m in head_runs], [s.metrics.requests for s in samples])
+    deltas = []
+    for metric, head, values, base, change, worse, threshold, ok in measured:
+        interval = intervals.get(metric.key)
+        if interval is None and threshold is not None and ok:
+            head_values = [v for v in (metric.value(m) for m in head_runs) if v is not None]
+            interval = noise.from_runs(worse, head_values, values)
+        deltas.append(Delta(metric.key, head, base, change, worse, noise.spread_pct(values),
+                            threshold, _judge(worse, interval, threshold, ok), interval, head_n,
+                            base_n))
     env = []
     base_engines = sorted({s.engine_version for s in samples if s.engine_version})
     if engine_version and base_engines and base_engines != [engine_version]:
