@@ -168,3 +168,27 @@ def test_the_report_command_on_the_kept_h200_runs_is_a_success(tmp_path, monkeyp
         "--out", str(tmp_path / "out"), "--fail-on-failure"], catch_exceptions=False)
     assert outcome.exit_code == 0, outcome.output
     assert "verdict: success" in outcome.output and "regressions 0" in outcome.output
+
+
+def test_each_repeat_of_a_base_point_is_a_base_run_of_its_own(tmp_path):
+    from bot.report import synthetic
+    job = synthetic.sweep_plan("r", concurrencies=(16,), sha=synthetic.BASE_SHA)
+    result = synthetic.run_sweep(job)
+    point = result.cases[0].points[0]
+    runs = [synthetic.metrics_for(16, scale=s, jitter=0) for s in (1.0, 0.9, 1.1)]
+    result.cases[0].points[0] = point.model_copy(update={"repeats": runs})
+    synthetic.write_results(tmp_path, [result])
+    samples = compare.load_baseline(tmp_path).lookup(job.recipe_fingerprint, point.point_id)
+    assert [s.metrics.tput_per_gpu for s in samples] == [m.tput_per_gpu for m in runs]
+    delta = compare.compare_point(runs[0], samples, THRESHOLDS).delta("tput_per_gpu")
+    assert delta.interval.basis == "runs" and delta.noise_pct == pytest.approx(20, rel=1e-3)
+
+
+def test_head_repeats_without_per_request_data_give_an_interval_from_their_spread():
+    base = (compare.BaseSample(metrics(requests(200, 1)).model_copy(update={"requests": None}),
+                               None, None, ()),)
+    runs = tuple(metrics(requests(200, seed)).model_copy(update={"requests": None})
+                 for seed in (2, 3, 4))
+    comparison = compare.compare_point(runs[1], base, THRESHOLDS, head_repeats=runs)
+    assert comparison.head_runs == 3
+    assert comparison.delta("tput_per_gpu").interval.basis == "runs"
