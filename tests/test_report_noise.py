@@ -192,3 +192,17 @@ def test_head_repeats_without_per_request_data_give_an_interval_from_their_sprea
     comparison = compare.compare_point(runs[1], base, THRESHOLDS, head_repeats=runs)
     assert comparison.head_runs == 3
     assert comparison.delta("tput_per_gpu").interval.basis == "runs"
+
+
+def test_per_request_lists_of_different_lengths_give_no_bootstrap():
+    broken = requests(200, 1).model_copy(update={"tpot_ms": [1.0] * 199})
+    head = metrics(requests(200, 2)).model_copy(update={"requests": broken})
+    delta = compare.compare_point(head, base_of(3, n=200), THRESHOLDS).delta("tput_per_gpu")
+    assert delta.interval is None or delta.interval.basis != "requests"
+
+
+def test_a_run_past_the_request_cap_is_subsampled_and_still_judged(monkeypatch):
+    monkeypatch.setattr(noise, "MAX_REQUESTS", 300)
+    head = metrics(requests(1000, seed=99, slowdown=1 / 0.8))
+    delta = compare.compare_point(head, base_of(1, n=1000), THRESHOLDS).delta("tput_per_gpu")
+    assert delta.interval.basis == "requests" and delta.verdict == "regression"

@@ -102,13 +102,29 @@ def _quantile(values: np.ndarray, q: float) -> np.ndarray:
     return low + (high - low) * (h - lo)
 
 
+# Per run: beyond it an evenly spaced subset (a wider interval, never a false one).
+MAX_REQUESTS = 20_000
+
+
+def _capped(arrays: _Arrays) -> _Arrays:
+    n = len(arrays["e2el"])
+    if n <= MAX_REQUESTS:
+        return arrays
+    keep = np.linspace(0, n - 1, MAX_REQUESTS).astype(np.int64)
+    return {key: values[keep] for key, values in arrays.items()}
+
+
 def _usable(runs: Sequence[RequestSamples | None]) -> list[_Arrays] | None:
-    arrays = [_arrays(r) for r in runs if r is not None and r.count > 0]
-    if not arrays or len(arrays) != len(runs):
+    """Each run's per-request arrays, or None unless every run has them, aligned. A run with
+    more than MAX_REQUESTS requests keeps an evenly spaced subset: the report's time stays
+    bounded whatever a result file holds."""
+    if any(r is None or r.count == 0 for r in runs):
         return None
-    if any(len({len(v) for v in a.values()}) != 1 for a in arrays):
+    if any(len({len(r.ttft_ms), len(r.tpot_ms), len(r.e2el_ms), len(r.input_tokens),
+                len(r.output_tokens)}) != 1 for r in runs):  # type: ignore[union-attr]
         return None  # lists of different lengths: not per-request data we can resample
-    return arrays
+    arrays = [_capped(_arrays(r)) for r in runs]  # type: ignore[arg-type]
+    return arrays or None
 
 
 _CHUNK = 200_000  # resampled values held at once: bounds memory on points of many requests
