@@ -116,3 +116,15 @@ def test_the_baseline_keeps_passed_points_by_fingerprint_and_point_id(tmp_path):
 def test_a_missing_baseline_directory_is_an_empty_baseline(tmp_path):
     assert compare.load_baseline(tmp_path / "none").samples == {}
     assert compare.load_baseline(None).samples == {}
+
+
+@pytest.mark.parametrize("metric, worse_interval, change_interval", [
+    ("tput_per_gpu", (2.0, 8.0), (-8.0, -2.0)),
+    ("ttft_p99", (2.0, 8.0), (2.0, 8.0)),
+    ("ttft_p99", (-1.0, 1.0), (-1.0, 1.0)),
+], ids=["higher-is-better-flips", "lower-is-better-keeps", "zero-change-keeps-direction"])
+def test_the_interval_is_shown_in_the_sign_of_the_change(metric, worse_interval, change_interval):
+    from bot.report import noise
+    delta = compare.Delta(metric, 1.0, 1.0, 0.0, 0.0, None, 5.0, "within-threshold",
+                          noise.Interval(*worse_interval, "requests", 2))
+    assert delta.change_interval == change_interval

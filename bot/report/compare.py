@@ -167,7 +167,7 @@ class Delta:
         """The interval in Δ% (the sign of change_pct), low to high."""
         if self.interval is None:
             return None
-        if self.change_pct == -self.worse_pct:
+        if METRICS[self.metric].higher_is_better:  # worse is the negated change
             return (-self.interval.high, -self.interval.low)
         return (self.interval.low, self.interval.high)
 
