@@ -47,6 +47,7 @@ class LoadPoint(Strict):
     num_warmups: int = Field(default=0, ge=0)
     random_range_ratio: float = 0.0
     extra_args: list[str] = Field(default_factory=list)
+    repeats: int = Field(default=1, ge=1)  # run the point this many times on the same launch
 
 
 class AccuracySpec(Strict):

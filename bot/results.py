@@ -17,6 +17,21 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class RequestSamples(Model):
+    """Per-request figures from the client's detailed file (`vllm bench serve --save-detailed`):
+    what the report bootstraps its intervals from. Successful requests only, all lists aligned."""
+
+    ttft_ms: list[float] = Field(default_factory=list)
+    tpot_ms: list[float] = Field(default_factory=list)  # (e2el - ttft) / (output tokens - 1)
+    e2el_ms: list[float] = Field(default_factory=list)
+    input_tokens: list[int] = Field(default_factory=list)
+    output_tokens: list[int] = Field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.e2el_ms)
+
+
 class PointMetrics(Model):
     """InferenceX's aggregate fields plus the latency distribution, all from the client's raw file."""
 
@@ -34,6 +49,8 @@ class PointMetrics(Model):
     tpot_ms: dict[str, float] = Field(default_factory=dict)
     itl_ms: dict[str, float] = Field(default_factory=dict)
     e2el_ms: dict[str, float] = Field(default_factory=dict)
+    # Present when the client kept per-request data; older results (and SGLang's client) lack it.
+    requests: RequestSamples | None = None
 
 
 class PointResult(Model):
@@ -46,6 +63,10 @@ class PointResult(Model):
     metrics: PointMetrics | None = None
     raw_result_file: str | None = None  # relative to the result directory
     client: str | None = None  # "vllm bench serve" or "sglang.bench_serving"
+    # Every repeat's metrics when the recipe asked for repeats; `metrics` is then the repeat with
+    # the median throughput per GPU (a measured run, never an average of runs).
+    repeats: list[PointMetrics] = Field(default_factory=list)
+    raw_result_files: list[str] = Field(default_factory=list)  # one per repeat
 
 
 class AccuracyResult(Model):
@@ -114,6 +135,18 @@ class SlurmInfo(Model):
     reason: str | None = None
 
 
+class Provenance(Model):
+    """Where the figures come from: what a reader needs to judge and reproduce them."""
+
+    authorized_sha: str | None = None  # the job's SHA, as the control plane authorized it
+    checkout_sha: str | None = None  # what `git rev-parse HEAD` said in the job's own checkout
+    sha_checked: bool = False  # both known and equal (a mismatch fails the job)
+    model: str | None = None  # the model path or id (the first server's)
+    weights: Literal["real", "dummy", "unknown"] = "unknown"
+    dataset: Literal["real", "synthetic", "mixed", "none"] = "none"
+    job_file: str | None = None  # the job file, relative to the result directory
+
+
 class JobResult(Model):
     schema_version: int = RESULT_SCHEMA_VERSION
     job_id: str
@@ -137,3 +170,4 @@ class JobResult(Model):
     server_launches: int = 0
     cases: list[CaseResult] = Field(default_factory=list)
     slurm: SlurmInfo | None = None
+    provenance: Provenance | None = None

@@ -158,7 +158,8 @@ def test_all_evals_puts_a_gate_on_every_arm(catalog):
 def test_gpu_hours_are_gpus_times_estimated_seconds(catalog):
     plan = plan_of(catalog, recipes=("gpu-smoke-vllm", "tiny-cpu"), canary=False)
     hours = {j.recipe: j.estimated_gpu_hours for j in plan.jobs}
-    assert hours["gpu-smoke-vllm"] == pytest.approx(1 * (120 + 3 * 60) / 3600, abs=1e-3)
+    # 1 GPU x (start-up + 3 points x 3 repeats x 60 s)
+    assert hours["gpu-smoke-vllm"] == pytest.approx(1 * (120 + 3 * 3 * 60) / 3600, abs=1e-3)
     assert hours["tiny-cpu"] == 0.0  # a CPU runner spends no GPU-hours
     assert plan.gpu_hours == pytest.approx(sum(hours.values()), abs=1e-3)
 

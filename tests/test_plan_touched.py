@@ -164,7 +164,7 @@ def test_an_unrelated_change_plans_nothing(repo):
 
 def test_the_working_tree_is_the_default_head(repo):
     base = git(repo, "rev-parse", "HEAD")
-    edit(repo, "recipes/gpu-smoke-vllm.yaml", "min_prompts: 32", "min_prompts: 48")
+    edit(repo, "recipes/gpu-smoke-vllm.yaml", "min_prompts: 128", "min_prompts: 160")
     plan = plan_change(repo, base)
     assert touched_names(plan) == ["gpu-smoke-vllm"] and plan.head == "working tree"
 

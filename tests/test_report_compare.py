@@ -48,20 +48,30 @@ THRESHOLDS = {"tput_per_gpu": 5.0, "ttft_p99": 10.0}
 
 
 @pytest.mark.parametrize("head_scale, base_scales, metric, verdict", [
-    (0.90, [1.0], "tput_per_gpu", "regression"),
+    (0.90, [1.0, 1.0, 1.0], "tput_per_gpu", "regression"),
+    (0.90, [1.0], "tput_per_gpu", "inconclusive"),  # one run a side, no per-request data
     (0.97, [1.0], "tput_per_gpu", "within-threshold"),
-    (1.10, [1.0], "tput_per_gpu", "improvement"),
+    (1.10, [1.0, 1.0], "tput_per_gpu", "improvement"),
     (0.85, [1.0, 0.86, 0.93], "tput_per_gpu", "within-noise"),
     (0.85, [1.0, 1.0, 1.0], "tput_per_gpu", "regression"),
-    (0.85, [1.0], "ttft_p99", "regression"),       # slower TTFT is worse: higher is worse
-    (1.20, [1.0], "ttft_p99", "improvement"),
+    (0.85, [1.0, 1.0], "ttft_p99", "regression"),  # slower TTFT is worse: higher is worse
+    (1.20, [1.0, 1.0], "ttft_p99", "improvement"),
     (0.85, [1.0], "tpot_p50", "ungated"),          # shown, never gated without a threshold
-], ids=["tput-drop", "tput-small-drop", "tput-gain", "within-noise", "noise-zero",
-        "ttft-slower", "ttft-faster", "ungated"])
+], ids=["tput-drop", "one-run-no-interval", "tput-small-drop", "tput-gain", "within-noise",
+        "noise-zero", "ttft-slower", "ttft-faster", "ungated"])
 def test_each_metric_is_judged_in_its_own_direction(head_scale, base_scales, metric, verdict):
     comparison = compare.compare_point(head(head_scale), tuple(sample(s) for s in base_scales),
                                        THRESHOLDS)
     assert comparison.delta(metric).verdict == verdict
+
+
+def test_p99_from_too_few_requests_is_never_judged():
+    """Concurrency 4 in the synthetic curve is 40 requests: p99 needs 100."""
+    comparison = compare.compare_point(head(0.5, concurrency=4),
+                                       (sample(1.0, concurrency=4), sample(1.0, concurrency=4)),
+                                       THRESHOLDS)
+    assert comparison.delta("ttft_p99").verdict == "unsupported"
+    assert comparison.delta("tput_per_gpu").verdict == "regression"
 
 
 def test_the_base_is_the_median_and_the_noise_the_spread_of_the_base_runs():
@@ -106,3 +116,15 @@ def test_the_baseline_keeps_passed_points_by_fingerprint_and_point_id(tmp_path):
 def test_a_missing_baseline_directory_is_an_empty_baseline(tmp_path):
     assert compare.load_baseline(tmp_path / "none").samples == {}
     assert compare.load_baseline(None).samples == {}
+
+
+@pytest.mark.parametrize("metric, worse_interval, change_interval", [
+    ("tput_per_gpu", (2.0, 8.0), (-8.0, -2.0)),
+    ("ttft_p99", (2.0, 8.0), (2.0, 8.0)),
+    ("ttft_p99", (-1.0, 1.0), (-1.0, 1.0)),
+], ids=["higher-is-better-flips", "lower-is-better-keeps", "zero-change-keeps-direction"])
+def test_the_interval_is_shown_in_the_sign_of_the_change(metric, worse_interval, change_interval):
+    from bot.report import noise
+    delta = compare.Delta(metric, 1.0, 1.0, 0.0, 0.0, None, 5.0, "within-threshold",
+                          noise.Interval(*worse_interval, "requests", 2))
+    assert delta.change_interval == change_interval

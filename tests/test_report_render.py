@@ -57,7 +57,7 @@ def test_golden_files_hold_english_first_then_chinese(name):
 @pytest.mark.parametrize("name, expected", [
     ("passing-sweep", ["## ✅ success", "no baseline", "🆕 2 without baseline"]),
     ("regression", ["## ❌ failure", "regressed beyond the threshold", "❌ regressed",
-                    "〰️ noise ±", "base from 3 runs"]),
+                    "〰️ noise", "base from 3 runs", "from 3 base runs only"]),
     ("e2e-sigkill", ["❌ SIGKILL escalation", "needed SIGKILL", "Last 6 lines of the server log"]),
     ("lost-runner", ["👻 lost", "2 jobs lost", "No result and no log came back"]),
     ("points-500", ["<details><summary>All 50 points", "Needs attention:",

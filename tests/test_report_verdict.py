@@ -59,8 +59,9 @@ CASES = [
     # A runner that says "passed" while its own proof shows leftovers does not pass the gate.
     ("cleanup-proof-failed", [SUITE], lambda: [dirty(passed_suite())], [],
      "failure", ["failed_jobs", "cleanup"]),
-    ("regression", [SWEEP], lambda: [synthetic.run_sweep(SWEEP, scale=0.8)],
-     [synthetic.run_sweep(SWEEP, sha=synthetic.BASE_SHA)], "failure", ["regressions"]),
+    ("regression", [SWEEP], lambda: [synthetic.run_sweep(SWEEP, scale=0.8, per_request=True)],
+     [synthetic.run_sweep(SWEEP, sha=synthetic.BASE_SHA, per_request=True)], "failure",
+     ["regressions"]),
     ("stale-result", [SWEEP], lambda: [synthetic.run_sweep(SWEEP, sha="1" * 40)], [],
      "failure", ["stale_results"]),
     ("everything-cancelled", [SWEEP, SUITE],
@@ -110,8 +111,8 @@ def test_a_lost_job_keeps_its_planned_points_and_cases_visible(tmp_path):
 
 
 def test_a_regressed_point_is_a_failure_key_for_the_sticky_comment(tmp_path):
-    report = report_for(tmp_path, [SWEEP], [synthetic.run_sweep(SWEEP, scale=0.8)],
-                        [synthetic.run_sweep(SWEEP, sha=synthetic.BASE_SHA)])
+    report = report_for(tmp_path, [SWEEP], [synthetic.run_sweep(SWEEP, scale=0.8, per_request=True)],
+                        [synthetic.run_sweep(SWEEP, sha=synthetic.BASE_SHA, per_request=True)])
     assert report.failure_keys == ["sweep/tp1-c1/regressed", "sweep/tp1-c2/regressed"]
 
 

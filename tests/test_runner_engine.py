@@ -57,8 +57,10 @@ def _assert_clean(result: dict, marker: str) -> None:
 
 def test_packed_sweep_runs_three_points_on_one_launch(tmp_path: Path,
                                                       engine_env: dict[str, str]) -> None:
+    # c2 runs twice: both runs' metrics come back, each with its per-request data.
     points = [LoadPoint(point_id=f"isl64-osl32-c{c}", concurrency=c, isl=64, osl=32,
-                        num_prompts=8, num_warmups=1) for c in (1, 2, 4)]
+                        num_prompts=8, num_warmups=1, repeats=2 if c == 2 else 1)
+              for c in (1, 2, 4)]
     job = Job(job_id="tiny-cpu-sweep", kind="sweep", recipe="tiny-cpu", recipe_fingerprint="fp",
               runner_label="cpu", cases=[Case(name="tiny-cpu", servers=[tiny_server()],
                                               points=points)], timeout_s=900)
@@ -85,6 +87,17 @@ def test_packed_sweep_runs_three_points_on_one_launch(tmp_path: Path,
         assert metrics["interactivity"] == pytest.approx(1000 / raw["median_tpot_ms"])
         for name in ("ttft", "tpot", "itl", "e2el"):
             assert set(metrics[f"{name}_ms"]) == {"mean", "median", "p90", "p99"}
+        # --save-detailed: per-request figures that agree with the client's own summary
+        runs = point["repeats"] or [metrics]
+        assert len(runs) == (2 if point["concurrency"] == 2 else 1)
+        assert len(point["raw_result_files"]) == len(point["repeats"])
+        for run_metrics in runs:
+            requests = run_metrics["requests"]
+            assert len(requests["ttft_ms"]) == len(requests["e2el_ms"]) == 8
+            assert min(requests["e2el_ms"]) > 0 and set(requests["output_tokens"]) == {32}
+        if not point["repeats"]:
+            ttfts = sorted(metrics["requests"]["ttft_ms"])
+            assert (ttfts[3] + ttfts[4]) / 2 == pytest.approx(raw["median_ttft_ms"], rel=1e-3)
     assert "Starting vLLM" in (out / case["server_logs"][0]).read_text()
     _assert_clean(result, run.marker)
 

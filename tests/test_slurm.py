@@ -11,12 +11,15 @@ last because taking the node down ends every job on it.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -27,6 +30,7 @@ from bot.jobs import Case, Job, LoadPoint, ServerSpec, SlurmSpec
 from bot.results import JobResult
 from bot.runner.slurm import backend as slurm, query as slurm_query
 from bot.runner.slurm import commands as sc
+from bot.runner.provenance import checkout_head
 
 pytestmark = pytest.mark.slurm
 
@@ -37,6 +41,18 @@ SHA_B = "b2c3d4e5f60718293a4b5c6d7e8f901234567890"
 REPOSITORY = "octo/bench"
 POLL_S = 0.2
 REQUIRED = os.environ.get("RECIPE_BOT_CI") == "1" or os.environ.get("RECIPE_BOT_REQUIRE_SLURM") == "1"
+
+
+@functools.cache
+def standin_repo() -> Path:
+    """The stand-in's launch script in a folder that is not a git checkout: the fault jobs carry
+    made-up SHAs (SHA_A, SHA_B), which the runner would refuse to run from this repository's
+    checkout at another commit (bot/runner/provenance.py)."""
+    root = Path(tempfile.mkdtemp(prefix="recipe-bot-standin-"))
+    (root / "tests" / "fake_servers").mkdir(parents=True)
+    for name in ("slurm_standin.sh", "slurm_standin.py"):
+        shutil.copy2(REPO / "tests" / "fake_servers" / name, root / "tests" / "fake_servers" / name)
+    return root
 
 
 def _slurm_out(*argv: str) -> str:
@@ -114,7 +130,8 @@ class Submitted:
 
     def _run(self, job: Job, job_file: Path, out: Path, **kwargs) -> None:
         try:
-            self.result = slurm.run_job_slurm(job, job_file, out, None, repo=REPO, poll_s=POLL_S, **kwargs)
+            self.result = slurm.run_job_slurm(job, job_file, out, None, repo=standin_repo(), poll_s=POLL_S,
+                                              **kwargs)
         except BaseException as exc:  # re-raised in the test's thread by join()
             self.error = exc
         self.seconds = time.monotonic() - self.started
@@ -355,7 +372,8 @@ def test_stopping_the_runner_cancels_its_slurm_job(cluster, tmp_path, cancel_aft
     job, job_file, out = standin_job(tmp_path, "runner-stopped", pr=9601)
     entry = Path(sys.executable).parent / "recipe-bot"
     runner = subprocess.Popen([str(entry), "run", "--job", str(job_file), "--out", str(out),
-                               "--backend", "slurm"], cwd=REPO, stdout=subprocess.PIPE,
+                               "--backend", "slurm", "--repo", str(standin_repo())], cwd=REPO,
+                              stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True,
                               env={**os.environ, slurm.POLL_ENV: str(POLL_S)})
     slurm_id = slurm_id_of(job, "RUNNING")
@@ -378,7 +396,8 @@ def _tiny_cpu_job() -> Job:
     points = [LoadPoint(point_id=f"c{conc}", concurrency=conc, isl=64, osl=16, num_prompts=2 * conc)
               for conc in (1, 2, 4)]
     return Job(job_id="tiny-cpu-sweep-slurm", kind="sweep", recipe="tiny-cpu",
-               recipe_fingerprint="tiny-cpu", runner_label="slurm-ci", pr=9701, sha=SHA_A,
+               recipe_fingerprint="tiny-cpu", runner_label="slurm-ci", pr=9701,
+               sha=checkout_head(REPO) or SHA_A,  # runs from this checkout: its own HEAD
                repository=REPOSITORY, timeout_s=900, slurm=SlurmSpec(time_limit="20"),
                cases=[Case(name="tiny-cpu", servers=[server], points=points)])
 

@@ -78,7 +78,7 @@ class _SweepBuilder:
         self.runner = runner
         self.filters = filters
         est = self.recipe.estimate
-        self.point_s = self.recipe.workload.duration_s or est.point_s
+        self.point_s = (self.recipe.workload.duration_s or est.point_s) * self.recipe.workload.repeats
 
     # Plain dicts, validated once per job by Job.model_validate: pydantic-core builds the nested
     # models far faster than one constructor call per point (bench/bench_planner.py).
@@ -99,7 +99,7 @@ class _SweepBuilder:
         return {
             "point_id": f"{arm.label}-c{conc}", "concurrency": conc, "dataset": w.dataset, "isl": w.isl,
             "osl": w.osl, "trace": w.trace, "num_prompts": w.prompts(conc), "num_warmups": w.warmups(conc),
-            "random_range_ratio": w.random_range_ratio, "extra_args": w.client_args,
+            "random_range_ratio": w.random_range_ratio, "extra_args": w.client_args, "repeats": w.repeats,
         }
 
     def job(self, ident: str, arm: Arm, points: list[dict], accuracy: AccuracySpec | None,

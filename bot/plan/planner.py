@@ -32,7 +32,8 @@ def _kind_ok(catalog: Catalog, name: str, filters: PlanFilters) -> bool:
 def _costs(catalog: Catalog, job: Job) -> tuple[float, float]:
     """GPU-hours of one launch's start-up and of one of its points, from the recipe's estimate."""
     recipe = catalog.entries[job.recipe].recipe
-    point_s = (recipe.workload.duration_s or recipe.estimate.point_s) if isinstance(recipe, SweepRecipe) else 0.0
+    point_s = ((recipe.workload.duration_s or recipe.estimate.point_s) * recipe.workload.repeats
+               if isinstance(recipe, SweepRecipe) else 0.0)
     return job.gpus * recipe.estimate.startup_s / 3600.0, job.gpus * point_s / 3600.0
 
 

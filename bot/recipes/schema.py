@@ -120,7 +120,10 @@ class Workload(Strict):
     trace: str | None = None
     num_prompts: int | None = Field(default=None, ge=1)
     prompts_per_concurrency: int | None = Field(default=None, ge=1)
-    min_prompts: int = Field(default=1, ge=1)
+    min_prompts: int = Field(default=1, ge=1)  # the fewest requests a point sends (p99: 100)
+    # Runs of each point on the same launch (a fresh seed each): the report's interval then sees
+    # run-to-run spread, not only the spread between requests of one run.
+    repeats: int = Field(default=1, ge=1, le=10)
     num_warmups: int = Field(default=0, ge=0)
     warmups_per_concurrency: int | None = Field(default=None, ge=0)
     duration_s: float | None = Field(default=None, gt=0)  # trace replay: wall time of one point
@@ -138,7 +141,7 @@ class Workload(Strict):
 
     def prompts(self, concurrency: int) -> int:
         if self.num_prompts is not None:
-            return self.num_prompts
+            return max(self.min_prompts, self.num_prompts)
         return max(self.min_prompts, self.prompts_per_concurrency * concurrency)
 
     def warmups(self, concurrency: int) -> int:

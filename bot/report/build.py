@@ -20,6 +20,7 @@ from bot.report.model import (
     Report,
     Verdict,
 )
+from bot.report.sources import reproduce, source_of
 from bot.results import CaseResult, CleanupProof, JobResult
 
 # A case of an unpacked sweep carries its concurrency in its name; the arm is the rest.
@@ -47,10 +48,11 @@ def _planned_cases(job: CollectedJob) -> list[tuple[str, list[tuple[str, int]]]]
 
 
 def _point_rows(job: CollectedJob, baseline: Baseline,
-                thresholds: Mapping[str, float]) -> list[PointRow]:
+                thresholds: Mapping[str, float], head_sha: str | None = None) -> list[PointRow]:
     result = job.result
     base = {"job_id": result.job_id, "recipe": result.recipe,
             "fingerprint": result.recipe_fingerprint}
+    command = reproduce(job, head_sha)
     gpus = tuple(result.hardware.gpus) if result.hardware else ()
     rows: list[PointRow] = []
     for case in result.cases:
@@ -58,19 +60,22 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
             metrics = point.metrics
             row = PointRow(**base, arm=arm_name(case.name), case=case.name,
                            point_id=point.point_id, concurrency=point.concurrency,
-                           status=point.status, reason=point.reason, isl=point.isl, osl=point.osl)
+                           status=point.status, reason=point.reason, isl=point.isl, osl=point.osl,
+                           reproduce=command)
             if metrics is not None:
                 comparison = None
                 if point.status == "passed":
                     comparison = compare_point(
                         metrics, baseline.lookup(result.recipe_fingerprint, point.point_id),
-                        thresholds, engine_version=result.engine_version, gpus=gpus)
+                        thresholds, engine_version=result.engine_version, gpus=gpus,
+                        head_repeats=tuple(point.repeats))
                 row = PointRow(**{**row.__dict__, "tput_per_gpu": metrics.tput_per_gpu,
                                   "interactivity": metrics.interactivity,
                                   "ttft_p50": metrics.ttft_ms.get("median"),
                                   "ttft_p99": metrics.ttft_ms.get("p99"),
                                   "tpot_p50": metrics.tpot_ms.get("median"),
-                                  "comparison": comparison})
+                                  "comparison": comparison,
+                                  "requests": metrics.completed})
             rows.append(row)
     # Planned points with no result (a lost or cancelled job, a runner that stopped early) still
     # show, as lost, cancelled or skipped: never silently dropped, never passed.
@@ -81,7 +86,7 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
         missing_status = "cancelled" if result.status == "cancelled" else "skipped"
     for case_name, points in _planned_cases(job):
         rows += [PointRow(**base, arm=arm_name(case_name), case=case_name, point_id=point_id,
-                          concurrency=conc, status=missing_status,
+                          concurrency=conc, status=missing_status, reproduce=command,
                           reason=result.reason if not result.cases else "no result for this point")
                  for point_id, conc in points if point_id not in seen]
     return rows
@@ -183,14 +188,16 @@ def verdict(jobs: list[CollectedJob], counts: Counts, rows: list[PointRow] = ())
     return Verdict("success", (Reason("all_passed", counts.jobs["passed"]),))
 
 
-def _sections(rows: list[PointRow], jobs: list[CollectedJob]) -> list[RecipeSection]:
+def _sections(rows: list[PointRow], jobs: list[CollectedJob],
+              head_sha: str | None = None) -> list[RecipeSection]:
     by_fingerprint: dict[tuple[str, str], list[PointRow]] = {}
     for row in rows:
         by_fingerprint.setdefault((row.recipe, row.fingerprint), []).append(row)
     sections = []
     for (recipe, fingerprint), recipe_rows in by_fingerprint.items():
-        results = [j.result for j in jobs if j.result.recipe_fingerprint == fingerprint
-                   and j.result.recipe == recipe]
+        mine = [j for j in jobs if j.result.recipe_fingerprint == fingerprint
+                and j.result.recipe == recipe]
+        results = [j.result for j in mine]
         engines = sorted({f"{r.engine} {r.engine_version or ''}".strip()
                           for r in results if r.engine})
         env = sorted({change for row in recipe_rows if row.comparison
@@ -199,20 +206,23 @@ def _sections(rows: list[PointRow], jobs: list[CollectedJob]) -> list[RecipeSect
         sections.append(RecipeSection(
             recipe, fingerprint, tuple(sorted({r.runner_label for r in results})),
             tuple(engines), max((r.gpus for r in results), default=0), tuple(recipe_rows),
-            tuple(env)))
+            tuple(env), source_of(mine),
+            tuple(dict.fromkeys((r.job_id, r.runner_label, reproduce(j, head_sha))
+                                for j, r in zip(mine, results)))))
     return sections
 
 
 def build_report(collection: Collection, baseline: Baseline, thresholds: Mapping[str, float],
                  meta: Meta) -> Report:
     jobs = list(collection.jobs)
-    rows = [row for job in jobs for row in _point_rows(job, baseline, thresholds)]
+    rows = [row for job in jobs for row in _point_rows(job, baseline, thresholds, meta.sha)]
     counts = _counts(jobs, rows)
     meta = Meta(**{**meta.__dict__, "base_shas": meta.base_shas or baseline.shas,
                    "thresholds": dict(thresholds),
-                   "unreadable_baseline": baseline.unreadable})
+                   "unreadable_baseline": baseline.unreadable,
+                   "e2e_source": source_of(j for j in jobs if j.result.kind == "e2e")})
     return Report(
         meta=meta, verdict=verdict(jobs, counts, rows), counts=counts,
-        recipes=tuple(_sections(rows, jobs)),
+        recipes=tuple(_sections(rows, jobs, meta.sha)),
         e2e=tuple(row for job in jobs for row in _e2e_rows(job)),
         failures=tuple(f for job in jobs for f in _failures(job)))

@@ -10,8 +10,9 @@ user at least that fast: the InferenceX frontier reading of the sweep.
   * between measured points the value is linearly interpolated;
   * to the left of an arm's lowest measured interactivity the line holds the best throughput it
     measured (serving users more slowly is possible at that throughput);
-  * to the right of its highest measured interactivity the line is 0: no measured
-    configuration of that arm serves users that fast.
+  * the axis ends at the lowest of the lines' highest measured interactivities, so no line
+    runs past its last measured point into an invented 0; points further right are counted
+    under the chart and are in the tables and chart.png.
 
 The chart has no legend of its own (xychart draws none on GitHub), so the palette is fixed
 through the init directive and the legend is written under the chart with matching coloured
@@ -60,6 +61,7 @@ class MermaidChart:
     y_max: str
     lines: tuple[MermaidLine, ...]
     omitted: int  # series only in chart.png
+    beyond: int = 0  # measured points right of the axis end (in the tables and chart.png)
 
 
 def series_from(report: Report) -> list[Series]:
@@ -122,9 +124,14 @@ def mermaid_chart(series: list[Series], grid: int = GRID) -> MermaidChart | None
     if not picked:
         return None
     xs = [x for s in picked for x, _ in s.points]
-    x_min, x_max = math.floor(min(xs) * 10) / 10, math.ceil(max(xs) * 10) / 10
+    # The axis ends where the first line's measurements end (rounded down to the printed 0.1),
+    # never past it: a tick beyond a line's last measured point would plot an invented 0 there.
+    # Points further right are in the tables and chart.png.
+    last = min(max(x for x, _ in s.points) for s in picked)
+    x_min, x_max = math.ceil(min(xs) * 10) / 10, math.floor(last * 10) / 10
     if x_max - x_min < 0.2:
-        x_min, x_max = max(0.0, x_min - 1), x_max + 1
+        x_min = max(0.0, math.floor(min(xs) * 10) / 10 - 1)
+    cut = sum(1 for s in picked for x, _ in s.points if x > last)
     step = (x_max - x_min) / (grid - 1)
     ticks = [x_min + i * step for i in range(grid)]
     lines, peak = [], 0.0
@@ -137,7 +144,7 @@ def mermaid_chart(series: list[Series], grid: int = GRID) -> MermaidChart | None
     init = "%%{init: " + json.dumps({"themeVariables": {"xyChart": {
         "plotColorPalette": palette}}}) + "}%%"
     return MermaidChart(init, f"{x_min:.1f}", f"{x_max:.1f}", f"{_nice_ceiling(peak * 1.05):.1f}",
-                        tuple(lines), len(series) - len(picked))
+                        tuple(lines), len(series) - len(picked), cut)
 
 
 PNG_MAX_ARMS = 40  # past this a chart is a tangle; the title says how many are left out

@@ -1,11 +1,12 @@
 """Compare each point with the base branch's results for the same recipe fingerprint and point id.
 
 The baseline directory holds result.json files downloaded from the base branch's latest
-successful GPU runs (one run or several). The base value of a metric is the median over those
-runs, and the spread between them (max - min, relative to the median) is the noise. A point
-regresses on a metric when it is worse than the base by more than the repository's threshold
-AND by more than that noise: a difference the base branch shows between its own repeated runs
-is not blamed on the PR.
+successful GPU runs (one run or several, each possibly with repeats). The base value of a metric
+is the median over those runs. A point regresses on a metric only when an interval around its Δ
+(bootstrap over per-request data and runs, else the spread of repeated runs: bot/report/noise.py)
+lies wholly beyond the repository's threshold; a percentile is judged only when both sides have
+enough requests for it. One run a side without per-request data gives no interval, hence no
+claim: the row says so ("inconclusive"), and never fails the check on its own.
 """
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from typing import Literal
 
 import pydantic
 
+from bot.report import noise
 from bot.report.collect import RESULT_FILE, InputError
-from bot.results import JobResult, PointMetrics
+from bot.results import JobResult, PointMetrics, PointResult
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,10 @@ METRICS: dict[str, Metric] = {metric.key: metric for metric in (
 # Percent worse than the base that fails the check (issue 5 defaults).
 DEFAULT_THRESHOLDS: dict[str, float] = {"tput_per_gpu": 5.0, "ttft_p99": 10.0}
 
+# inconclusive: worse than the threshold, but no interval (one run a side, no per-request data).
+# unsupported: a percentile from fewer requests than it needs (p99: 100); shown, never judged.
 DeltaVerdict = Literal["regression", "improvement", "within-threshold", "within-noise",
-                       "ungated"]
+                       "ungated", "inconclusive", "unsupported"]
 
 
 def _percent(value: object, key: str) -> float:
@@ -92,6 +96,13 @@ def thresholds_from(config: object | None) -> dict[str, float]:
     return thresholds
 
 
+def runs_of(point: PointResult) -> list[PointMetrics]:
+    """The measured runs behind a point: its repeats, or its one result."""
+    if point.repeats:
+        return list(point.repeats)
+    return [point.metrics] if point.metrics is not None else []
+
+
 @dataclass(frozen=True)
 class BaseSample:
     metrics: PointMetrics
@@ -129,8 +140,10 @@ def load_baseline(directory: pathlib.Path | None) -> Baseline:
         for case in result.cases:
             for point in case.points:
                 if point.status == "passed" and point.metrics is not None:
-                    samples.setdefault((result.recipe_fingerprint, point.point_id), []).append(
-                        BaseSample(point.metrics, result.sha, result.engine_version, gpus))
+                    # Each repeat is a run of its own: its spread is the base's noise.
+                    samples.setdefault((result.recipe_fingerprint, point.point_id), []).extend(
+                        BaseSample(metrics, result.sha, result.engine_version, gpus)
+                        for metrics in runs_of(point))
     return Baseline({key: tuple(value) for key, value in samples.items()}, tuple(shas),
                     tuple(unreadable))
 
@@ -145,6 +158,18 @@ class Delta:
     noise_pct: float | None  # spread between repeated base runs; None with one run
     threshold_pct: float | None  # None: shown, never gated
     verdict: DeltaVerdict
+    interval: noise.Interval | None = None  # worse-% interval; None: none could be formed
+    head_samples: int | None = None  # requests in each head run (the fewest, with repeats)
+    base_samples: int | None = None  # requests behind the base figure, fewest of the base runs
+
+    @property
+    def change_interval(self) -> tuple[float, float] | None:
+        """The interval in Δ% (the sign of change_pct), low to high."""
+        if self.interval is None:
+            return None
+        if METRICS[self.metric].higher_is_better:  # worse is the negated change
+            return (-self.interval.high, -self.interval.low)
+        return (self.interval.low, self.interval.high)
 
 
 @dataclass(frozen=True)
@@ -152,6 +177,17 @@ class Comparison:
     base_runs: int
     deltas: tuple[Delta, ...]
     env_changes: tuple[str, ...] = ()  # what differs between the base runs and this one
+    head_runs: int = 1
+
+    @property
+    def basis(self) -> noise.Basis:
+        """How the gated deltas' intervals were formed: the weakest basis among them."""
+        bases = {d.interval.basis if d.interval else "none" for d in self.deltas
+                 if d.threshold_pct is not None and d.verdict != "unsupported"}
+        for weakest in ("none", "runs", "requests"):
+            if weakest in bases:
+                return weakest  # type: ignore[return-value]
+        return "none"
 
     def delta(self, metric: str) -> Delta | None:
         return next((d for d in self.deltas if d.metric == metric), None)
@@ -165,23 +201,38 @@ class Comparison:
         return [d for d in self.deltas if d.verdict == "improvement"]
 
 
-def _judge(worse: float, noise: float | None, threshold: float | None) -> DeltaVerdict:
+def _judge(worse: float, interval: noise.Interval | None, threshold: float | None,
+           supported: bool) -> DeltaVerdict:
     if threshold is None:
         return "ungated"
-    if worse > threshold:
-        return "within-noise" if noise is not None and worse <= noise else "regression"
-    if -worse > threshold:
+    if not supported:
+        return "unsupported"
+    if interval is not None and interval.low > threshold:
+        return "regression"
+    if interval is not None and interval.high < -threshold:
         return "improvement"
-    return "within-threshold"
+    if abs(worse) <= threshold:
+        return "within-threshold"
+    return "within-noise" if interval is not None else "inconclusive"
+
+
+def _requests(metrics: PointMetrics) -> int:
+    return metrics.requests.count if metrics.requests is not None else metrics.completed
 
 
 def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
                   thresholds: Mapping[str, float], *, engine_version: str | None = None,
-                  gpus: tuple[str, ...] = ()) -> Comparison | None:
-    """Δ% of every metric against the median of the base samples; None without a baseline."""
+                  gpus: tuple[str, ...] = (),
+                  head_repeats: tuple[PointMetrics, ...] = ()) -> Comparison | None:
+    """Δ% of every metric against the median of the base runs, each with its interval and
+    verdict; None without a baseline. `head_repeats`: every head run when the point repeated."""
     if not samples:
         return None
-    deltas = []
+    head_runs = list(head_repeats) or [metrics]
+    # A percentile is read from one run: it needs the requests in each run, not all together.
+    head_n = min(_requests(m) for m in head_runs)
+    base_n = min(_requests(s.metrics) for s in samples)
+    measured = []  # (metric, head, base values, base, change, worse, threshold, supported)
     for metric in METRICS.values():
         head = metric.value(metrics)
         values = [v for v in (metric.value(s.metrics) for s in samples) if v is not None]
@@ -192,10 +243,23 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
             continue
         change = (head - base) / abs(base) * 100
         worse = -change if metric.higher_is_better else change
-        noise = (max(values) - min(values)) / abs(base) * 100 if len(values) > 1 else None
         threshold = thresholds.get(metric.key)
-        deltas.append(Delta(metric.key, head, base, change, worse, noise, threshold,
-                            _judge(worse, noise, threshold)))
+        ok = noise.supported(metric.key, head_n) and noise.supported(metric.key, base_n)
+        measured.append((metric, head, values, base, change, worse, threshold, ok))
+    # One bootstrap for every gated metric of the point: the same replicates serve them all.
+    intervals = noise.bootstrap(
+        [noise.Wanted(m.key, m.higher_is_better, worse)
+         for m, _, _, _, _, worse, threshold, ok in measured if threshold is not None and ok],
+        [m.requests for m in head_runs], [s.metrics.requests for s in samples])
+    deltas = []
+    for metric, head, values, base, change, worse, threshold, ok in measured:
+        interval = intervals.get(metric.key)
+        if interval is None and threshold is not None and ok:
+            head_values = [v for v in (metric.value(m) for m in head_runs) if v is not None]
+            interval = noise.from_runs(worse, head_values, values)
+        deltas.append(Delta(metric.key, head, base, change, worse, noise.spread_pct(values),
+                            threshold, _judge(worse, interval, threshold, ok), interval, head_n,
+                            base_n))
     env = []
     base_engines = sorted({s.engine_version for s in samples if s.engine_version})
     if engine_version and base_engines and base_engines != [engine_version]:
@@ -204,4 +268,4 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
     head_gpus = ", ".join(sorted(set(gpus)))
     if head_gpus and base_gpus and base_gpus != [head_gpus]:
         env.append(f"GPUs {' / '.join(base_gpus)} → {head_gpus}")
-    return Comparison(len(samples), tuple(deltas), tuple(env))
+    return Comparison(len(samples), tuple(deltas), tuple(env), len(head_runs))

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bot.report.compare import Comparison
+from bot.report.sources import Source
 from bot.results import AccuracyResult
 
 Conclusion = Literal["success", "failure", "neutral"]
@@ -32,6 +33,8 @@ class PointRow:
     ttft_p99: float | None = None
     tpot_p50: float | None = None
     comparison: Comparison | None = None  # None: no baseline for this point
+    requests: int | None = None  # completed requests behind the figures (one run)
+    reproduce: str | None = None  # the `recipe-bot run` line that measures this point again
 
     @property
     def regressed(self) -> bool:
@@ -51,6 +54,8 @@ class RecipeSection:
     gpus: int
     rows: tuple[PointRow, ...]
     env_changes: tuple[str, ...] = ()
+    source: Source | None = None  # hosts, model and data sources of the figures
+    reproduce: tuple[tuple[str, str, str], ...] = ()  # (job id, runner label, command)
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,7 @@ class Meta:
     base_shas: tuple[str, ...] = ()
     thresholds: dict[str, float] = field(default_factory=dict)
     unreadable_baseline: tuple[str, ...] = ()
+    e2e_source: Source | None = None  # the E2E jobs' model and data sources
 
     @property
     def artifacts_url(self) -> str | None:

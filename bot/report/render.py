@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from bot import i18n
-from bot.report import chart, marker
+from bot.report import chart, marker, noise
 from bot.report.model import E2ERow, Failure, PointRow, RecipeSection, Report
+from bot.report.sources import Source
 
 COMMENT_LIMIT = 65_536  # GitHub's maximum issue comment body, in characters
 COMMENT_BUDGET = 65_000  # what the renderer aims for: a margin for line-ending or counting quirks
@@ -64,6 +65,19 @@ def tail(text: str, lines: int, width: int = 300, budget: int = 4000) -> str:
     return "\n".join(kept)
 
 
+def interval(delta) -> str | None:
+    """The Δ's interval in the Δ's own sign, e.g. "[-13.0, -7.5]"; None without one."""
+    bounds = delta.change_interval
+    return None if bounds is None else f"[{bounds[0]:+.1f}, {bounds[1]:+.1f}]"
+
+
+def _percentile(value: float | None, requests: int | None, metric: str) -> str:
+    """A percentile only where the requests support it; else the count that falls short."""
+    if value is not None and not noise.supported(metric, requests):
+        return f"— (n={requests})"
+    return number(value)
+
+
 def _row(row: PointRow, gated: list[str]) -> dict:
     comparison = row.comparison
     deltas = []
@@ -71,12 +85,16 @@ def _row(row: PointRow, gated: list[str]) -> dict:
         delta = comparison.delta(key) if comparison else None
         deltas.append(None if delta is None else {
             "pct": percent(delta.change_pct), "verdict": delta.verdict,
+            "interval": interval(delta),
             "noise": None if delta.noise_pct is None else f"±{delta.noise_pct:.1f}%"})
     status = "regressed" if row.regressed else row.status
     return {
         "arm": row.arm, "conc": row.concurrency, "tput": number(row.tput_per_gpu),
-        "intvty": number(row.interactivity), "ttft50": number(row.ttft_p50),
-        "ttft99": number(row.ttft_p99), "tpot": number(row.tpot_p50), "status": status,
+        "intvty": number(row.interactivity), "ttft50": _percentile(row.ttft_p50, row.requests,
+                                                                     "ttft_p50"),
+        "ttft99": _percentile(row.ttft_p99, row.requests, "ttft_p99"),
+        "tpot": _percentile(row.tpot_p50, row.requests, "tpot_p50"), "status": status,
+        "thin": not noise.supported("ttft_p99", row.requests) and row.ttft_p99 is not None,
         # A lost or cancelled job's reason is told once, under Failures, not on each of its rows.
         "reason": row.reason if row.status in ("failed", "skipped") else None,
         "base": comparison is not None, "measured": row.status == "passed", "deltas": deltas,
@@ -107,7 +125,15 @@ def _section(section: RecipeSection, gated: list[str], limits: Limits,
         else attention[:limits.attention_per_recipe]
     shown_rows = rows if limits.rows_per_recipe is None else _spread(rows, limits.rows_per_recipe)
     compared = [r for r in rows if r.comparison is not None]
+    bases = {r.comparison.basis for r in compared}
     return {
+        "source": _source(section.source),
+        "basis": next((b for b in ("none", "runs", "requests") if b in bases), None),
+        "fewest_requests": min((r.requests for r in compared if r.requests), default=None),
+        "reproduce": [{"job": job, "runner": runner, "command": command}
+                      for job, runner, command in section.reproduce],
+        "thin": any(r.status == "passed" and not noise.supported("ttft_p99", r.requests)
+                    and r.ttft_p99 is not None for r in rows),
         "recipe": section.recipe, "fingerprint": section.fingerprint,
         "runners": list(section.runner_labels), "engines": list(section.engines),
         "gpus": section.gpus, "env_changes": list(section.env_changes),
@@ -121,6 +147,13 @@ def _section(section: RecipeSection, gated: list[str], limits: Limits,
         "rows": [row_view(r) for r in shown_rows],
         "rows_hidden": len(rows) - len(shown_rows),
     }
+
+
+def _source(source: Source | None) -> dict:
+    source = source or Source((), None, "unknown", "unknown", False)
+    return {"hosts": list(source.hosts), "model": source.model, "weights": source.weights,
+            "dataset": source.dataset, "disclosure": source.disclosure,
+            "sha_checked": source.sha_checked}
 
 
 def _e2e(row: E2ERow) -> dict:
@@ -199,6 +232,12 @@ def view(report: Report, limits: Limits = Limits(), views: _Views | None = None)
         "jobs": counts.jobs, "jobs_total": counts.jobs_total,
         "points": counts.points, "points_total": counts.points_total,
         "regressions": counts.regressions, "improvements": counts.improvements,
+        "inconclusive": sum(1 for section in recipes for row in section.rows
+                            if row.comparison is not None and not row.regressed
+                            and not row.comparison.improvements and any(d.verdict == "inconclusive" for d in row.comparison.deltas)),
+        "compared_runs": max((row.comparison.base_runs for section in recipes
+                              for row in section.rows if row.comparison), default=0),
+        "e2e_source": _source(meta.e2e_source),
         "within": counts.within, "no_baseline": counts.no_baseline,
         "sha": meta.sha, "command": meta.command, "pr": meta.pr,
         "run_url": _link(meta.run_url), "artifacts_url": _link(meta.artifacts_url),

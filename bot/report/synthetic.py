@@ -18,6 +18,7 @@ from bot.results import (
     JobResult,
     PointMetrics,
     PointResult,
+    RequestSamples,
 )
 
 HEAD_SHA = "3f1c9e0b7a2d4c6e8f0a1b2c3d4e5f6a7b8c9d0e"
@@ -36,9 +37,27 @@ def _wobble(*parts: object) -> float:
     return int.from_bytes(digest[:4], "big") / 0xFFFFFFFF * 2 - 1
 
 
+def requests_for(count: int, *, ttft_ms: float, tpot_ms: float, osl: int = 1024,
+                 isl: int = 1024, salt: str = "", spread: float = 0.05) -> RequestSamples:
+    """Per-request figures around the given medians, as `--save-detailed` would keep them:
+    lognormal with a relative spread of `spread`, drawn from a seed derived from `salt`."""
+    import numpy as np  # only the synthetic per-request data needs it here
+
+    seed = int.from_bytes(hashlib.sha256(f"requests/{salt}".encode()).digest()[:8], "big")
+    rng = np.random.default_rng(seed)
+    ttft = ttft_ms * rng.lognormal(0.0, spread * 3, count)
+    tpot = tpot_ms * rng.lognormal(0.0, spread, count)
+    e2el = ttft + (osl - 1) * tpot
+    return RequestSamples(ttft_ms=[round(v, 3) for v in ttft], tpot_ms=[round(v, 4) for v in tpot],
+                          e2el_ms=[round(v, 3) for v in e2el], input_tokens=[isl] * count,
+                          output_tokens=[osl] * count)
+
+
 def metrics_for(concurrency: int, *, gpus: int = 1, scale: float = 1.0, salt: str = "",
-                jitter: float = 0.005) -> PointMetrics:
-    """A plausible serving curve: throughput saturates with concurrency while TPOT grows."""
+                jitter: float = 0.005, per_request: bool = False) -> PointMetrics:
+    """A plausible serving curve: throughput saturates with concurrency while TPOT grows.
+
+    `per_request`: also keep per-request samples (what the report's bootstrap reads)."""
     wobble = 1 + jitter * _wobble(salt, concurrency)
     total = scale * wobble * 420.0 * concurrency / (1 + concurrency / 48)
     output = total * 0.5
@@ -67,6 +86,8 @@ def metrics_for(concurrency: int, *, gpus: int = 1, scale: float = 1.0, salt: st
                  "median": round(ttft_p50 + 1000 * tpot_p50, 3),
                  "p90": round((ttft_p50 + 1024 * tpot_p50) * 1.2, 3),
                  "p99": round((ttft_p50 + 1024 * tpot_p50) * 1.4, 3)},
+        requests=requests_for(concurrency * 10, ttft_ms=ttft_p50, tpot_ms=tpot_p50,
+                              salt=f"{salt}/{concurrency}") if per_request else None,
     )
 
 
@@ -129,7 +150,7 @@ def clean_proof(gpus: int = 1, *, sigkill: bool = False, leftover: Iterable[int]
 def run_sweep(job: Job, *, scale: float | Mapping[str, float] = 1.0,
               failed_points: Mapping[str, str] | None = None, engine_version: str = "0.32.0",
               sha: str | None = None, finished_at: str = "2025-11-30T05:00:00Z",
-              jitter: float = 0.005) -> JobResult:
+              jitter: float = 0.005, per_request: bool = False) -> JobResult:
     """What the runner would write for a sweep plan; `scale` may differ per arm (case name)."""
     failed_points = dict(failed_points or {})
     cases = []
@@ -149,7 +170,7 @@ def run_sweep(job: Job, *, scale: float | Mapping[str, float] = 1.0,
                 raw_result_file=f"raw/{point.point_id}.json",
                 metrics=metrics_for(point.concurrency, gpus=job.gpus, scale=arm_scale,
                                     salt=f"{job.recipe}/{point.point_id}/{sha or job.sha}",
-                                    jitter=jitter)))
+                                    jitter=jitter, per_request=per_request)))
         failed = [p for p in points if p.status == "failed"]
         cases.append(CaseResult(
             name=case.name, status="failed" if failed else "passed",
@@ -260,9 +281,9 @@ def write_plan(path: pathlib.Path, jobs: Iterable[Job]) -> None:
 
 
 def _base_of(job: Job, *, scale: float | Mapping[str, float] = 1.0, salt: str = BASE_SHA,
-             jitter: float = 0.005) -> JobResult:
+             jitter: float = 0.005, per_request: bool = False) -> JobResult:
     base_job = job.model_copy(update={"sha": salt})
-    return run_sweep(base_job, scale=scale, sha=salt, jitter=jitter)
+    return run_sweep(base_job, scale=scale, sha=salt, jitter=jitter, per_request=per_request)
 
 
 def passing_sweep() -> Scenario:
@@ -270,9 +291,12 @@ def passing_sweep() -> Scenario:
                       command="/sweep tiny-*")
     new = sweep_plan("qwen3-8b-fp8", arms=("tp1",), concurrencies=(8, 32), gpus=1,
                      command="/sweep tiny-*")
+    # Per-request data on both sides (what `--save-detailed` keeps): the bootstrap judges tp2's
+    # 8 % gain from one base run; tp1 is identical code and stays within the thresholds.
     return Scenario("passing-sweep", [tiny, new],
-                    [run_sweep(tiny, scale={"tp2": 1.08}), run_sweep(new)],
-                    [_base_of(tiny)], command="/sweep tiny-*")
+                    [run_sweep(tiny, scale={"tp2": 1.08}, per_request=True),
+                     run_sweep(new, per_request=True)],
+                    [_base_of(tiny, per_request=True)], command="/sweep tiny-*")
 
 
 def regression() -> Scenario:
@@ -315,7 +339,9 @@ def lost_runner() -> Scenario:
 
 def many_points(n_points: int, name: str | None = None, sha: str = HEAD_SHA) -> Scenario:
     pairs = large_sweep(n_points, sha=sha)
+    # Two base runs a shade apart: their spread is the interval that the 15 % drop below exceeds.
     base = [result for _, result in large_sweep(n_points, sha=BASE_SHA, scale=1.02)]
+    base += [result for _, result in large_sweep(n_points, sha="6" * 40, scale=1.025)]
     # One arm of the first recipe regresses, so that rows needing attention stay visible.
     plan = [job for job, _ in pairs]
     results = [result for _, result in pairs]

@@ -78,7 +78,7 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None) -> N
     else:
         from bot.runner.local import run_job_local
 
-        result = run_job_local(job, out_dir, console, repo=repo)
+        result = run_job_local(job, out_dir, console, repo=repo, job_file=str(job_file))
     path = write_result(result, out_dir)
     console.print(f"result: {path} ({result.status})", highlight=False)
     sys.exit(0 if result.status == "passed" else 1)

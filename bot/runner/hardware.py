@@ -118,9 +118,7 @@ def sglang_version(python: str) -> str | None:
 
 
 def git_head(repo: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    """HEAD of the checkout rooted at `repo`, never of a repository enclosing it."""
+    from bot.runner.provenance import checkout_head
+
+    return checkout_head(repo)

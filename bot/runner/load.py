@@ -67,15 +67,16 @@ def _dataset_args(point: LoadPoint) -> list[str]:
     return args
 
 
-def vllm_bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path
-                       ) -> list[str]:
+def vllm_bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path,
+                       seed: int = 0) -> list[str]:
     argv = [client.program, "bench", "serve", "--backend", "openai",
             "--base-url", target.base_url, "--endpoint", "/v1/completions",
             "--model", target.served_model_name, "--tokenizer", target.tokenizer,
             *_dataset_args(point),
             "--num-prompts", str(point.num_prompts), "--max-concurrency", str(point.concurrency),
-            "--seed", "0", "--save-result", "--result-dir", str(result_file.parent),
-            "--result-filename", result_file.name,
+            # --save-detailed keeps per-request TTFT and ITL: the report's interval needs them.
+            "--seed", str(seed), "--save-result", "--save-detailed",
+            "--result-dir", str(result_file.parent), "--result-filename", result_file.name,
             "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
             "--disable-tqdm"]
     if point.num_warmups:
@@ -83,8 +84,8 @@ def vllm_bench_command(client: Client, point: LoadPoint, target: Target, result_
     return argv + list(point.extra_args)
 
 
-def sglang_bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path
-                         ) -> list[str]:
+def sglang_bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path,
+                         seed: int = 0) -> list[str]:
     if point.dataset == "trace":
         dataset = ["--dataset-name", "sharegpt", "--dataset-path", point.trace or ""]
     else:
@@ -96,17 +97,17 @@ def sglang_bench_command(client: Client, point: LoadPoint, target: Target, resul
             "--host", target.host, "--port", str(target.port),
             "--model", target.served_model_name, "--tokenizer", target.tokenizer, *dataset,
             "--num-prompts", str(point.num_prompts), "--max-concurrency", str(point.concurrency),
-            "--seed", "0", "--output-file", str(result_file), "--disable-tqdm"]
+            "--seed", str(seed), "--output-file", str(result_file), "--disable-tqdm"]
     if point.num_warmups:
         argv += ["--warmup-requests", str(point.num_warmups)]
     return argv + list(point.extra_args)
 
 
-def bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path
-                  ) -> list[str]:
+def bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path,
+                  seed: int = 0) -> list[str]:
     if client.name == VLLM_CLIENT:
-        return vllm_bench_command(client, point, target, result_file)
-    return sglang_bench_command(client, point, target, result_file)
+        return vllm_bench_command(client, point, target, result_file, seed)
+    return sglang_bench_command(client, point, target, result_file, seed)
 
 
 def reset_prefix_cache(target: Target) -> str:
@@ -137,14 +138,16 @@ def _stop_group(process: subprocess.Popen) -> None:
 
 def run_point(point: LoadPoint, *, client: Client, target: Target,
               servers: Sequence[InferenceServer], out_dir: Path, case_dir: Path, gpus: int,
-              env: Mapping[str, str], tick: Callable[[str], None]) -> PointResult:
-    """Run one point against a ready server. A dead server raises ServerDied; the rest is data."""
+              env: Mapping[str, str], tick: Callable[[str], None], repeat: int = 0) -> PointResult:
+    """Run one point (its `repeat`-th run: seed and file names) against a ready server.
+    A dead server raises ServerDied; the rest is data."""
     points_dir = case_dir / "points"
     points_dir.mkdir(parents=True, exist_ok=True)
-    result_file = points_dir / f"{safe_name(point.point_id)}.json"
-    log_file = points_dir / f"{safe_name(point.point_id)}.log"
+    stem = safe_name(point.point_id) + (f".r{repeat}" if repeat else "")
+    result_file = points_dir / f"{stem}.json"
+    log_file = points_dir / f"{stem}.log"
     result_file.unlink(missing_ok=True)  # sglang appends: start from nothing
-    argv = bench_command(client, point, target, result_file)
+    argv = bench_command(client, point, target, result_file, seed=repeat)
     base = PointResult(point_id=point.point_id, concurrency=point.concurrency, isl=point.isl,
                        osl=point.osl, status="failed", client=client.name)
     with log_file.open("wb") as log:

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from bot.jobs import Case, Job
+from bot.jobs import Case, Job, LoadPoint
 from bot.results import CaseResult, JobResult, PointResult
 from bot.runner import procs
 from bot.runner.accuracy import run_gsm8k
@@ -19,12 +19,12 @@ from bot.runner.budget import Budget, JobInterrupted
 from bot.runner.engines import HOST, Launch, build_launch
 from bot.runner.environment import (EnvironmentProblem, check_required, find_sglang_python,
                                     find_vllm)
-from bot.runner.hardware import (describe_host, git_head, gpu_memory_used_mib, sglang_version,
-                                 vllm_version)
+from bot.runner.hardware import describe_host, gpu_memory_used_mib, sglang_version, vllm_version
 from bot.runner.load import (Client, Target, choose_client, reset_prefix_cache, run_point,
                              safe_name)
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
+from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
 from bot.runner.server import InferenceServer, ServerError, terminate_servers
 
 GRACE_ENV = "RECIPE_BOT_SHUTDOWN_GRACE_S"
@@ -123,6 +123,35 @@ def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceSe
     return startup_s
 
 
+def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, target: Target,
+             servers: list[InferenceServer], case_dir: Path, env: dict[str, str]) -> PointResult:
+    """The point's runs (`repeats`, each with its own seed, the prefix cache reset between them
+    like between points); with several, the run with the median throughput per GPU speaks for
+    the point and every run's metrics go with it, for the report's run-to-run interval."""
+    runs: list[PointResult] = []
+    for repeat in range(point.repeats):
+        if repeat and case.reset_prefix_cache_between_points:
+            ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
+        if repeat:
+            ctx.budget.tick(f"starting repeat {repeat + 1} of point {point.point_id!r}")
+        result = run_point(point, client=client, target=target, servers=servers,
+                           out_dir=ctx.out_dir, case_dir=case_dir, gpus=_gpus_for(case, ctx.job),
+                           env=env, tick=ctx.budget.tick, repeat=repeat)
+        if result.status != "passed" or result.metrics is None:
+            if point.repeats > 1:
+                result = result.model_copy(update={
+                    "reason": f"repeat {repeat + 1} of {point.repeats}: {result.reason}"})
+            return result
+        runs.append(result)
+    if len(runs) == 1:
+        return runs[0]
+    middle = sorted(runs, key=lambda r: r.metrics.tput_per_gpu)[(len(runs) - 1) // 2]
+    return middle.model_copy(update={
+        "metrics": middle.metrics.model_copy(update={"requests": None}),  # kept in repeats
+        "repeats": [r.metrics for r in runs],
+        "raw_result_files": [r.raw_result_file for r in runs if r.raw_result_file]})
+
+
 def _run_points(case: Case, ctx: RunContext, client: Client | None, target: Target,
                 servers: list[InferenceServer], case_dir: Path, run_tag: str,
                 points: list[PointResult], failures: list[str]) -> None:
@@ -136,10 +165,7 @@ def _run_points(case: Case, ctx: RunContext, client: Client | None, target: Targ
             ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
         ctx.budget.tick(f"starting point {point.point_id!r}")
         try:
-            result = run_point(point, client=client, target=target, servers=servers,
-                               out_dir=ctx.out_dir, case_dir=case_dir,
-                               gpus=_gpus_for(case, ctx.job), env=client_env,
-                               tick=ctx.budget.tick)
+            result = _measure(point, case, ctx, client, target, servers, case_dir, client_env)
         except (ServerError, JobInterrupted) as exc:
             points.append(PointResult(point_id=point.point_id, concurrency=point.concurrency,
                                       isl=point.isl, osl=point.osl, status="failed",
@@ -230,10 +256,14 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
 
 
 def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
-                  repo: Path | None = None) -> JobResult:
-    """Run every case of the job in order on this host and return the typed result."""
+                  repo: Path | None = None, job_file: str | None = None) -> JobResult:
+    """Run every case of the job in order on this host and return the typed result.
+
+    A checkout at another commit than the job's authorized SHA runs nothing and fails the job."""
     out_dir.mkdir(parents=True, exist_ok=True)
     repo = (repo or Path.cwd()).resolve()
+    checkout = checkout_head(repo)
+    provenance = provenance_of(job, checkout, job_file)
     console = console or Console(stderr=True)
     progress = Progress(console, out_dir / "runner.log")
     budget = Budget(job.timeout_s)
@@ -246,7 +276,9 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     progress.say(f"job [bold]{escape(job.job_id)}[/bold] ({job.kind}, recipe "
                  f"{escape(job.recipe)}): {len(job.cases)} case(s), timeout {job.timeout_s:g} s")
     cases: list[CaseResult] = []
-    stop_why = None
+    stop_why = sha_mismatch(job.sha, checkout)
+    if stop_why is not None:
+        progress.say(f"[red]{escape(stop_why)}[/red]")
     with budget.signals_handled():
         for case in job.cases:
             if stop_why is not None:
@@ -266,21 +298,23 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     else:
         engine_version = sglang_version(ctx.sglang_python)
     failed = [c for c in cases if c.status != "passed"]
+    mismatch = sha_mismatch(job.sha, checkout)
     if budget.cancel_signal is not None:
         status = "cancelled"
     else:
-        status = "failed" if failed else "passed"
-    reason = None
-    if failed:
+        status = "failed" if failed or mismatch else "passed"
+    reason = mismatch
+    if failed and mismatch is None:
         first = next((c for c in failed if c.status == "failed"), failed[0])
         reason = f"case {first.name}: {first.reason}"
     result = JobResult(
         job_id=job.job_id, kind=job.kind, recipe=job.recipe,
         recipe_fingerprint=job.recipe_fingerprint, runner_label=job.runner_label, status=status,
         reason=reason, gpus=job.gpus, repository=job.repository, pr=job.pr,
-        sha=job.sha or git_head(repo), command=job.command, engine=engine,
+        sha=job.sha or checkout, command=job.command, engine=engine,
         engine_version=engine_version, hardware=describe_host(),
         started_at=started_at, finished_at=_now(), duration_s=round(time.monotonic() - t0, 3),
-        server_launches=sum(1 for c in cases if c.cleanup is not None), cases=cases)
+        server_launches=sum(1 for c in cases if c.cleanup is not None), cases=cases,
+        provenance=provenance)
     progress.summary(result)
     return result

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.results import PointMetrics
+from bot.results import PointMetrics, RequestSamples
 
 DISTRIBUTIONS = ("ttft", "tpot", "itl", "e2el")
 STATS = ("mean", "median", "p90", "p99")
@@ -57,6 +57,49 @@ def _distribution(raw: dict[str, Any], metric: str) -> dict[str, float]:
     return dist
 
 
+def _list(raw: dict[str, Any], key: str) -> list | None:
+    value = raw.get(key)
+    return value if isinstance(value, list) else None
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
+        and abs(value) != float("inf")
+
+
+def parse_requests(raw: dict[str, Any]) -> RequestSamples | None:
+    """Per-request figures from `vllm bench serve --save-detailed` (ttfts, itls, output_lens in
+    seconds and tokens); None when the file has none (an older run, or SGLang's client).
+
+    Successful requests with at least two output tokens only (TPOT needs two); e2el is the
+    client's latency where it kept one, else TTFT plus the inter-token latencies."""
+    ttfts, itls, outs = _list(raw, "ttfts"), _list(raw, "itls"), _list(raw, "output_lens")
+    ins = _list(raw, "input_lens")
+    if ttfts is None or itls is None or outs is None or not (len(ttfts) == len(itls) == len(outs)):
+        return None
+    latencies = _list(raw, "latencies")
+    errors = _list(raw, "errors")
+    samples = RequestSamples()
+    for index, (ttft, itl, out) in enumerate(zip(ttfts, itls, outs)):
+        if errors is not None and index < len(errors) and errors[index]:
+            continue
+        if not _finite(ttft) or ttft <= 0 or not isinstance(out, int) or out < 2:
+            continue
+        if latencies is not None and index < len(latencies) and _finite(latencies[index]):
+            e2el = float(latencies[index])
+        elif isinstance(itl, list) and all(_finite(v) for v in itl):
+            e2el = float(ttft) + float(sum(itl))
+        else:
+            continue
+        samples.ttft_ms.append(round(ttft * 1000, 4))
+        samples.e2el_ms.append(round(e2el * 1000, 4))
+        samples.tpot_ms.append(round((e2el - ttft) * 1000 / (out - 1), 5))
+        samples.output_tokens.append(out)
+        in_len = ins[index] if ins is not None and index < len(ins) else 0
+        samples.input_tokens.append(in_len if isinstance(in_len, int) else 0)
+    return samples if samples.count else None
+
+
 def parse_bench_result(raw: dict[str, Any], *, gpus: int, expected_requests: int | None = None,
                        source: str = "result") -> PointMetrics:
     """PointMetrics from one raw result of `vllm bench serve` or `sglang.bench_serving`.
@@ -104,4 +147,5 @@ def parse_bench_result(raw: dict[str, Any], *, gpus: int, expected_requests: int
         tpot_ms=dists["tpot"],
         itl_ms=dists["itl"],
         e2el_ms=dists["e2el"],
+        requests=parse_requests(raw),
     )

@@ -1,0 +1,51 @@
+"""Where a job's figures come from: the checkout's own SHA checked against the job's, and the
+model and data sources a reader needs to judge them (real or dummy weights, real or synthetic)."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from bot.jobs import Job
+from bot.provenance import dataset_of, weights_of
+from bot.results import Provenance
+
+
+def checkout_head(repo: Path) -> str | None:
+    """HEAD of the repository rooted exactly at `repo`; None when `repo` is not one.
+
+    `git rev-parse HEAD` alone walks up from its directory: a job directory inside another
+    repository's work tree would report that repository's commit. GIT_CEILING_DIRECTORIES stops
+    the walk at `repo`'s parent, and --show-toplevel must be `repo` itself."""
+    repo = repo.resolve()
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(repo.parent)}
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--show-toplevel", "HEAD"],
+                             capture_output=True, text=True, timeout=10, check=False, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) != 2:
+        return None
+    toplevel, head = lines
+    if Path(toplevel).resolve() != repo:
+        return None
+    return head
+
+
+def sha_mismatch(authorized: str | None, checkout: str | None) -> str | None:
+    """The reason a job must not run, when its checkout is not the commit it was authorized for."""
+    if not authorized or not checkout or authorized == checkout:
+        return None
+    return (f"the checkout is at {checkout}, but the job was authorized for {authorized}: "
+            "refusing to measure a commit nobody approved (check out the job's SHA)")
+
+
+def provenance_of(job: Job, checkout: str | None, job_file: str | None = None) -> Provenance:
+    model = job.cases[0].servers[0].model if job.cases and job.cases[0].servers else None
+    return Provenance(authorized_sha=job.sha, checkout_sha=checkout,
+                      sha_checked=bool(job.sha and checkout and job.sha == checkout),
+                      model=model, weights=weights_of(job),  # type: ignore[arg-type]
+                      dataset=dataset_of(job), job_file=job_file)  # type: ignore[arg-type]
