@@ -47,6 +47,7 @@ class LoadPoint(Strict):
     num_warmups: int = Field(default=0, ge=0)
     random_range_ratio: float = 0.0
     extra_args: list[str] = Field(default_factory=list)
+    client: Literal["vllm", "sglang"] | None = None  # None: the servers' own engine's client
 
 
 class AccuracySpec(Strict):

@@ -34,6 +34,9 @@ class PointMetrics(Model):
     tpot_ms: dict[str, float] = Field(default_factory=dict)
     itl_ms: dict[str, float] = Field(default_factory=dict)
     e2el_ms: dict[str, float] = Field(default_factory=dict)
+    # Every figure InferenceX's process_result.py derives from the raw file, under its names
+    # (seconds for *_ms fields, *_intvty = 1000 / TPOT, std devs included); see inferencex_figures.
+    inferencex: dict[str, float | None] = Field(default_factory=dict)
 
 
 class PointResult(Model):
