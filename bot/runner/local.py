@@ -19,8 +19,8 @@ from bot.runner.budget import Budget, JobInterrupted
 from bot.runner.engines import HOST, Launch, build_launch
 from bot.runner.environment import (EnvironmentProblem, check_required, find_sglang_python,
                                     find_vllm)
-from bot.runner.hardware import (case_gpus, describe_host, git_head, gpu_memory_used_mib, sglang_version,
-                                 vllm_version)
+from bot.runner.hardware import (case_gpus, describe_host, git_head, gpu_memory_used_mib,
+                                 sglang_version, vllm_version)
 from bot.runner.load import (Client, Target, choose_client, reset_prefix_cache, run_point,
                              safe_name)
 from bot.runner.progress import Progress
