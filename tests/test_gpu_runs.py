@@ -222,3 +222,15 @@ def test_nvidia_smi_after_every_sglang_command_reads_zero_used():
     for name in ("packed", "unpacked", "e2e"):
         rows = (SGLANG / "results" / f"nvidia-smi-after-{name}.csv").read_text().splitlines()
         assert rows[1].split(", ")[1] == "0 MiB", name
+
+
+def test_sglang_staging_sent_the_needed_parts_and_the_host_ran_the_staged_versions():
+    parts = [line.split() for line in (SGLANG / "staging" / "parts.txt").read_text().splitlines()]
+    needed = [float(p[1]) for p in parts if p[5] == "needed"]
+    assert len(needed) == 11 and sum(needed) == pytest.approx(567.1, abs=0.1)
+    assert all(size <= 52.0 for size in needed)  # + the repo's 8.5 MiB stays under 64 MiB a call
+    manifest = json.loads((SGLANG / "staging" / "manifest.json").read_text())["packages"]
+    ran = dict(line.split() for line in (SGLANG / "results" / "site-versions.txt").read_text().splitlines())
+    for name in ("sglang", "sglang-kernel", "flashinfer-python", "transformers", "tokenizers"):
+        assert ran[name] == manifest[name]["version"], name
+    assert manifest["sglang"]["version"] == "0.5.17"
