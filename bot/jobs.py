@@ -48,6 +48,7 @@ class LoadPoint(Strict):
     random_range_ratio: float = 0.0
     extra_args: list[str] = Field(default_factory=list)
     repeats: int = Field(default=1, ge=1)  # run the point this many times on the same launch
+    client: Literal["vllm", "sglang"] | None = None  # None: the servers' own engine's client
 
 
 class AccuracySpec(Strict):

@@ -51,6 +51,9 @@ class PointMetrics(Model):
     e2el_ms: dict[str, float] = Field(default_factory=dict)
     # Present when the client kept per-request data; older results (and SGLang's client) lack it.
     requests: RequestSamples | None = None
+    # Every figure InferenceX's process_result.py derives from the raw file, under its names
+    # (seconds for *_ms fields, *_intvty = 1000 / TPOT, std devs included); see inferencex_figures.
+    inferencex: dict[str, float | None] = Field(default_factory=dict)
 
 
 class PointResult(Model):

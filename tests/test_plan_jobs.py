@@ -9,6 +9,7 @@ import pytest
 from bot.jobs import Job
 from bot.plan import PlanError, PlanFilters, plan_catalog
 from bot.recipes import load_catalog
+from bot.recipes.errors import RecipeError
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTX = "qwen3.5-397b-fp4-b200-sglang-mtp-agentx"
@@ -178,3 +179,36 @@ def test_matrices_hold_at_most_256_jobs_of_one_runner_label(tmp_path):
 def test_plans_are_deterministic(catalog):
     first = plan_of(catalog).model_dump_json()
     assert first == plan_of(catalog).model_dump_json()
+
+
+def test_gpu_smoke_sglang_packs_its_sweep_and_gate_into_one_sglang_launch(catalog):
+    plan = plan_of(catalog, recipes=("gpu-smoke-sglang",), canary=False)
+    (job,) = plan.jobs
+    (case,) = job.cases
+    assert job.server_launches == 1 and case.servers[0].engine == "sglang"
+    assert [p.concurrency for p in case.points] == [1, 16, 64]
+    assert case.accuracy is not None and case.accuracy.num_samples == 7
+    assert all(p.client is None for p in case.points)  # the engine's own client: sglang.bench_serving
+    assert case.servers[0].args[:2] == ["--tp-size", "1"]
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    pytest.param("  client: vllm\n", "vllm", id="recipe-names-vllm-client"),
+    pytest.param("  client: sglang\n", "sglang", id="recipe-names-sglang-client"),
+    pytest.param("", None, id="no-client-named"),
+])
+def test_a_recipe_names_its_benchmark_client_on_every_point(tmp_path, line, expected):
+    shutil.copytree(ROOT / "recipes", tmp_path / "recipes")
+    path = tmp_path / "recipes" / "gpu-smoke-sglang.yaml"
+    path.write_text(path.read_text().replace("  min_prompts: 32\n", "  min_prompts: 32\n" + line))
+    plan = plan_catalog(load_catalog(tmp_path, inferencex=False),
+                        PlanFilters(recipes=("gpu-smoke-sglang",), canary=False))
+    assert {p.client for p in plan.jobs[0].points} == {expected}
+
+
+def test_an_unknown_benchmark_client_is_a_recipe_error(tmp_path):
+    shutil.copytree(ROOT / "recipes", tmp_path / "recipes")
+    path = tmp_path / "recipes" / "gpu-smoke-sglang.yaml"
+    path.write_text(path.read_text().replace("  min_prompts: 32\n", "  min_prompts: 32\n  client: trtllm\n"))
+    with pytest.raises(RecipeError, match=r"gpu-smoke-sglang.yaml:\d+.*workload\.client"):
+        plan_catalog(load_catalog(tmp_path, inferencex=False), PlanFilters(recipes=("gpu-smoke-sglang",)))

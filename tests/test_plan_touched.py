@@ -73,7 +73,8 @@ def test_a_shared_glob_covers_every_gpu_runner(repo):
     base = git(repo, "rev-parse", "HEAD")
     edit(repo, "scripts/gpu/vllm-device.sh", "stage", "stage --resume")
     plan = plan_change(repo, base, commit(repo, "staging"))
-    assert touched_names(plan) == ["gpu-smoke-e2e", "gpu-smoke-vllm", "qwen3.5-122b-a10b-afd"]
+    assert touched_names(plan) == ["gpu-smoke-e2e", "gpu-smoke-sglang", "gpu-smoke-sglang-e2e",
+                                   "gpu-smoke-vllm", "qwen3.5-122b-a10b-afd"]
 
 
 REFORMATTED_TINY = """\
@@ -198,4 +199,5 @@ def test_explicit_recipe_globs_plan_those_recipes_touched_or_not(repo):
     base = git(repo, "rev-parse", "HEAD")
     head = commit(repo, "nothing")
     plan = plan_change(repo, base, head, PlanFilters(recipes=("gpu-smoke-*",)))
-    assert planned_recipes(plan) == ["gpu-smoke-e2e", "gpu-smoke-vllm"] and plan.touched == []
+    assert planned_recipes(plan) == ["gpu-smoke-e2e", "gpu-smoke-sglang", "gpu-smoke-sglang-e2e",
+                                     "gpu-smoke-vllm"] and plan.touched == []

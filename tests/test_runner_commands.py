@@ -181,18 +181,25 @@ def test_sglang_bench_serving_command(tmp_path: Path) -> None:
         assert part in joined
 
 
-@pytest.mark.parametrize(("engine", "vllm_bin", "expected"), [
-    pytest.param("vllm", "/v/vllm", VLLM_CLIENT, id="vllm-engine"),
-    pytest.param("sglang", "/v/vllm", VLLM_CLIENT, id="sglang-image-with-vllm"),
-    pytest.param("sglang", None, SGLANG_CLIENT, id="sglang-image-without-vllm"),
+@pytest.mark.parametrize(("engine", "vllm_bin", "requested", "expected"), [
+    pytest.param("vllm", "/v/vllm", None, VLLM_CLIENT, id="vllm-engine-own-client"),
+    pytest.param("sglang", "/v/vllm", None, SGLANG_CLIENT, id="sglang-engine-own-client-even-with-vllm"),
+    pytest.param("sglang", None, None, SGLANG_CLIENT, id="sglang-image-without-vllm"),
+    pytest.param("sglang", "/v/vllm", "vllm", VLLM_CLIENT, id="recipe-names-vllm-client"),
+    pytest.param("vllm", "/v/vllm", "sglang", SGLANG_CLIENT, id="recipe-names-sglang-client"),
 ])
-def test_client_choice(engine: str, vllm_bin: str | None, expected: str) -> None:
-    assert choose_client(engine, vllm_bin, "python3").name == expected
+def test_a_job_uses_its_engines_own_client_unless_the_recipe_names_another(
+        engine: str, vllm_bin: str | None, requested: str | None, expected: str) -> None:
+    assert choose_client(engine, vllm_bin, "python3", requested).name == expected
 
 
-def test_vllm_without_any_client_is_an_error() -> None:
+@pytest.mark.parametrize(("engine", "requested"), [
+    pytest.param("vllm", None, id="vllm-engine-no-vllm"),
+    pytest.param("sglang", "vllm", id="recipe-names-vllm-not-installed"),
+])
+def test_a_missing_vllm_client_is_an_error(engine: str, requested: str | None) -> None:
     with pytest.raises(FileNotFoundError, match="no benchmark client"):
-        choose_client("vllm", None, "python3")
+        choose_client(engine, None, "python3", requested)
 
 
 def test_engine_lookup_order(tmp_path: Path) -> None:

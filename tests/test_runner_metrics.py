@@ -116,3 +116,46 @@ def test_unreadable_raw_file_is_a_clear_error(tmp_path: Path, text: str) -> None
 
     with pytest.raises(BenchResultError, match="c1.json"):
         load_raw(path)
+
+
+# InferenceX's utils/process_result.py, restated as (raw key, derived name, transform) for the keys it
+# turns into figures: every *_ms -> seconds without "_ms"; every TPOT -> also "intvty" = 1000 / value.
+@pytest.mark.parametrize(("key", "derived", "transform"), [
+    pytest.param("mean_ttft_ms", "mean_ttft", lambda v: v / 1000, id="mean-ttft-seconds"),
+    pytest.param("std_ttft_ms", "std_ttft", lambda v: v / 1000, id="std-ttft-seconds"),
+    pytest.param("p99_itl_ms", "p99_itl", lambda v: v / 1000, id="p99-itl-seconds"),
+    pytest.param("std_e2el_ms", "std_e2el", lambda v: v / 1000, id="std-e2el-seconds"),
+    pytest.param("median_tpot_ms", "median_intvty", lambda v: 1000 / v, id="median-interactivity"),
+    pytest.param("mean_tpot_ms", "mean_intvty", lambda v: 1000 / v, id="mean-interactivity"),
+    pytest.param("p90_tpot_ms", "p90_intvty", lambda v: 1000 / v, id="p90-interactivity"),
+    pytest.param("p99_tpot_ms", "p99_intvty", lambda v: 1000 / v, id="p99-interactivity"),
+    pytest.param("std_tpot_ms", "std_intvty", lambda v: 1000 / v, id="std-interactivity"),
+])
+def test_inferencex_figures_follow_process_result(raw: dict, key: str, derived: str, transform) -> None:
+    figures = parse_bench_result(raw, gpus=1).inferencex
+
+    assert figures[derived] == pytest.approx(transform(raw[key]))
+
+
+@pytest.mark.parametrize("gpus", [pytest.param(1, id="one-gpu"), pytest.param(4, id="four-gpus")])
+def test_inferencex_per_gpu_input_is_total_minus_output(raw: dict, gpus: int) -> None:
+    figures = parse_bench_result(raw, gpus=gpus).inferencex
+
+    assert figures["conc"] == raw["max_concurrency"]
+    assert figures["tput_per_gpu"] == pytest.approx(raw["total_token_throughput"] / gpus)
+    assert figures["input_tput_per_gpu"] == pytest.approx(
+        (raw["total_token_throughput"] - raw["output_throughput"]) / gpus)
+
+
+def test_inferencex_figures_skip_lists_and_survive_a_zero_tpot() -> None:
+    from bot.runner.metrics import inferencex_figures
+
+    raw = {"max_concurrency": 2, "total_throughput": 30.0, "output_throughput": 10.0,
+           "median_tpot_ms": 0.0, "p99_tpot_ms": "inf", "mean_ttft_ms": 5.0,
+           "ttfts": [0.1, 0.2], "model_id": "m", "tpot_note": "n/a"}
+
+    figures = inferencex_figures(raw, gpus=2)
+
+    assert figures == {"conc": 2.0, "tput_per_gpu": 15.0, "output_tput_per_gpu": 5.0,
+                       "input_tput_per_gpu": 10.0, "median_tpot": 0.0, "median_intvty": None,
+                       "p99_tpot": math.inf / 1000, "p99_intvty": 0.0, "mean_ttft": 0.005}

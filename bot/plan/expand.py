@@ -100,6 +100,7 @@ class _SweepBuilder:
             "point_id": f"{arm.label}-c{conc}", "concurrency": conc, "dataset": w.dataset, "isl": w.isl,
             "osl": w.osl, "trace": w.trace, "num_prompts": w.prompts(conc), "num_warmups": w.warmups(conc),
             "random_range_ratio": w.random_range_ratio, "extra_args": w.client_args, "repeats": w.repeats,
+            **({"client": w.client} if w.client else {}),
         }
 
     def job(self, ident: str, arm: Arm, points: list[dict], accuracy: AccuracySpec | None,

@@ -128,6 +128,8 @@ class Workload(Strict):
     warmups_per_concurrency: int | None = Field(default=None, ge=0)
     duration_s: float | None = Field(default=None, gt=0)  # trace replay: wall time of one point
     client_args: list[str] = Field(default_factory=list)
+    # The benchmark client; by default the engine's own (SGLang: sglang.bench_serving).
+    client: Literal["vllm", "sglang"] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "Workload":

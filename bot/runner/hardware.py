@@ -5,7 +5,7 @@ import os
 import platform
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,16 +31,48 @@ def nvml() -> Iterator[object | None]:
             pass
 
 
-def gpu_memory_used_mib(indices: list[int] | None = None) -> dict[int, float] | None:
-    """Used memory per GPU index (NVML), or None where there is no GPU."""
+def case_gpus(devices: list[int] | None, gpus: int, env: Mapping[str, str]) -> list[str]:
+    """The host GPUs a case uses, as CUDA_VISIBLE_DEVICES entries (an index or a UUID).
+
+    A recipe's devices index into what the runner was given: under CUDA_VISIBLE_DEVICES=4,5
+    devices [0, 1] are the host's GPUs 4 and 5 (environment.visible_devices gives the servers the
+    same mapping). A case with no device list uses the first `gpus` visible GPUs, which is where
+    CUDA puts a server that asks for that many; a CPU case (gpus 0) uses none.
+    Numeric entries are taken as NVML indices: the two agree under CUDA_DEVICE_ORDER=PCI_BUS_ID,
+    which is what multi-GPU hosts that hand out GPUs by number set.
+    """
+    logical = list(devices) if devices is not None else list(range(max(0, gpus)))
+    inherited = [d.strip() for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if not inherited:
+        return [str(d) for d in logical]
+    return [inherited[d] for d in logical if 0 <= d < len(inherited)]
+
+
+def _handle(lib: object, gpu: int | str, count: int) -> tuple[int, object] | None:
+    """NVML index and handle of one CUDA_VISIBLE_DEVICES entry, or None where it names no GPU."""
+    text = str(gpu).strip()
+    try:
+        if text.isdigit():
+            index = int(text)
+            return (index, lib.nvmlDeviceGetHandleByIndex(index)) if index < count else None
+        handle = lib.nvmlDeviceGetHandleByUUID(text)
+        return lib.nvmlDeviceGetIndex(handle), handle
+    except Exception:  # noqa: BLE001 - an unknown UUID: nothing of ours to check there
+        return None
+
+
+def gpu_memory_used_mib(gpus: Sequence[int | str] | None = None) -> dict[int, float] | None:
+    """Used memory per NVML index of the GPUs given (indices or UUIDs; None: every GPU),
+    or None where there is no GPU."""
     with nvml() as lib:
         if lib is None:
             return None
         count = lib.nvmlDeviceGetCount()
         if count == 0:
             return None
-        wanted = [i for i in (indices if indices is not None else range(count)) if i < count]
-        return {i: _used_mib(lib, lib.nvmlDeviceGetHandleByIndex(i)) for i in wanted}
+        wanted = list(range(count)) if gpus is None else list(gpus)
+        found = [h for h in (_handle(lib, g, count) for g in wanted) if h is not None]
+        return {index: _used_mib(lib, handle) for index, handle in found}
 
 
 def _used_mib(lib: object, handle: object) -> float:

@@ -41,13 +41,23 @@ class Client:
     program: str  # the vllm binary, or the Python that has SGLang
 
 
-def choose_client(engine: str, vllm_bin: str | None, sglang_python: str) -> Client:
-    """vLLM's client wherever vLLM exists (it speaks OpenAI to SGLang too); SGLang's otherwise."""
-    if vllm_bin is not None:
+def choose_client(engine: str, vllm_bin: str | None, sglang_python: str,
+                  requested: str | None = None) -> Client:
+    """The servers' own engine's client, unless the recipe names another (workload.client).
+
+    An SGLang job benchmarks with `python -m sglang.bench_serving`, a vLLM job with `vllm bench
+    serve`: each engine's figures come from the client its own project publishes numbers with.
+    """
+    wanted = requested or engine
+    if wanted == "vllm":
+        if vllm_bin is None:
+            raise FileNotFoundError(
+                "no benchmark client: the job asks for `vllm bench serve` but vLLM is not installed "
+                "here (set RECIPE_BOT_VLLM or put `vllm` on PATH)")
         return Client(VLLM_CLIENT, vllm_bin)
-    if engine == "sglang":
+    if wanted == "sglang":
         return Client(SGLANG_CLIENT, sglang_python)
-    raise FileNotFoundError("no benchmark client: neither vLLM nor SGLang is installed here")
+    raise FileNotFoundError(f"no benchmark client for engine {wanted!r}: expected vllm or sglang")
 
 
 def safe_name(text: str) -> str:

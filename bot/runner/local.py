@@ -19,7 +19,8 @@ from bot.runner.budget import Budget, JobInterrupted
 from bot.runner.engines import HOST, Launch, build_launch
 from bot.runner.environment import (EnvironmentProblem, check_required, find_sglang_python,
                                     find_vllm)
-from bot.runner.hardware import describe_host, gpu_memory_used_mib, sglang_version, vllm_version
+from bot.runner.hardware import (case_gpus, describe_host, gpu_memory_used_mib,
+                                 sglang_version, vllm_version)
 from bot.runner.load import (Client, Target, choose_client, reset_prefix_cache, run_point,
                              safe_name)
 from bot.runner.progress import Progress
@@ -192,7 +193,8 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     servers: list[InferenceServer] = []
     launches: list[Launch] = []
     devices = sorted({d for spec in case.servers for d in (spec.devices or [])}) or None
-    gpu_before = gpu_memory_used_mib(devices)
+    used_gpus = case_gpus(devices, _gpus_for(case, ctx.job), os.environ)  # host GPUs, not logical
+    gpu_before = gpu_memory_used_mib(used_gpus) if used_gpus else None
     progress.say(f"case [bold]{escape(case.name)}[/bold]: {len(case.servers)} server(s), "
                  f"{len(case.points)} point(s)" + (", GSM8K" if case.accuracy else ""))
     try:
@@ -204,8 +206,8 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                         if spec.ready_check), launches[0])
         target = Target(host=HOST, port=primary.port, served_model_name=primary.served_model_name,
                         tokenizer=primary.model, engine=primary.engine)
-        client = choose_client(primary.engine, ctx.vllm_bin, ctx.sglang_python) if case.points \
-            else None
+        client = choose_client(primary.engine, ctx.vllm_bin, ctx.sglang_python,
+                               case.points[0].client) if case.points else None
         _run_points(case, ctx, client, target, servers, case_dir, run_tag, points, failures)
         if case.accuracy is not None:
             with progress.waiting(f"GSM8K: {case.accuracy.num_samples} samples"):

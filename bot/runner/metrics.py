@@ -98,6 +98,41 @@ def parse_requests(raw: dict[str, Any]) -> RequestSamples | None:
         in_len = ins[index] if ins is not None and index < len(ins) else 0
         samples.input_tokens.append(in_len if isinstance(in_len, int) else 0)
     return samples if samples.count else None
+def inferencex_figures(raw: dict[str, Any], *, gpus: int) -> dict[str, float | None]:
+    """Every figure InferenceX's utils/process_result.py derives from one raw client result.
+
+    Its rules, restated: `conc` is max_concurrency; the three per-GPU throughputs divide by the GPU
+    count (input = total - output); every `*_ms` field becomes seconds under its name without
+    `_ms` (mean_ttft_ms -> mean_ttft), standard deviations included; every TPOT field also gives
+    interactivity, 1000 / value, under `intvty` (mean/median/std/p90/p99_tpot_ms -> *_intvty).
+    A TPOT of 0 (a one-token output) gives None where InferenceX would divide by zero.
+    """
+    per = max(1, gpus)
+    figures: dict[str, float | None] = {}
+    if isinstance(raw.get("max_concurrency"), (int, float)):
+        figures["conc"] = float(int(raw["max_concurrency"]))
+    total = raw.get("total_token_throughput", raw.get("total_throughput"))
+    output = raw.get("output_throughput")
+    if _numeric(total) and _numeric(output):
+        figures["tput_per_gpu"] = float(total) / per
+        figures["output_tput_per_gpu"] = float(output) / per
+        figures["input_tput_per_gpu"] = (float(total) - float(output)) / per
+    for key, value in raw.items():
+        if not _numeric(value):
+            continue  # lists (detailed per-request output) and labels carry no aggregate figure
+        value = float(value)
+        if key.endswith("ms"):
+            figures[key.replace("_ms", "")] = value / 1000.0
+        if "tpot" in key:
+            figures[key.replace("_ms", "").replace("tpot", "intvty")] = (
+                1000.0 / value if value else None)
+    return figures
+
+
+def _numeric(value: Any) -> bool:
+    if isinstance(value, str):
+        return value in ("inf", "-inf", "nan")  # vLLM's InfEncoder writes infinities as strings
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def parse_bench_result(raw: dict[str, Any], *, gpus: int, expected_requests: int | None = None,
@@ -148,4 +183,5 @@ def parse_bench_result(raw: dict[str, Any], *, gpus: int, expected_requests: int
         itl_ms=dists["itl"],
         e2el_ms=dists["e2el"],
         requests=parse_requests(raw),
+        inferencex=inferencex_figures(raw, gpus=gpus),
     )
