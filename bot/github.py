@@ -34,6 +34,7 @@ class Comment:
     body: str
     created_at: dt.datetime | None
     html_url: str = ""
+    user_type: str = "User"  # "Bot" for apps and GitHub's own accounts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,27 @@ class CheckRun:
     status: str
     conclusion: str | None
     html_url: str
+    title: str = ""  # output.title
+    details_url: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Review:
+    id: int
+    user: str
+    body: str
+    state: str
+    commit_id: str
+    html_url: str = ""
+    user_type: str = "User"
+    submitted_at: dt.datetime | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PullFile:
+    filename: str
+    status: str
+    patch: str | None  # GitHub leaves it out for binary and very large files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,6 +235,38 @@ class GitHubClient:
             raise
         return data.get("state") == "active"
 
+    def team_membership(self, team: str, login: str) -> str:
+        """member | not-member | unreadable (the token may not read the team, or it does not exist)."""
+        org, slug = (urllib.parse.quote(part, safe="") for part in team.split("/", 1))
+        try:
+            _, data = self._call("GET", f"/orgs/{org}/teams/{slug}/memberships/{urllib.parse.quote(login)}")
+            return "member" if data.get("state") == "active" else "not-member"
+        except GitHubError as exc:
+            if exc.status not in (403, 404):
+                raise
+            if exc.status == 403:
+                return "unreadable"
+        try:  # 404 means "not a member" or "no such team for this token": ask about the team itself
+            self._call("GET", f"/orgs/{org}/teams/{slug}/members", params={"per_page": 1})
+        except GitHubError as exc:
+            if exc.status in (403, 404):
+                return "unreadable"
+            raise
+        return "not-member"
+
+    def default_branch(self) -> str:
+        return str(self._call("GET", self._repo_path)[1]["default_branch"])
+
+    def list_pull_files(self, number: int) -> list[PullFile]:
+        return [PullFile(f["filename"], f.get("status") or "", f.get("patch"))
+                for f in self._pages(f"pulls/{number}/files", max_pages=30)]
+
+    def list_reviews(self, number: int) -> list[Review]:
+        return [Review(r["id"], (r.get("user") or {}).get("login", ""), r.get("body") or "", r.get("state") or "",
+                       r.get("commit_id") or "", r.get("html_url") or "", (r.get("user") or {}).get("type") or "User",
+                       _when(r.get("submitted_at")))
+                for r in self._pages(f"pulls/{number}/reviews")]
+
     def list_issue_comments(self, number: int) -> list[Comment]:
         return [_comment(c) for c in self._pages(f"issues/{number}/comments")]
 
@@ -332,7 +386,7 @@ def _next_link(link: str) -> str | None:
 def _comment(data: dict[str, Any]) -> Comment:
     user = data.get("user") or {}
     return Comment(data["id"], user.get("login", ""), data.get("body") or "",
-                   _when(data.get("created_at")), data.get("html_url") or "")
+                   _when(data.get("created_at")), data.get("html_url") or "", user.get("type") or "User")
 
 
 def _run(data: dict[str, Any]) -> Run:
@@ -344,7 +398,8 @@ def _run(data: dict[str, Any]) -> Run:
 
 def _check(data: dict[str, Any]) -> CheckRun:
     return CheckRun(data["id"], data["name"], data["head_sha"], data["status"], data.get("conclusion"),
-                    data.get("html_url") or "")
+                    data.get("html_url") or "", (data.get("output") or {}).get("title") or "",
+                    data.get("details_url") or "")
 
 
 def _check_body(**fields: Any) -> dict[str, Any]:

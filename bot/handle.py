@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from bot import commands, dispatch, i18n, trust
+from bot.checklist import hooks as checklist_hooks
 from bot.commands import Command, CommandError
 from bot.config import ConfigError, RepoConfig, read_repo_config
 from bot.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
@@ -179,6 +180,7 @@ class Handler:
 # -- comments ------------------------------------------------------------------------------------
 
 def handle_comment(h: Handler, event: CommentEvent) -> None:
+    checklist_hooks.on_comment(h, event)  # a PR_REVIEW_CHECKLIST sign-off, created or edited
     parsed = commands.parse_comment(event.body)
     if parsed.empty:
         h.log("no command in the comment")
@@ -339,6 +341,7 @@ RUN_LABELS_ON = {"labeled", "synchronize", "reopened", "ready_for_review"}
 
 
 def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
+    checklist_hooks.on_pull_request(h, event)  # every new head SHA gets its sign-off check
     if event.action not in CANCEL_ON and event.action not in RUN_LABELS_ON:
         h.log(f"pull_request {event.action}: nothing to do")
         return
@@ -398,6 +401,8 @@ def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, la
 def handle_event(event_name: str, payload: Any, client: GitHubClient,
                  now: dt.datetime | None = None) -> Outcome:
     """Act on one event; raises EventError for a payload that is not GitHub's shape."""
+    if event_name == "workflow_run":  # a GPU run ended: judge the sign-off on its SHA again
+        return checklist_hooks.on_workflow_run(Handler, client, payload, now).outcome
     event = parse_event(event_name, payload)
     if isinstance(event, Ignored):
         return Outcome(log=[event.reason])
