@@ -138,7 +138,7 @@ class RepoConfig(Strict):
     allow_edits: bool = True  # an edited comment is read again (never to start a second run)
     labels: dict[str, LabelCommand] = Field(default_factory=lambda: dict(DEFAULT_LABELS))
     report: Report = Field(default_factory=Report)
-    checklist: Checklist = Field(default_factory=Checklist)
+    checklist: Checklist | None = None  # the PR_REVIEW_CHECKLIST sign-off; on when the section exists
 
     @field_validator("gpu_workflow")
     @classmethod

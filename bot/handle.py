@@ -69,6 +69,7 @@ class Handler:
         self._author_trusted: dict[str, bool] = {}
         self._runs: list[dispatch.PrRun] | None = None
         self._all_runs: list | None = None
+        self._config_read, self._config_error = False, None
 
     def log(self, message: str) -> None:
         self.outcome.log.append(message)
@@ -76,10 +77,14 @@ class Handler:
     # -- lazy reads: each is asked for only when a decision needs it -------------------------
 
     def load_config(self) -> ConfigError | None:
+        if self._config_read:  # read once per event, whoever asks first
+            return self._config_error
+        self._config_read, self._config_error = True, None
         try:
             self.config = read_repo_config(self.client, self.default_branch)
         except ConfigError as exc:
             self.outcome.failed = str(exc)
+            self._config_error = exc
             return exc
         return None
 

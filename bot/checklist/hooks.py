@@ -34,8 +34,8 @@ def on_pull_request(h: Any, event: Any) -> None:
 
 
 def _run(h: Any, pr: int, *, trigger: str | None = None, sha: str | None = None, author: str = "") -> None:
-    if h.load_config():
-        return
+    if h.load_config() or h.config.checklist is None:
+        return  # a broken config is answered by the command path; no `checklist:` section: sign-off off
     try:
         bot = h.bot_login()
         if author.lower() == bot.lower():
@@ -70,6 +70,9 @@ def verify_cli(client: GitHubClient, pr: int, sha: str | None) -> verify.Result:
     """The command line's path: the same verification, config read from the default branch."""
     branch = client.default_branch()
     config = read_repo_config(client, branch)  # raises ConfigError, reported by the caller
+    if config.checklist is None:
+        raise ConfigError(f".github/recipe-bot.yaml@{branch}", None, "checklist",
+                          "no `checklist:` section, so the sign-off is not used in this repository")
     login = config.bot_login
     if not login:
         try:

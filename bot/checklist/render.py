@@ -41,7 +41,7 @@ class Verdict:
     template: str = ""
 
     def context(self) -> dict[str, Any]:
-        return {"state": self.state, "sha": self.sha, "lang": self.lang, "template": self.template,
+        return {"state": self.state, "sha": self.sha, "signoff_lang": self.lang, "template": self.template,
                 "source": dataclasses.asdict(self.source) if self.source else None,
                 "checks": [dataclasses.asdict(c) for c in self.checks], "notes": list(self.notes)}
 

@@ -48,6 +48,7 @@ class Candidate:
 
 def read_templates(client: GitHubClient, config: RepoConfig, branch: str) -> Templates:
     settings = config.checklist
+    assert settings is not None, "the sign-off is off without a checklist: section"
     texts: dict[str, tuple[str, str]] = {}
     for lang, path in (("en", settings.template), ("zh", settings.template_zh)):
         if path is None:
@@ -78,7 +79,7 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
         note = {"code": "template-error", "source": exc.source, "line": exc.line, "message": exc.message,
                 "message_zh": exc.message_zh}
         return _publish(client, pr, Verdict("failure", head, notes=(note,)), "none", "0", own, comments)
-    template_url = config.checklist.template
+    template_url = config.checklist.template  # type: ignore[union-attr]
     candidates = _candidates(client, pr, head, comments, bot_login, templates, own)
     chosen = next((c for c in reversed(candidates) if c.fresh and (c.found.signoff or c.found.problem == "two")), None)
     notes = _notes(candidates, chosen, head, trigger)
@@ -95,7 +96,7 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
         pr=pr, head_sha=head, author=pull.author, source=chosen.source, signoff=chosen.found.signoff,
         body=chosen.body, templates=templates,
         ownership=_ownership(client, files, default_branch, chosen.source.author),
-        benchmark=_benchmark(client, head), files=tuple(files), settings=config.checklist,
+        benchmark=_benchmark(client, head), files=tuple(files), settings=config.checklist,  # type: ignore[arg-type]
         bot_logins=(bot_login,))
     checks = rules.evaluate(evidence)
     verdict = Verdict(rules.conclusion(checks), head, chosen.source, chosen.found.signoff.lang, tuple(checks),
