@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from handle_helpers import BOT, CONFIG, PULLS, ROOT, Harness, bilingual
+from handle_helpers import BOT, CONFIG, PULLS, ROOT, Harness, bilingual, dry_run_lines
 
 from bot.checklist.render import CHECK_NAME, parse_marker
 from bot.sandbox.harness import make_seed
@@ -181,6 +181,37 @@ def test_a_quoted_signoff_is_answered_and_does_not_count(hc):
     [verdict] = verdicts(h)[head]
     assert "inside a quote or a code block" in verdict["body"] and "引用块或代码块" in verdict["body"]
     assert latest_check(h, head)["status"] == "in_progress"
+    new_head = h.push()
+    pushed(h)
+    assert list(verdicts(h)) == [head], "an old quote is no news on the next push"
+    assert latest_check(h, new_head)["status"] == "in_progress"
+
+
+def test_a_review_counts_only_for_the_commit_it_was_submitted_on(hc):
+    h = hc()
+    old_head = h.head(7)
+    benchmarks_passed(h, old_head)
+    review = h.sb.add_review(7, "alice", "APPROVED", body=signoff("alice"))
+    h.handle("pull_request_review", "submitted", review_id=review["id"])
+    assert latest_check(h, old_head)["conclusion"] == "success"
+    new_head = h.push()
+    benchmarks_passed(h, new_head)
+    pushed(h)
+    check = latest_check(h, new_head)
+    assert check["status"] == "in_progress" and f"review-{review['id']}" in check["summary"]
+
+
+def test_dry_run_verification_prints_its_writes_and_makes_none(hc):
+    h = hc()
+    h.comment(7, "alice", signoff("alice"))
+    before = h.seq()
+    result = subprocess.run([sys.executable, "-c", "from bot.cli import main; main(prog_name='recipe-bot')",
+                             "checklist", "verify", "--pr", "7", "--dry-run"],
+                            env=h.env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    actions = [line["action"] for line in dry_run_lines(result.stdout.rsplit("\n", 2)[0])]
+    assert actions == ["comment", "check"]
+    assert h.writes(before) == []
 
 
 def test_two_signoffs_in_one_comment_fail_with_both_lines(hc):

@@ -24,7 +24,8 @@ def maybe_signoff(body: str) -> bool:
 def on_comment(h: Any, event: Any) -> None:
     """issue_comment / pull_request_review, created or edited: verify the PR's head again."""
     if event.on_pull and maybe_signoff(event.body):
-        _run(h, event.number, trigger=event.key, author=event.author)
+        key = f"comment-{event.comment_id}" if event.comment_id is not None else event.key  # review-<id>
+        _run(h, event.number, trigger=key, author=event.author)
 
 
 def on_pull_request(h: Any, event: Any) -> None:

@@ -132,7 +132,8 @@ def _candidates(client: GitHubClient, pr: int, head: str, comments: list, bot_lo
 def _notes(candidates: list[Candidate], chosen: Candidate | None, head: str, trigger: str | None) -> list[dict[str, Any]]:
     notes: list[dict[str, Any]] = []
     later = candidates[candidates.index(chosen) + 1:] if chosen else candidates
-    quoted = [c for c in later if c.fresh and c.found.problem == "quoted"]
+    # Only the comment that was just written gets the note: an old quote is not news on a later push.
+    quoted = [c for c in later if c.fresh and c.found.problem == "quoted" and c.source.key == trigger]
     if quoted:
         q = quoted[-1]
         notes.append({"code": "quoted", "lines": list(q.found.lines), "where": q.source.key})
