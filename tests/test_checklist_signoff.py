@@ -179,3 +179,29 @@ def test_templates_must_carry_the_configured_version():
     with pytest.raises(TemplateError) as error:
         load_templates({"en": ("en.md", EN)}, 2)
     assert "v1" in str(error.value) and "checklist.version: 2" in str(error.value)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+PIECES = st.sampled_from([
+    "As a PR reviewer and CODEOWNER, I have reviewed this and have (PR_REVIEW_CHECKLIST v1):", "- [x] C1 ok",
+    "- [ ] C2", "### Additional detail", "- C2: because", "Signed: @alice", "签名：bob", "> ", "```", "    ",
+    "**", "_", "\n", "\n\n", "[x]", "C9:", "（PR_REVIEW_CHECKLIST v2）：", "<!-- x -->", "|",
+])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(PIECES, st.text(max_size=20)), max_size=30))
+def test_any_comment_text_gives_an_answer_not_a_crash(parts):
+    found = find("".join(parts), TEMPLATES)
+    assert found is None or (found.signoff is None) == (found.problem is not None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_any_codeowners_text_parses_or_names_a_line(text):
+    try:
+        parse_codeowners(text, "CODEOWNERS").of("recipes/tiny.yaml")
+    except CodeownersError as error:
+        assert 1 <= error.line <= max(1, len(text.splitlines()))

@@ -19,7 +19,7 @@ from bot.checklist.diffscan import FileChange
 from bot.checklist.render import CHECK_NAME, Verdict
 from bot.checklist.signoff import Found, find
 from bot.checklist.template import Templates, TemplateError, load_templates
-from bot.config import RepoConfig
+from bot.config import Checklist, RepoConfig
 from bot.github import GitHubClient
 
 BENCHMARKS = "recipe-bot / benchmarks"
@@ -46,9 +46,7 @@ class Candidate:
     sha: str | None  # the commit it was for, when known to be another one
 
 
-def read_templates(client: GitHubClient, config: RepoConfig, branch: str) -> Templates:
-    settings = config.checklist
-    assert settings is not None, "the sign-off is off without a checklist: section"
+def read_templates(client: GitHubClient, settings: Checklist, branch: str) -> Templates:
     texts: dict[str, tuple[str, str]] = {}
     for lang, path in (("en", settings.template), ("zh", settings.template_zh)):
         if path is None:
@@ -63,6 +61,9 @@ def read_templates(client: GitHubClient, config: RepoConfig, branch: str) -> Tem
 
 def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch: str, bot_login: str,
            sha: str | None = None, trigger: str | None = None) -> Result:
+    settings = config.checklist
+    if settings is None:
+        return Result("skipped", sha or "", log=["sign-off: no `checklist:` section in the config"])
     pull = client.get_pull(pr)
     if pull.closed:
         return Result("skipped", pull.head_sha, log=[f"sign-off: PR #{pr} is closed"])
@@ -72,14 +73,13 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
     comments = client.list_issue_comments(pr)
     own = {m.sha: (c, m) for c in sorted(comments, key=lambda c: c.id)
            if c.user.lower() == bot_login.lower() and (m := render.parse_marker(c.body))}
-    template_url = ""
     try:
-        templates = read_templates(client, config, default_branch)
+        templates = read_templates(client, settings, default_branch)
     except TemplateError as exc:
         note = {"code": "template-error", "source": exc.source, "line": exc.line, "message": exc.message,
                 "message_zh": exc.message_zh}
         return _publish(client, pr, Verdict("failure", head, notes=(note,)), "none", "0", own, comments)
-    template_url = config.checklist.template  # type: ignore[union-attr]
+    template_url = settings.template
     candidates = _candidates(client, pr, head, comments, bot_login, templates, own)
     chosen = next((c for c in reversed(candidates) if c.fresh and (c.found.signoff or c.found.problem == "two")), None)
     notes = _notes(candidates, chosen, head, trigger)
@@ -96,7 +96,7 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
         pr=pr, head_sha=head, author=pull.author, source=chosen.source, signoff=chosen.found.signoff,
         body=chosen.body, templates=templates,
         ownership=_ownership(client, files, default_branch, chosen.source.author),
-        benchmark=_benchmark(client, head), files=tuple(files), settings=config.checklist,  # type: ignore[arg-type]
+        benchmark=_benchmark(client, head), files=tuple(files), settings=settings,
         bot_logins=(bot_login,))
     checks = rules.evaluate(evidence)
     verdict = Verdict(rules.conclusion(checks), head, chosen.source, chosen.found.signoff.lang, tuple(checks),
