@@ -205,3 +205,25 @@ def test_any_codeowners_text_parses_or_names_a_line(text):
         parse_codeowners(text, "CODEOWNERS").of("recipes/tiny.yaml")
     except CodeownersError as error:
         assert 1 <= error.line <= max(1, len(text.splitlines()))
+
+
+from bot.config import ConfigError, load_config  # noqa: E402
+
+CONFIG_ERRORS = [
+    ("registry with a scheme", "checklist:\n  allowed_registries: [https://quay.io]\n", 2, "checklist.allowed_registries.0"),
+    ("waiver without {pr}", "checklist:\n  waiver: docs/waiver.md\n", 2, "checklist.waiver"),
+    ("version zero", "checklist:\n  version: 0\n", 2, "checklist.version"),
+    ("unknown key", "checklist:\n  templates: x.md\n", 2, "checklist.templates"),
+]
+
+
+@pytest.mark.parametrize("name,text,line,field", CONFIG_ERRORS, ids=[c[0] for c in CONFIG_ERRORS])
+def test_a_bad_checklist_config_names_its_line_and_field(name, text, line, field):
+    with pytest.raises(ConfigError) as error:
+        load_config(text)
+    assert (error.value.line, error.value.field) == (line, field)
+
+
+def test_the_signoff_is_off_without_a_checklist_section_and_on_with_defaults():
+    assert load_config("bot_login: x[bot]\n").checklist is None
+    assert load_config("checklist: {}\n").checklist == Checklist()
