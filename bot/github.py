@@ -35,6 +35,7 @@ class Comment:
     created_at: dt.datetime | None
     html_url: str = ""
     user_type: str = "User"  # "Bot" for apps and GitHub's own accounts
+    updated_at: dt.datetime | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +82,7 @@ class CheckRun:
     html_url: str
     title: str = ""  # output.title
     details_url: str = ""
+    external_id: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -342,17 +344,20 @@ class GitHubClient:
 
     def create_check_run(self, *, name: str, head_sha: str, status: str = "completed",
                          conclusion: str | None = None, title: str = "", summary: str = "",
-                         text: str | None = None, details_url: str | None = None) -> int | None:
+                         text: str | None = None, details_url: str | None = None,
+                         external_id: str | None = None) -> int | None:
         body = _check_body(name=name, head_sha=head_sha, status=status, conclusion=conclusion,
-                           title=title, summary=summary, text=text, details_url=details_url)
+                           title=title, summary=summary, text=text, details_url=details_url,
+                           external_id=external_id)
         return self._write({"action": "check", "op": "create", **body},
                            lambda: self._call("POST", "check-runs", body=body)[1]["id"])
 
     def update_check_run(self, check_run_id: int, *, status: str | None = None,
                          conclusion: str | None = None, title: str = "", summary: str = "",
-                         text: str | None = None, details_url: str | None = None) -> None:
+                         text: str | None = None, details_url: str | None = None,
+                         external_id: str | None = None) -> None:
         body = _check_body(status=status, conclusion=conclusion, title=title, summary=summary,
-                           text=text, details_url=details_url)
+                           text=text, details_url=details_url, external_id=external_id)
         self._write({"action": "check", "op": "update", "check_run_id": check_run_id, **body},
                     lambda: self._call("PATCH", f"check-runs/{check_run_id}", body=body))
 
@@ -386,7 +391,8 @@ def _next_link(link: str) -> str | None:
 def _comment(data: dict[str, Any]) -> Comment:
     user = data.get("user") or {}
     return Comment(data["id"], user.get("login", ""), data.get("body") or "",
-                   _when(data.get("created_at")), data.get("html_url") or "", user.get("type") or "User")
+                   _when(data.get("created_at")), data.get("html_url") or "", user.get("type") or "User",
+                   _when(data.get("updated_at")))
 
 
 def _run(data: dict[str, Any]) -> Run:
@@ -399,12 +405,12 @@ def _run(data: dict[str, Any]) -> Run:
 def _check(data: dict[str, Any]) -> CheckRun:
     return CheckRun(data["id"], data["name"], data["head_sha"], data["status"], data.get("conclusion"),
                     data.get("html_url") or "", (data.get("output") or {}).get("title") or "",
-                    data.get("details_url") or "")
+                    data.get("details_url") or "", data.get("external_id") or "")
 
 
 def _check_body(**fields: Any) -> dict[str, Any]:
     body = {k: v for k, v in fields.items()
-            if v is not None and k in ("name", "head_sha", "status", "conclusion", "details_url")}
+            if v is not None and k in ("name", "head_sha", "status", "conclusion", "details_url", "external_id")}
     if fields.get("title") or fields.get("summary"):
         output = {"title": fields.get("title") or fields.get("name") or "recipe-bot",
                   "summary": fields.get("summary") or ""}

@@ -29,7 +29,7 @@ def signoff(signed: str, *, lang: str = "en", open_ids: tuple[str, ...] = ()) ->
 @pytest.fixture
 def hc(sandbox, tmp_path):
     """`h` with a repository that uses the sign-off: config section, both templates, CODEOWNERS."""
-    def start(codeowners: str = CODEOWNERS) -> Harness:
+    def start(codeowners: str = CODEOWNERS, pulls: list[dict] = PULLS) -> Harness:
         files_main = {
             "README.md": "# bench\n",
             ".github/recipe-bot.yaml": CONFIG + CHECKLIST,
@@ -38,7 +38,7 @@ def hc(sandbox, tmp_path):
             "checklists/PR_REVIEW_CHECKLIST_zh.md": ZH,
             ".github/CODEOWNERS": codeowners,
         }
-        overrides = {"pulls": PULLS, "users": {"alice": "admin", "carol": "write", "bob": "read", "dave": "write",
+        overrides = {"pulls": pulls, "users": {"alice": "admin", "carol": "write", "bob": "read", "dave": "write",
                                               "mallory": "none"},
                      "teams": {"acme/core": ["alice"], "acme/recipes": ["dave"]}}
         seed = make_seed(tmp_path / f"sb-{len(harnesses)}", files_main, {"recipes/tiny.yaml": "name: tiny\n"}, overrides)
@@ -243,3 +243,18 @@ def test_verify_cli_rejects_bad_input_in_both_languages(args, message):
     assert result.returncode == 2 and message in result.stderr
     assert any("\u4e00" <= ch <= "\u9fff" for ch in result.stderr)
     assert "Traceback" not in result.stderr
+
+
+def test_a_signoff_written_before_the_push_and_never_judged_is_stale(hc):
+    old = {"id": 900, "user": "alice", "body": signoff("alice"), "created": "2024-01-01T00:00:00Z"}
+    h = hc(pulls=[{**PULLS[0], "comments": [old]}, *PULLS[1:]])
+    new_head = h.push()
+    benchmarks_passed(h, new_head)
+    pushed(h)
+    check = latest_check(h, new_head)
+    assert check["status"] == "in_progress" and "written before it" in check["summary"]
+    assert check["external_id"].startswith("pushed-at:")
+    h.handle("issue_comment", "created", comment_id=900)  # a handler that ran late still finds it stale
+    assert latest_check(h, new_head)["status"] == "in_progress" and verdicts(h) == {}
+    h.on_comment(7, "alice", signoff("alice"))
+    assert latest_check(h, new_head)["conclusion"] == "success"

@@ -30,11 +30,12 @@ def on_comment(h: Any, event: Any) -> None:
 
 def on_pull_request(h: Any, event: Any) -> None:
     """A new head SHA gets its `recipe-bot / sign-off` check at once (waiting, or the stale note)."""
-    if event.action in PUSH_ACTIONS:
-        _run(h, event.pull.number)
+    if event.action in PUSH_ACTIONS:  # the payload's updated_at is the push: older sign-offs are stale
+        _run(h, event.pull.number, pushed_at=event.pull.updated_at or None)
 
 
-def _run(h: Any, pr: int, *, trigger: str | None = None, sha: str | None = None, author: str = "") -> None:
+def _run(h: Any, pr: int, *, trigger: str | None = None, sha: str | None = None, author: str = "",
+         pushed_at: str | None = None) -> None:
     if h.load_config() or h.config.checklist is None:
         return  # a broken config is answered by the command path; no `checklist:` section: sign-off off
     try:
@@ -42,7 +43,7 @@ def _run(h: Any, pr: int, *, trigger: str | None = None, sha: str | None = None,
         if author.lower() == bot.lower():
             return  # the bot's own verdict comment
         result = verify.verify(h.client, pr=pr, config=h.config, default_branch=h.default_branch,
-                               bot_login=bot, sha=sha, trigger=trigger)
+                               bot_login=bot, sha=sha, trigger=trigger, pushed_at=pushed_at)
     except GitHubError as exc:  # the commands in the same event still get their answer
         h.log(f"sign-off not verified: {exc}")
         return

@@ -23,6 +23,7 @@ from bot.config import Checklist, RepoConfig
 from bot.github import GitHubClient
 
 BENCHMARKS = "recipe-bot / benchmarks"
+PUSHED_AT = "pushed-at:"  # the sign-off check's external_id: when its head SHA was pushed
 _EPOCH = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
 
 
@@ -60,7 +61,7 @@ def read_templates(client: GitHubClient, settings: Checklist, branch: str) -> Te
 
 
 def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch: str, bot_login: str,
-           sha: str | None = None, trigger: str | None = None) -> Result:
+           sha: str | None = None, trigger: str | None = None, pushed_at: str | None = None) -> Result:
     settings = config.checklist
     if settings is None:
         return Result("skipped", sha or "", log=["sign-off: no `checklist:` section in the config"])
@@ -71,6 +72,8 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
     if sha is not None and sha != head:
         return Result("skipped", sha, log=[f"sign-off: {sha} is no longer the head of PR #{pr} ({head} is)"])
     comments = client.list_issue_comments(pr)
+    runs = [r for r in client.list_check_runs(head, CHECK_NAME) if r.name == CHECK_NAME]
+    anchor = _pushed_at(runs, pushed_at)
     own = {m.sha: (c, m) for c in sorted(comments, key=lambda c: c.id)
            if c.user.lower() == bot_login.lower() and (m := render.parse_marker(c.body))}
     try:
@@ -78,19 +81,19 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
     except TemplateError as exc:
         note = {"code": "template-error", "source": exc.source, "line": exc.line, "message": exc.message,
                 "message_zh": exc.message_zh}
-        return _publish(client, pr, Verdict("failure", head, notes=(note,)), "none", "0", own, comments)
+        return _publish(client, pr, Verdict("failure", head, notes=(note,)), "none", "0", own, runs, anchor)
     template_url = settings.template
-    candidates = _candidates(client, pr, head, comments, bot_login, templates, own)
+    candidates = _candidates(client, pr, head, comments, bot_login, templates, own, anchor)
     chosen = next((c for c in reversed(candidates) if c.fresh and (c.found.signoff or c.found.problem == "two")), None)
     notes = _notes(candidates, chosen, head, trigger)
     if chosen is None:
         verdict = Verdict("waiting", head, notes=tuple(notes), template=template_url)
-        return _publish(client, pr, verdict, "none", "0", own, comments)
+        return _publish(client, pr, verdict, "none", "0", own, runs, anchor)
     digest = dispatch.digest(chosen.body)
     if chosen.found.signoff is None:  # two sign-offs in one comment: say which lines, judge nothing
         two = {"code": "two", "lines": list(chosen.found.lines), "where": chosen.source.key}
         verdict = Verdict("failure", head, chosen.source, notes=(two, *notes), template=template_url)
-        return _publish(client, pr, verdict, chosen.source.key, digest, own, comments)
+        return _publish(client, pr, verdict, chosen.source.key, digest, own, runs, anchor)
     files = _files(client, pr)
     evidence = rules.Evidence(
         pr=pr, head_sha=head, author=pull.author, source=chosen.source, signoff=chosen.found.signoff,
@@ -101,11 +104,23 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
     checks = rules.evaluate(evidence)
     verdict = Verdict(rules.conclusion(checks), head, chosen.source, chosen.found.signoff.lang, tuple(checks),
                       tuple(notes), template_url)
-    return _publish(client, pr, verdict, chosen.source.key, digest, own, comments)
+    return _publish(client, pr, verdict, chosen.source.key, digest, own, runs, anchor)
+
+
+def _pushed_at(checks: list, pushed_at: str | None) -> dt.datetime | None:
+    """When the head SHA was pushed, as GitHub's synchronize event said (kept in the check's external_id)."""
+    stamps = [r.external_id.removeprefix(PUSHED_AT) for r in checks if r.external_id.startswith(PUSHED_AT)]
+    for stamp in sorted(stamps) + ([pushed_at] if pushed_at else []):
+        try:
+            when = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+    return None
 
 
 def _candidates(client: GitHubClient, pr: int, head: str, comments: list, bot_login: str,
-                templates: Templates, own: dict) -> list[Candidate]:
+                templates: Templates, own: dict, anchor: dt.datetime | None) -> list[Candidate]:
     bound: dict[tuple[str, str], str] = {(m.source, m.digest): sha for sha, (_, m) in own.items()}
     out: list[Candidate] = []
     for c in comments:
@@ -117,7 +132,10 @@ def _candidates(client: GitHubClient, pr: int, head: str, comments: list, bot_lo
         key = f"comment-{c.id}"
         judged = bound.get((key, dispatch.digest(c.body)))
         source = rules.Source(key, c.user, c.user_type == "Bot", c.html_url)
-        out.append(Candidate(source, c.body, found, c.created_at or _EPOCH, c.id, judged in (None, head),
+        written = c.updated_at or c.created_at or _EPOCH
+        before_push = anchor is not None and written < anchor  # written for an earlier head, never judged
+        out.append(Candidate(source, c.body, found, c.created_at or _EPOCH, c.id,
+                             judged in (None, head) and not before_push,
                              judged if judged not in (None, head) else None))
     for r in client.list_reviews(pr):
         found = find(r.body, templates)
@@ -138,10 +156,10 @@ def _notes(candidates: list[Candidate], chosen: Candidate | None, head: str, tri
         q = quoted[-1]
         notes.append({"code": "quoted", "lines": list(q.found.lines), "where": q.source.key})
     if chosen is None:
-        stale = [c for c in candidates if not c.fresh and c.found.signoff and c.sha]
+        stale = [c for c in candidates if not c.fresh and c.found.signoff]
         if stale:
             s = stale[-1]
-            notes.append({"code": "stale", "author": s.source.author, "where": s.source.key, "sha": s.sha,
+            notes.append({"code": "stale", "author": s.source.author, "where": s.source.key, "sha": s.sha or "",
                           "head": head})
     return notes
 
@@ -178,7 +196,7 @@ def _files(client: GitHubClient, pr: int) -> list[FileChange]:
 
 
 def _publish(client: GitHubClient, pr: int, verdict: Verdict, source: str, digest: str, own: dict,
-             comments: list) -> Result:
+             runs: list, anchor: dt.datetime | None) -> Result:
     result = Result(verdict.state, verdict.sha)
     body = render.comment(verdict, source, digest)
     existing = own.get(verdict.sha)
@@ -191,23 +209,25 @@ def _publish(client: GitHubClient, pr: int, verdict: Verdict, source: str, diges
     elif verdict.state != "waiting" or verdict.notes and any(n["code"] != "stale" for n in verdict.notes):
         client.create_comment(pr, body)
         result.comment = "created"
-    result.check = _check(client, verdict, result.comment in ("created", "edited"))
+    result.check = _check(client, verdict, result.comment in ("created", "edited"), runs, anchor)
     result.log.append(f"sign-off for PR #{pr} at {verdict.sha}: {verdict.state} "
                       f"(comment {result.comment}, check {result.check})")
     return result
 
 
-def _check(client: GitHubClient, verdict: Verdict, changed: bool) -> str:
+def _check(client: GitHubClient, verdict: Verdict, changed: bool, runs: list, anchor: dt.datetime | None) -> str:
     status = "in_progress" if verdict.state == "waiting" else "completed"
     conclusion = None if verdict.state == "waiting" else verdict.state
     title, summary = render.title(verdict), render.summary(verdict)
-    runs = [r for r in client.list_check_runs(verdict.sha, CHECK_NAME) if r.name == CHECK_NAME]
     latest = max(runs, key=lambda r: r.id) if runs else None
-    if not changed and latest is not None and latest.status == status and latest.conclusion == conclusion and latest.title == title:
+    tag = PUSHED_AT + anchor.strftime("%Y-%m-%dT%H:%M:%SZ") if anchor else None
+    if not changed and latest is not None and latest.external_id == (tag or latest.external_id) \
+            and latest.status == status and latest.conclusion == conclusion and latest.title == title:
         return "unchanged"
     if latest is None or (latest.status == "completed" and status != "completed"):
         client.create_check_run(name=CHECK_NAME, head_sha=verdict.sha, status=status, conclusion=conclusion,
-                                title=title, summary=summary)
+                                title=title, summary=summary, external_id=tag)
         return "created"
-    client.update_check_run(latest.id, status=status, conclusion=conclusion, title=title, summary=summary)
+    client.update_check_run(latest.id, status=status, conclusion=conclusion, title=title, summary=summary,
+                            external_id=tag)
     return "updated"
