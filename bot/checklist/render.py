@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from typing import Any
 
@@ -18,6 +19,11 @@ class Marker:
     sha: str
     source: str  # comment-<id> | review-<id> | none
     digest: str
+
+
+def digest(text: str) -> str:
+    """Which text of a sign-off a verdict judged: an edit is a new sign-off, the same text is not."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def marker(sha: str, source: str, digest: str) -> str:

@@ -12,7 +12,6 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
-from bot import dispatch
 from bot.checklist import owners as codeowners
 from bot.checklist import render, rules
 from bot.checklist.diffscan import FileChange
@@ -89,7 +88,7 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
     if chosen is None:
         verdict = Verdict("waiting", head, notes=tuple(notes), template=template_url)
         return _publish(client, pr, verdict, "none", "0", own, runs, anchor)
-    digest = dispatch.digest(chosen.body)
+    digest = render.digest(chosen.body)
     if chosen.found.signoff is None:  # two sign-offs in one comment: say which lines, judge nothing
         two = {"code": "two", "lines": list(chosen.found.lines), "where": chosen.source.key}
         verdict = Verdict("failure", head, chosen.source, notes=(two, *notes), template=template_url)
@@ -130,7 +129,7 @@ def _candidates(client: GitHubClient, pr: int, head: str, comments: list, bot_lo
         if found is None:
             continue
         key = f"comment-{c.id}"
-        judged = bound.get((key, dispatch.digest(c.body)))
+        judged = bound.get((key, render.digest(c.body)))
         source = rules.Source(key, c.user, c.user_type == "Bot", c.html_url)
         written = c.updated_at or c.created_at or _EPOCH
         before_push = anchor is not None and written < anchor  # written for an earlier head, never judged
