@@ -258,3 +258,23 @@ def test_a_signoff_written_before_the_push_and_never_judged_is_stale(hc):
     assert latest_check(h, new_head)["status"] == "in_progress" and verdicts(h) == {}
     h.on_comment(7, "alice", signoff("alice"))
     assert latest_check(h, new_head)["conclusion"] == "success"
+
+
+def test_engine_patch_and_image_in_the_diff_fail_until_a_waiver_is_linked(hc):
+    h = hc()
+    head = h.sb.push("feature", {"recipes/launch.sh": "#!/bin/sh\ncd /opt/vllm && git apply /w/fast.patch\n",
+                                 "recipes/tiny.yaml": "name: tiny\nimage: vllm/vllm-openai:v0.9.2\n"},
+                     author="carol")["after"]
+    benchmarks_passed(h, head)
+    comment_id = h.comment(7, "alice", signoff("alice"))
+    h.handle("issue_comment", "created", comment_id=comment_id)
+    body = verdicts(h)[head][0]["body"]
+    assert "the diff patches the engine: `recipes/launch.sh` (line 2)" in body
+    assert "`vllm/vllm-openai:v0.9.2` from allowed registries" in body
+    assert latest_check(h, head)["conclusion"] == "failure"
+    linked = signoff("alice").replace("- insert any additional info here", "- C7: waiver at docs/waiver/7.md")
+    h.edit(comment_id, "alice", linked)
+    h.handle("issue_comment", "edited", comment_id=comment_id)
+    [verdict] = verdicts(h)[head]
+    assert "and the waiver `docs/waiver/7.md` is linked" in verdict["body"]
+    assert latest_check(h, head)["conclusion"] == "success"
