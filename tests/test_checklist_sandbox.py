@@ -2,7 +2,6 @@
 per SHA edited in place, and a new verification on an edit, a push and the end of a GPU run."""
 from __future__ import annotations
 
-import pathlib
 import subprocess
 import sys
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from bot import dispatch
 from bot.checklist import verify
-from bot.config import ConfigError, read_repo_config
+from bot.config import read_repo_config
 from bot.events import EventError
 from bot.github import GitHubClient, GitHubError
 
@@ -84,4 +84,4 @@ def verify_cli(client: GitHubClient, pr: int, sha: str | None) -> verify.Result:
     return verify.verify(client, pr=pr, config=config, default_branch=branch, bot_login=login, sha=sha)
 
 
-__all__ = ["ConfigError", "maybe_signoff", "on_comment", "on_pull_request", "on_workflow_run", "verify_cli"]
+__all__ = ["maybe_signoff", "on_comment", "on_pull_request", "on_workflow_run", "verify_cli"]
