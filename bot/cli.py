@@ -15,6 +15,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sandbox": ("bot.sandbox.cli", "sandbox_cmd"),
     "demo": ("bot.demo", "demo_cmd"),
     "slurm-cancel": ("bot.runner.slurm.backend", "slurm_cancel_cmd"),
+    "checklist": ("bot.checklist.cli", "checklist_cmd"),
 }
 
 SHORT_HELP = {
@@ -25,6 +26,7 @@ SHORT_HELP = {
     "sandbox": "Serve a local stand-in for GitHub's REST API.",
     "demo": "Run the whole loop on this machine against the sandbox and the CPU engine.",
     "slurm-cancel": "Cancel a PR's recipe-bot jobs on a Slurm cluster (/cancel, a superseding push).",
+    "checklist": "Verify a PR's PR_REVIEW_CHECKLIST sign-off (check recipe-bot / sign-off).",
 }
 
 

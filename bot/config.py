@@ -99,6 +99,34 @@ class Report(Strict):
         return {**DEFAULT_THRESHOLDS, **thresholds}
 
 
+REGISTRY = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9._-]+)*$")
+
+
+def _registry(value: str) -> str:
+    if not REGISTRY.match(value):
+        raise ValueError(f"{value!r} is not a registry such as docker.io/vllm or ghcr.io/acme")
+    return value
+
+
+class Checklist(Strict):
+    """The PR_REVIEW_CHECKLIST sign-off (bot/checklist/): which template is current and the rules' settings."""
+
+    template: str = "checklists/PR_REVIEW_CHECKLIST.md"
+    template_zh: str | None = "checklists/PR_REVIEW_CHECKLIST_zh.md"
+    version: int = Field(default=1, ge=1)
+    allowed_registries: list[Annotated[str, AfterValidator(_registry)]] = Field(
+        default_factory=lambda: ["docker.io/vllm", "docker.io/lmsysorg"])
+    allow_author_signoff: bool = False
+    waiver: str = "docs/waiver/{pr}.md"  # the file a sign-off links to excuse an engine patch
+
+    @field_validator("waiver")
+    @classmethod
+    def _waiver(cls, value: str) -> str:
+        if "{pr}" not in value:
+            raise ValueError(f"{value!r} must contain {{pr}}, e.g. docs/waiver/{{pr}}.md")
+        return value
+
+
 class RepoConfig(Strict):
     """What a repository tells recipe-bot; every field has a safe default."""
 
@@ -110,6 +138,7 @@ class RepoConfig(Strict):
     allow_edits: bool = True  # an edited comment is read again (never to start a second run)
     labels: dict[str, LabelCommand] = Field(default_factory=lambda: dict(DEFAULT_LABELS))
     report: Report = Field(default_factory=Report)
+    checklist: Checklist | None = None  # the PR_REVIEW_CHECKLIST sign-off; on when the section exists
 
     @field_validator("gpu_workflow")
     @classmethod

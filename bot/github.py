@@ -34,6 +34,8 @@ class Comment:
     body: str
     created_at: dt.datetime | None
     html_url: str = ""
+    user_type: str = "User"  # "Bot" for apps and GitHub's own accounts
+    updated_at: dt.datetime | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +80,28 @@ class CheckRun:
     status: str
     conclusion: str | None
     html_url: str
+    title: str = ""  # output.title
+    details_url: str = ""
+    external_id: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Review:
+    id: int
+    user: str
+    body: str
+    state: str
+    commit_id: str
+    html_url: str = ""
+    user_type: str = "User"
+    submitted_at: dt.datetime | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PullFile:
+    filename: str
+    status: str
+    patch: str | None  # GitHub leaves it out for binary and very large files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,6 +237,38 @@ class GitHubClient:
             raise
         return data.get("state") == "active"
 
+    def team_membership(self, team: str, login: str) -> str:
+        """member | not-member | unreadable (the token may not read the team, or it does not exist)."""
+        org, slug = (urllib.parse.quote(part, safe="") for part in team.split("/", 1))
+        try:
+            _, data = self._call("GET", f"/orgs/{org}/teams/{slug}/memberships/{urllib.parse.quote(login)}")
+            return "member" if data.get("state") == "active" else "not-member"
+        except GitHubError as exc:
+            if exc.status not in (403, 404):
+                raise
+            if exc.status == 403:
+                return "unreadable"
+        try:  # 404 means "not a member" or "no such team for this token": ask about the team itself
+            self._call("GET", f"/orgs/{org}/teams/{slug}/members", params={"per_page": 1})
+        except GitHubError as exc:
+            if exc.status in (403, 404):
+                return "unreadable"
+            raise
+        return "not-member"
+
+    def default_branch(self) -> str:
+        return str(self._call("GET", self._repo_path)[1]["default_branch"])
+
+    def list_pull_files(self, number: int) -> list[PullFile]:
+        return [PullFile(f["filename"], f.get("status") or "", f.get("patch"))
+                for f in self._pages(f"pulls/{number}/files", max_pages=30)]
+
+    def list_reviews(self, number: int) -> list[Review]:
+        return [Review(r["id"], (r.get("user") or {}).get("login", ""), r.get("body") or "", r.get("state") or "",
+                       r.get("commit_id") or "", r.get("html_url") or "", (r.get("user") or {}).get("type") or "User",
+                       _when(r.get("submitted_at")))
+                for r in self._pages(f"pulls/{number}/reviews")]
+
     def list_issue_comments(self, number: int) -> list[Comment]:
         return [_comment(c) for c in self._pages(f"issues/{number}/comments")]
 
@@ -288,17 +344,20 @@ class GitHubClient:
 
     def create_check_run(self, *, name: str, head_sha: str, status: str = "completed",
                          conclusion: str | None = None, title: str = "", summary: str = "",
-                         text: str | None = None, details_url: str | None = None) -> int | None:
+                         text: str | None = None, details_url: str | None = None,
+                         external_id: str | None = None) -> int | None:
         body = _check_body(name=name, head_sha=head_sha, status=status, conclusion=conclusion,
-                           title=title, summary=summary, text=text, details_url=details_url)
+                           title=title, summary=summary, text=text, details_url=details_url,
+                           external_id=external_id)
         return self._write({"action": "check", "op": "create", **body},
                            lambda: self._call("POST", "check-runs", body=body)[1]["id"])
 
     def update_check_run(self, check_run_id: int, *, status: str | None = None,
                          conclusion: str | None = None, title: str = "", summary: str = "",
-                         text: str | None = None, details_url: str | None = None) -> None:
+                         text: str | None = None, details_url: str | None = None,
+                         external_id: str | None = None) -> None:
         body = _check_body(status=status, conclusion=conclusion, title=title, summary=summary,
-                           text=text, details_url=details_url)
+                           text=text, details_url=details_url, external_id=external_id)
         self._write({"action": "check", "op": "update", "check_run_id": check_run_id, **body},
                     lambda: self._call("PATCH", f"check-runs/{check_run_id}", body=body))
 
@@ -332,7 +391,8 @@ def _next_link(link: str) -> str | None:
 def _comment(data: dict[str, Any]) -> Comment:
     user = data.get("user") or {}
     return Comment(data["id"], user.get("login", ""), data.get("body") or "",
-                   _when(data.get("created_at")), data.get("html_url") or "")
+                   _when(data.get("created_at")), data.get("html_url") or "", user.get("type") or "User",
+                   _when(data.get("updated_at")))
 
 
 def _run(data: dict[str, Any]) -> Run:
@@ -344,12 +404,13 @@ def _run(data: dict[str, Any]) -> Run:
 
 def _check(data: dict[str, Any]) -> CheckRun:
     return CheckRun(data["id"], data["name"], data["head_sha"], data["status"], data.get("conclusion"),
-                    data.get("html_url") or "")
+                    data.get("html_url") or "", (data.get("output") or {}).get("title") or "",
+                    data.get("details_url") or "", data.get("external_id") or "")
 
 
 def _check_body(**fields: Any) -> dict[str, Any]:
     body = {k: v for k, v in fields.items()
-            if v is not None and k in ("name", "head_sha", "status", "conclusion", "details_url")}
+            if v is not None and k in ("name", "head_sha", "status", "conclusion", "details_url", "external_id")}
     if fields.get("title") or fields.get("summary"):
         output = {"title": fields.get("title") or fields.get("name") or "recipe-bot",
                   "summary": fields.get("summary") or ""}

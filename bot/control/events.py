@@ -31,6 +31,7 @@ class Pull:
     base_ref: str
     base_sha: str
     labels: tuple[str, ...] = ()
+    updated_at: str = ""  # GitHub's time of the last change; in a synchronize payload, the push
 
     @property
     def fork(self) -> bool:
@@ -144,6 +145,7 @@ def pull_from_json(data: dict, where: str = "pull_request") -> Pull:
         base_sha=_get(wrapped, f"{where}.base.sha", str),
         labels=tuple(label["name"] for label in data.get("labels") or () if isinstance(label, dict)
                      and isinstance(label.get("name"), str)),
+        updated_at=str(data.get("updated_at") or ""),
     )
 
 

@@ -12,6 +12,7 @@ import click
 
 from bot import i18n
 from bot.control import commands, dispatch, trust
+from bot.checklist import hooks as checklist_hooks
 from bot.control.commands import Command, CommandError
 from bot.config import ConfigError, RepoConfig, read_repo_config
 from bot.control.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
@@ -69,6 +70,7 @@ class Handler:
         self._author_trusted: dict[str, bool] = {}
         self._runs: list[dispatch.PrRun] | None = None
         self._all_runs: list | None = None
+        self._config_read, self._config_error = False, None
 
     def log(self, message: str) -> None:
         self.outcome.log.append(message)
@@ -76,10 +78,14 @@ class Handler:
     # -- lazy reads: each is asked for only when a decision needs it -------------------------
 
     def load_config(self) -> ConfigError | None:
+        if self._config_read:  # read once per event, whoever asks first
+            return self._config_error
+        self._config_read, self._config_error = True, None
         try:
             self.config = read_repo_config(self.client, self.default_branch)
         except ConfigError as exc:
             self.outcome.failed = str(exc)
+            self._config_error = exc
             return exc
         return None
 
@@ -180,6 +186,7 @@ class Handler:
 # -- comments ------------------------------------------------------------------------------------
 
 def handle_comment(h: Handler, event: CommentEvent) -> None:
+    checklist_hooks.on_comment(h, event)  # a PR_REVIEW_CHECKLIST sign-off, created or edited
     parsed = commands.parse_comment(event.body)
     if parsed.empty:
         h.log("no command in the comment")
@@ -340,6 +347,7 @@ RUN_LABELS_ON = {"labeled", "synchronize", "reopened", "ready_for_review"}
 
 
 def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
+    checklist_hooks.on_pull_request(h, event)  # every new head SHA gets its sign-off check
     if event.action not in CANCEL_ON and event.action not in RUN_LABELS_ON:
         h.log(f"pull_request {event.action}: nothing to do")
         return
@@ -399,6 +407,8 @@ def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, la
 def handle_event(event_name: str, payload: Any, client: GitHubClient,
                  now: dt.datetime | None = None) -> Outcome:
     """Act on one event; raises EventError for a payload that is not GitHub's shape."""
+    if event_name == "workflow_run":  # a GPU run ended: judge the sign-off on its SHA again
+        return checklist_hooks.on_workflow_run(Handler, client, payload, now).outcome
     event = parse_event(event_name, payload)
     if isinstance(event, Ignored):
         return Outcome(log=[event.reason])

@@ -9,6 +9,7 @@ from bot.control import commands
 def render_docs() -> str:
     """docs/commands.md: the same registry and templates as /help, with the default config."""
     config = RepoConfig()
+    signoff_check = "recipe-bot / sign-off"  # bot/checklist/render.py CHECK_NAME
     context = {"rows": commands.help_rows(), "topic": None, "labels": sorted(config.labels.items())}
     return (
         "# recipe-bot commands\n\n"
@@ -17,7 +18,9 @@ def render_docs() -> str:
         "Permissions shown are the defaults; `.github/recipe-bot.yaml` (`permissions:`, `labels:`) "
         "changes them per repository, and `/help` on a PR shows that repository's values.\n\n"
         "## English\n\n" + i18n.render("control/help", "en", **context) + "\n\n"
-        "## 简体中文\n\n" + i18n.render("control/help", "zh", **context) + "\n"
+        + i18n.render("checklist/help", "en", check=signoff_check) + "\n\n"
+        "## 简体中文\n\n" + i18n.render("control/help", "zh", **context) + "\n\n"
+        + i18n.render("checklist/help", "zh", check=signoff_check) + "\n"
     )
 
 

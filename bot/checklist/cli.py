@@ -1,0 +1,54 @@
+"""`recipe-bot checklist verify --pr N [--sha S]`: the sign-off verdict for a PR's head, posted like the handler does."""
+from __future__ import annotations
+
+import re
+import sys
+
+import click
+
+from bot.config import ConfigError
+from bot.github import GitHubClient, GitHubError
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _fail(english: str, chinese: str) -> None:
+    click.echo(f"recipe-bot: {english}\nrecipe-bot: {chinese}", err=True)
+    sys.exit(2)
+
+
+@click.group("checklist")
+def checklist_cmd() -> None:
+    """The PR_REVIEW_CHECKLIST sign-off (check `recipe-bot / sign-off`)."""
+
+
+@checklist_cmd.command("verify")
+@click.option("--pr", type=int, required=True, help="Pull request number.")
+@click.option("--sha", help="Verify only if this full 40-hex SHA is still the PR's head (e.g. after a GPU run).")
+@click.option("--dry-run", is_flag=True, help="Make no write to GitHub; print each intended write as one JSON line.")
+def verify_cmd(pr: int, sha: str | None, dry_run: bool) -> None:
+    """Find the latest sign-off for the PR's head commit, check it by rules, and post the verdict:
+    one bilingual comment per head SHA (edited in place) and the `recipe-bot / sign-off` check run.
+
+    Reads GITHUB_API_URL, GITHUB_TOKEN and GITHUB_REPOSITORY like any Actions step.
+    """
+    from bot.checklist.hooks import verify_cli
+
+    if pr <= 0:
+        _fail(f"--pr {pr}: a pull request number is a positive integer",
+              f"--pr {pr}：PR 编号必须是正整数")
+    if sha is not None and not _SHA.match(sha):
+        _fail(f"--sha {sha!r}: write the full 40-character hexadecimal commit SHA",
+              f"--sha {sha!r}：请写完整的 40 位十六进制提交 SHA")
+    try:
+        client = GitHubClient.from_env(dry_run=dry_run)
+        result = verify_cli(client, pr, sha)
+    except ConfigError as exc:
+        _fail(f"{exc}", f"配置无效：{exc}")
+        return
+    except GitHubError as exc:
+        _fail(f"GitHub: {exc}", f"GitHub 请求失败：{exc}")
+        return
+    for line in result.log:
+        click.echo(f"recipe-bot: {line}", err=True)
+    click.echo(result.state)

@@ -1,0 +1,72 @@
+"""The verdict as text: the per-SHA marker, the bilingual comment, and the check run's title and summary."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from typing import Any
+
+from bot import i18n
+from bot.checklist.rules import Check, Source
+
+CHECK_NAME = "recipe-bot / sign-off"
+_MARKER = re.compile(r"^<!-- recipe-bot:sign-off sha=([0-9a-f]{40}) source=([a-z0-9-]+) digest=([0-9a-f]+) -->$")
+SUMMARY_LIMIT = 60000
+
+
+@dataclasses.dataclass(frozen=True)
+class Marker:
+    sha: str
+    source: str  # comment-<id> | review-<id> | none
+    digest: str
+
+
+def digest(text: str) -> str:
+    """Which text of a sign-off a verdict judged: an edit is a new sign-off, the same text is not."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def marker(sha: str, source: str, digest: str) -> str:
+    return f"<!-- recipe-bot:sign-off sha={sha} source={source} digest={digest} -->"
+
+
+def parse_marker(body: str) -> Marker | None:
+    """Only a first line counts, so a quoted marker in someone's reply is text."""
+    match = _MARKER.match((body or "").split("\n", 1)[0].strip())
+    return Marker(*match.groups()) if match else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    state: str  # success | failure | waiting
+    sha: str
+    source: Source | None = None
+    lang: str = "en"
+    checks: tuple[Check, ...] = ()
+    notes: tuple[dict[str, Any], ...] = ()
+    template: str = ""
+
+    def context(self) -> dict[str, Any]:
+        return {"state": self.state, "sha": self.sha, "signoff_lang": self.lang, "template": self.template,
+                "source": dataclasses.asdict(self.source) if self.source else None,
+                "checks": [dataclasses.asdict(c) for c in self.checks], "notes": list(self.notes)}
+
+    @property
+    def stale(self) -> bool:
+        return any(n["code"] == "stale" for n in self.notes)
+
+
+def comment(verdict: Verdict, source_key: str, digest: str) -> str:
+    return marker(verdict.sha, source_key, digest) + "\n" + i18n.render_bilingual("checklist/verdict", **verdict.context()) + "\n"
+
+
+def title(verdict: Verdict) -> str:
+    context = {"state": verdict.state, "author": verdict.source.author if verdict.source else "",
+               "failed": [c.name for c in verdict.checks if c.status == "fail"] or ["sign-off"],
+               "stale": verdict.stale}
+    return " / ".join(i18n.render("checklist/check-title", lang, **context) for lang in i18n.LANGUAGES)[:1000]
+
+
+def summary(verdict: Verdict) -> str:
+    text = i18n.render_bilingual("checklist/verdict", **verdict.context())
+    return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 20] + "\n\n… (shortened)"
