@@ -81,6 +81,17 @@ class CheckRun:
 
 
 @dataclasses.dataclass(frozen=True)
+class Review:
+    """A pull request review: GitHub binds it to the commit that was the head when it was submitted."""
+
+    id: int
+    user: str
+    state: str  # APPROVED | CHANGES_REQUESTED | COMMENTED | DISMISSED | PENDING
+    commit_id: str
+    submitted_at: dt.datetime | None
+
+
+@dataclasses.dataclass(frozen=True)
 class DispatchedRun:
     """What workflow_dispatch returns when GitHub reports the run it created (else all None)."""
 
@@ -215,6 +226,11 @@ class GitHubClient:
 
     def list_issue_comments(self, number: int) -> list[Comment]:
         return [_comment(c) for c in self._pages(f"issues/{number}/comments")]
+
+    def list_reviews(self, number: int) -> list[Review]:
+        return [Review(r["id"], (r.get("user") or {}).get("login", ""), r.get("state", ""),
+                       r.get("commit_id") or "", _when(r.get("submitted_at")))
+                for r in self._pages(f"pulls/{number}/reviews")]
 
     def list_workflow_runs(self, workflow: str, *, event: str | None = "workflow_dispatch",
                            pages: int = 1) -> list[Run]:

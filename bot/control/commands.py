@@ -258,13 +258,13 @@ SPECS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         name="ok-to-test",
-        usage="/ok-to-test <sha-prefix>",
+        usage="/ok-to-test <full-40-hex-sha>",
         summary_en="Approve GPU runs for exactly this head commit of a fork PR or of an author "
-        "without write permission. A later push needs a new approval.",
+        "without write permission, named by its full 40-character SHA. A later push needs a new approval.",
         summary_zh="为 fork PR 或无 write 权限作者的 PR 批准当前这一个 head commit 上的 GPU 运行；"
-        "之后再 push 需要重新批准。",
+        "须写出完整的 40 位 SHA；之后再 push 需要重新批准。",
         min_permission="write",
-        examples=("/ok-to-test 3f9c2ab",),
+        examples=("/ok-to-test 3f9c2ab1d0e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8",),
         starts_gpu_work=False,
         author_may_use=False,
         build=_build_ok_to_test,

@@ -9,7 +9,8 @@ from bot.control import commands
 def render_docs() -> str:
     """docs/commands.md: the same registry and templates as /help, with the default config."""
     config = RepoConfig()
-    context = {"rows": commands.help_rows(), "topic": None, "labels": sorted(config.labels.items())}
+    context = {"rows": commands.help_rows(), "topic": None, "labels": sorted(config.labels.items()),
+               "head_sha": None}
     return (
         "# recipe-bot commands\n\n"
         "<!-- Generated from bot/control/commands.py by `python -m bot.control.help_docs > docs/commands.md`; "

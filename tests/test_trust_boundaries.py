@@ -1,0 +1,72 @@
+"""Issue #17's attacks on the control plane, each replayed against the sandbox: every one is refused."""
+from __future__ import annotations
+
+import pytest
+
+from handle_helpers import bilingual
+
+# #8 is bob's (read) same-repo PR and #9 mallory's fork: both need an approval of the exact head.
+
+
+@pytest.mark.parametrize("length", [7, 12, 39], ids=["7-hex", "12-hex", "39-hex"])
+def test_an_ok_to_test_prefix_approves_nothing_and_shows_the_full_sha(h, length):
+    head = h.head(9)
+    h.on_comment(9, "alice", f"/ok-to-test {head[:length]}")
+    [reply] = h.bot_comments(9)
+    assert "recipe-bot:ok-to-test" not in reply["body"]
+    english, chinese = bilingual(reply["body"])
+    assert "full 40-character SHA" in english and "40 位" in chinese
+    assert f"`/ok-to-test {head}`" in english and f"`/ok-to-test {head}`" in chinese
+    h.on_comment(9, "mallory", "/sweep")
+    assert h.dispatches() == []
+
+
+def test_an_approval_followed_by_a_force_push_is_stale(h):
+    approved = h.head(8)
+    h.on_comment(8, "alice", f"/ok-to-test {approved}")
+    forced = h.sb.push("feature", {"recipes/tiny.yaml": "name: tiny\nevil: true\n"}, author="bob",
+                       start_from="main")["after"]  # history rewritten: the approved commit is gone
+    h.on_comment(8, "bob", "/sweep")
+    assert h.dispatches() == []
+    english, _ = bilingual(h.bot_comments(8)[-1]["body"])
+    assert "the head is now" in english and f"`/ok-to-test {forced}`" in english
+
+
+def test_a_maintainers_review_approve_on_the_head_commit_counts_as_approval(h):
+    h.sb.add_review(8, "alice", "APPROVED")
+    h.on_comment(8, "bob", "/sweep")
+    [run] = h.dispatches()
+    assert run["inputs"]["sha"] == h.head(8) and run["inputs"]["requester"] == "bob"
+
+
+@pytest.mark.parametrize("who, state, push_after", [
+    ("bob", "APPROVED", False),      # the author's own review: read permission approves nothing
+    ("alice", "COMMENTED", False),   # a comment review is not an approval
+    ("alice", "APPROVED", True),     # bound to the commit it was given on; a push leaves it behind
+], ids=["review-without-write", "comment-review", "review-of-an-older-commit"])
+def test_reviews_that_do_not_approve_the_head(h, who, state, push_after):
+    h.sb.add_review(8, who, state)
+    if push_after:
+        h.push()
+    h.on_comment(8, "bob", "/sweep")
+    assert h.dispatches() == []
+
+
+def test_a_maintainers_edit_does_not_run_a_command_its_author_may_not_run(h):
+    comment_id = h.comment(7, "bob", "/sweep --scope full")  # bob has read permission
+    h.handle("issue_comment", "created", comment_id=comment_id)
+    assert h.dispatches() == []
+    h.edit(comment_id, "alice", "/sweep --scope full ")  # a moderation edit by a maintainer
+    h.handle("issue_comment", "edited", comment_id=comment_id, sender="alice", changes_from="/sweep --scope full")
+    assert h.dispatches() == []
+    english, chinese = bilingual(h.bot_comments(7)[-1]["body"])
+    assert "@alice edited this comment" in english and "@bob" in english
+    assert "@alice 编辑" in chinese
+
+
+def test_an_edit_by_the_author_with_rights_still_runs(h):
+    comment_id = h.comment(7, "alice", "/sweep --conc x")
+    h.handle("issue_comment", "created", comment_id=comment_id)
+    h.edit(comment_id, "alice", "/sweep --conc 4")
+    h.handle("issue_comment", "edited", comment_id=comment_id, sender="alice", changes_from="/sweep --conc x")
+    assert len(h.dispatches()) == 1
