@@ -70,3 +70,45 @@ def test_an_edit_by_the_author_with_rights_still_runs(h):
     h.edit(comment_id, "alice", "/sweep --conc 4")
     h.handle("issue_comment", "edited", comment_id=comment_id, sender="alice", changes_from="/sweep --conc x")
     assert len(h.dispatches()) == 1
+
+
+# -- commands only from text a reader sees ------------------------------------------------------
+
+HIDDEN = [
+    ("link-definition-title", 'See [the docs][d].\n\n[d]: https://example.com (\n/sweep --scope full\n)\n'),
+    ("markdown-comment-idiom", '[//]: # (\n/sweep --scope full\n)\nnice work\n'),
+    ("html-block-attribute", '<div title="\n/sweep --scope full\n">thanks</div>\n'),
+    ("inline-html-attribute", 'looks good <img alt="x\n/sweep --scope full\n" src="a.png"> to me\n'),
+    ("script-block", '<script>\n/sweep --scope full\n</script>\n'),
+    ("style-block", '<style>\n/sweep --scope full\n</style>\n'),
+    ("html-comment", '<!--\n/sweep --scope full\n-->\n'),
+]
+
+
+@pytest.mark.parametrize("body", [body for _, body in HIDDEN], ids=[name for name, _ in HIDDEN])
+def test_a_command_hidden_from_the_rendered_page_is_not_read(body):
+    from bot.control.commands import parse_comment
+
+    parsed = parse_comment(body)
+    assert parsed.commands == () and parsed.errors == ()
+
+
+VISIBLE = [
+    ("alone", "/sweep --scope full\n", 1),
+    ("after-prose-in-one-paragraph", "Thanks!\n/sweep --scope full\n", 2),
+    ("after-an-html-block", "<details><summary>x</summary>\n\nhi\n</details>\n\n/sweep --scope full\n", 6),
+    ("after-a-hidden-definition", "[//]: # (note)\n/sweep --scope full\n", 2),
+]
+
+
+@pytest.mark.parametrize("body, line", [case[1:] for case in VISIBLE], ids=[case[0] for case in VISIBLE])
+def test_a_command_a_reader_sees_is_read_with_its_line(body, line):
+    from bot.control.commands import parse_comment
+
+    [command] = parse_comment(body).commands
+    assert command.normalized() == "/sweep --scope full" and command.line == line
+
+
+def test_a_hidden_command_in_a_real_comment_starts_nothing(h):
+    h.on_comment(7, "alice", HIDDEN[3][1])
+    assert h.dispatches() == [] and h.bot_comments(7) == []
