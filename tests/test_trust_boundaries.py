@@ -1,6 +1,8 @@
 """Issue #17's attacks on the control plane, each replayed against the sandbox: every one is refused."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from handle_helpers import bilingual
@@ -112,3 +114,34 @@ def test_a_command_a_reader_sees_is_read_with_its_line(body, line):
 def test_a_hidden_command_in_a_real_comment_starts_nothing(h):
     h.on_comment(7, "alice", HIDDEN[3][1])
     assert h.dispatches() == [] and h.bot_comments(7) == []
+
+
+# -- text from a result file is inert in the report ---------------------------------------------
+
+MENTION = re.compile(r"(?<![\w`])@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9_.-]+)?")
+REFERENCE = re.compile(r"(?<![\w&])#\d+(?!\w)")
+
+
+def _rendered(tmp_path, **results):
+    from bot.report import build, collect, compare, render, synthetic
+    from bot.report.model import Meta
+
+    job = synthetic.sweep_plan("tiny-cpu", concurrencies=(1, 2))
+    scenario = synthetic.Scenario("hostile", [job], [synthetic.run_sweep(job, **results)])
+    paths = synthetic.materialize(scenario, tmp_path)
+    collection = collect.collect(paths["results"], collect.load_plan(paths["plan"]), synthetic.HEAD_SHA)
+    meta = Meta(sha=synthetic.HEAD_SHA, pr=7, command="/sweep", run_url=synthetic.RUN_URL)
+    report = build.build_report(collection, compare.load_baseline(paths["baseline"]),
+                                compare.thresholds_from(None), meta)
+    return render.render_comment(report).text
+
+
+@pytest.mark.parametrize("reason", [
+    "OOM; cc @org/team and @octocat, see #123",
+    "`@org/team` closes #9",
+], ids=["mention-and-reference", "pre-quoted"])
+def test_a_result_reason_cannot_mention_a_team_or_link_an_issue(tmp_path, reason):
+    text = _rendered(tmp_path, failed_points={"tp1-c1": reason})
+    assert "org/team" in text  # still shown, in both languages
+    assert MENTION.findall(text) == []
+    assert REFERENCE.findall(text.replace("PR #7", "")) == []
