@@ -1,11 +1,16 @@
 """Issue #17's attacks on the control plane, each replayed against the sandbox: every one is refused."""
 from __future__ import annotations
 
+import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
 from handle_helpers import bilingual
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # #8 is bob's (read) same-repo PR and #9 mallory's fork: both need an approval of the exact head.
 
@@ -145,3 +150,97 @@ def test_a_result_reason_cannot_mention_a_team_or_link_an_issue(tmp_path, reason
     assert "org/team" in text  # still shown, in both languages
     assert MENTION.findall(text) == []
     assert REFERENCE.findall(text.replace("PR #7", "")) == []
+
+
+# -- runner labels and images only from the default branch ----------------------------------------
+
+@pytest.fixture
+def planned_repo(tmp_path):
+    """The shipped recipes and config on `main`, and a PR branch that tests change."""
+    from git_helpers import git
+
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "recipes", root / "recipes")
+    (root / ".github").mkdir()
+    shutil.copy(ROOT / ".github" / "recipe-bot.yaml", root / ".github" / "recipe-bot.yaml")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    git(root, "checkout", "-q", "-b", "pr")
+    return root
+
+
+def _pr_commit(root, files):
+    from git_helpers import git
+
+    for path, text in files.items():
+        (root / path).write_text(text)
+    git(root, "commit", "-q", "-am", "pr")
+    return git(root, "rev-parse", "HEAD")
+
+
+def _plan(root, head, *extra):
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    return CliRunner().invoke(main, ["plan", "--repo", str(root), "--base", "main", "--head", head,
+                                     "--recipe", "tiny-cpu", "--format", "json", *extra])
+
+
+def test_a_pr_that_adds_its_own_runner_label_gets_a_failed_plan_naming_it(planned_repo):
+    runners = (planned_repo / "recipes/_runners.yaml").read_text()
+    head = _pr_commit(planned_repo, {
+        "recipes/_runners.yaml": runners.replace("runners:\n", "runners:\n  release-signer:\n    gpus: 0\n", 1),
+        "recipes/_base/tiny-cpu.yaml": (planned_repo / "recipes/_base/tiny-cpu.yaml").read_text()
+        .replace("runner: cpu", "runner: release-signer"),
+    })
+    assert _plan(planned_repo, head).exit_code == 0  # the PR's own table alone would let it through
+    result = _plan(planned_repo, head, "--allowed-from", "main")
+    assert result.exit_code != 0
+    [error] = json.loads(result.stdout.split("\nError")[0])["errors"]
+    assert "'release-signer'" in error["message"] and "default branch" not in error["accepted"]
+    assert "runner 标签" in error["message"] and "cpu" in error["accepted"]
+
+
+@pytest.mark.parametrize("image, allowed", [
+    ("evil/miner:latest", False),
+    ("vllm/vllm-openai:v0.26.0", True),  # listed in pr_jobs.images on main
+], ids=["unlisted-image", "listed-image"])
+def test_a_container_image_must_be_listed_on_the_default_branch(planned_repo, image, allowed):
+    base = (planned_repo / "recipes/_base/tiny-cpu.yaml").read_text()
+    head = _pr_commit(planned_repo, {"recipes/_base/tiny-cpu.yaml": base.replace(
+        'version: "0.32.0"', f'version: "0.32.0"\n  image: {image}', 1)})
+    result = _plan(planned_repo, head, "--allowed-from", "main")
+    assert (result.exit_code == 0) is allowed, result.output
+    if not allowed:
+        assert image in result.output and "pr_jobs.images" in result.output
+
+
+def test_the_gpu_workflow_plans_with_the_default_branch_allowlist():
+    workflow = (ROOT / ".github/workflows/gpu.yml").read_text()
+    assert '--allowed-from "origin/$DEFAULT_BRANCH"' in workflow
+
+
+# -- what one approval allows (pr_jobs in the default branch's config) ----------------------------
+
+LIMITED = "bot_login: recipe-bot[bot]\ncooldown_seconds: 0\npr_jobs:\n  scopes: [lowest]\n  runs_per_approval: 1\n"
+
+
+def test_one_approval_allows_the_configured_scope_and_number_of_runs(sandbox, tmp_path):
+    from handle_helpers import Harness, seed
+
+    h = Harness(sandbox(seed(tmp_path, config=LIMITED)), tmp_path)
+    h.on_comment(8, "alice", f"/ok-to-test {h.head(8)}")
+    h.on_comment(8, "bob", "/sweep --scope full")
+    assert h.dispatches() == []
+    english, chinese = bilingual(h.bot_comments(8)[-1]["body"])
+    assert "`--scope lowest`, not `--scope full`" in english and "pr_jobs" in chinese
+    h.on_comment(8, "bob", "/sweep --scope lowest")
+    assert len(h.dispatches()) == 1
+    h.on_comment(8, "bob", "/sweep --scope lowest")
+    assert len(h.dispatches()) == 1
+    english, _ = bilingual(h.bot_comments(8)[-1]["body"])
+    assert "already been used for 1 run" in english
+    h.on_comment(8, "alice", "/sweep --scope full")  # a maintainer is not bound by the author's limits
+    assert len(h.dispatches()) == 2

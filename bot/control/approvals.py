@@ -33,3 +33,18 @@ def edited_by_other(author: str, editor: str, by_author: Decision) -> Decision |
     if by_author.allowed:
         return None
     return Decision.refuse("edited-by-other", author=author, editor=editor, author_reason=by_author.reason)
+
+
+def limit_refusal(*, command: str, scope: str | None, allowed_scopes: list[str], runs_per_approval: int,
+                  runs_at_head: int) -> Decision | None:
+    """What one approval allows someone who needs it: the scopes and the number of runs in the config.
+
+    Asked only for GPU work by someone below the trusted level on a PR that needs an approval; None
+    when the command stays within the limits.
+    """
+    wanted = scope or "full"  # `/sweep` without --scope plans every point
+    if command == "sweep" and wanted not in allowed_scopes:
+        return Decision.refuse("approval-limit", limit="scope", scope=wanted, allowed=", ".join(allowed_scopes))
+    if runs_per_approval and runs_at_head >= runs_per_approval:
+        return Decision.refuse("approval-limit", limit="runs", runs=runs_at_head, allowed=str(runs_per_approval))
+    return None

@@ -152,6 +152,13 @@ class Handler:
             last = dispatch.last_run_by(self.all_runs(), actor.login)
             decision = trust.decide(command.name, **args, cooldown_s=self.config.cooldown_seconds,
                                     last_run_at=last, now=self.now)
+        if decision.allowed and gpu and not failed_only and not actor.trusted and not author_ok:
+            limits = self.config.pr_jobs
+            runs = sum(1 for r in self.pr_runs(pull.number)
+                       if r.title.sha == pull.head_sha and r.title.requester == actor.login)
+            decision = approval_sources.limit_refusal(
+                command=command.name, scope=command.scope, allowed_scopes=list(limits.scopes),
+                runs_per_approval=limits.runs_per_approval, runs_at_head=runs) or decision
         return decision
 
     def start_run(self, reply: Reply, *, pull: Pull, command_line: str, requester: str, key: str,
