@@ -244,3 +244,102 @@ def test_one_approval_allows_the_configured_scope_and_number_of_runs(sandbox, tm
     assert "already been used for 1 run" in english
     h.on_comment(8, "alice", "/sweep --scope full")  # a maintainer is not bound by the author's limits
     assert len(h.dispatches()) == 2
+
+
+# -- the runner and what the workflows install ----------------------------------------------------
+
+SELF_HOSTED = {"GITHUB_ACTIONS": "true", "RUNNER_ENVIRONMENT": "self-hosted", "RUNNER_NAME": "gpu-07"}
+
+
+@pytest.mark.parametrize("env, allow, refused", [
+    (SELF_HOSTED, False, True),                                          # a persistent GPU box
+    ({**SELF_HOSTED, "RECIPE_BOT_RUNNER_EPHEMERAL": "1"}, False, False),  # marked ephemeral
+    ({**SELF_HOSTED, "RECIPE_BOT_RUNNER_EPHEMERAL": "yes"}, False, True),  # only "1" marks it
+    (SELF_HOSTED, True, False),                                          # the config allows it
+    ({**SELF_HOSTED, "RUNNER_ENVIRONMENT": "github-hosted"}, False, False),
+    ({}, False, False),                                                  # not in Actions: by hand
+], ids=["persistent", "ephemeral", "ephemeral-misspelt", "allowed-by-config", "github-hosted", "outside-actions"])
+def test_pr_code_runs_only_on_an_ephemeral_self_hosted_runner(env, allow, refused):
+    from bot.runner.hygiene import runner_refusal
+
+    reason = runner_refusal(env, allow_persistent=allow)
+    assert (reason is not None) is refused
+    if refused:
+        assert "gpu-07" in reason and "ephemeral" in reason and "一次性" in reason
+
+
+def test_recipe_bot_run_refuses_a_persistent_runner_before_it_starts_anything(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from bot.report import synthetic
+    from bot.runner.cli import run_cmd
+
+    job = synthetic.sweep_plan("tiny-cpu", concurrencies=(1,))
+    job_file = tmp_path / "job.json"
+    job_file.write_text(job.model_dump_json())
+    for key, value in SELF_HOSTED.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("RECIPE_BOT_RUNNER_EPHEMERAL", raising=False)
+    result = CliRunner().invoke(run_cmd, ["--job", str(job_file), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "must be ephemeral" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text, allowed", [
+    ("pr_jobs:\n  allow_persistent_runners: true\n", True),
+    ("pr_jobs:\n  allow_persistent_runners: false\n", False),
+    ("cooldown_seconds: 0\n", False),
+    (None, False),  # no config file on the default branch
+], ids=["allowed", "refused", "not-set", "no-file"])
+def test_only_the_default_branch_config_allows_persistent_runners(tmp_path, text, allowed):
+    from bot.runner.hygiene import allows_persistent
+
+    path = tmp_path / "recipe-bot.yaml"
+    if text is not None:
+        path.write_text(text)
+    assert allows_persistent(path) is allowed
+
+
+LOCK = ROOT / "requirements" / "workflows.txt"
+
+
+def _pins() -> dict[str, list[tuple[str, str]]]:
+    """name → [(version, marker)] of the lock file; every requirement must carry its hashes."""
+    pins: dict[str, list[tuple[str, str]]] = {}
+    text = LOCK.read_text(encoding="utf-8").replace("\\\n", " ")
+    for line in text.splitlines():
+        if not line or line.startswith(("#", " ")):
+            continue
+        requirement, _, marker = line.partition(";")
+        name, _, version = requirement.strip().partition("==")
+        assert version and "--hash=sha256:" in line, f"{LOCK.name}: {name} is not pinned with hashes"
+        pins.setdefault(name.lower().replace("_", "-"), []).append((version.split()[0], marker.split("--")[0].strip()))
+    return pins
+
+
+def test_the_lock_file_pins_every_dependency_within_pyproject_ranges():
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    pins = _pins()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    build = [line for line in (ROOT / "requirements" / "build.in").read_text().splitlines()
+             if line and not line.startswith("#")]
+    for spec in [*project["dependencies"], *build]:
+        requirement = Requirement(spec)
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pins, f"{name} is missing from {LOCK.name}: regenerate it (command in its header)"
+        for version, _ in pins[name]:
+            assert requirement.specifier.contains(version), f"{name}=={version} is outside {spec}"
+
+
+def test_every_workflow_install_is_hash_checked():
+    import re as _re
+
+    for workflow in sorted((ROOT / ".github" / "workflows").glob("*.yml")):
+        installs = _re.findall(r"pip\" install [^\n]*", workflow.read_text(encoding="utf-8"))
+        assert installs, workflow.name
+        for line in installs:
+            assert ("--require-hashes" in line and "requirements/workflows.txt" in line) or "--no-deps" in line, \
+                f"{workflow.name}: {line}"
