@@ -343,3 +343,16 @@ def test_every_workflow_install_is_hash_checked():
         for line in installs:
             assert ("--require-hashes" in line and "requirements/workflows.txt" in line) or "--no-deps" in line, \
                 f"{workflow.name}: {line}"
+
+
+def test_zizmor_as_an_auditor_finds_nothing_unjustified():
+    """Each remaining finding is ignored in place, on its line, with the reason in the comment above."""
+    import subprocess
+    import sys
+
+    zizmor = Path(sys.executable).with_name("zizmor")
+    assert zizmor.exists(), "zizmor is missing: pip install -e '.[test]' installs it"
+    result = subprocess.run([str(zizmor), "--persona", "auditor", "--offline", "--no-progress", "--format", "json",
+                             str(ROOT / ".github" / "workflows")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout) == []
