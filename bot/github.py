@@ -78,6 +78,7 @@ class CheckRun:
     status: str
     conclusion: str | None
     html_url: str
+    app: str | None = None  # the slug of the GitHub App that created it (a check run's author)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -360,7 +361,7 @@ def _run(data: dict[str, Any]) -> Run:
 
 def _check(data: dict[str, Any]) -> CheckRun:
     return CheckRun(data["id"], data["name"], data["head_sha"], data["status"], data.get("conclusion"),
-                    data.get("html_url") or "")
+                    data.get("html_url") or "", (data.get("app") or {}).get("slug"))
 
 
 def _check_body(**fields: Any) -> dict[str, Any]:

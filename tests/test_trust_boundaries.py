@@ -356,3 +356,17 @@ def test_zizmor_as_an_auditor_finds_nothing_unjustified():
                              str(ROOT / ".github" / "workflows")], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout) == []
+
+
+@pytest.mark.parametrize("app, bot_login, own", [
+    ("recipe-bot", "recipe-bot[bot]", True),
+    ("github-actions", "recipe-bot[bot]", False),   # any workflow's GITHUB_TOKEN, same check name
+    ("other-ci", "github-actions[bot]", False),
+    (None, "recipe-bot[bot]", True),                # an API that does not say: kept, as before
+], ids=["own-app", "github-actions-impostor", "other-app", "app-unknown"])
+def test_only_the_bots_own_app_check_run_is_completed(app, bot_login, own):
+    from bot.github import CheckRun
+    from bot.report.post import own_check_runs
+
+    run = CheckRun(1, "recipe-bot / benchmarks", "a" * 40, "in_progress", None, "", app)
+    assert (own_check_runs([run], bot_login) == [run]) is own
