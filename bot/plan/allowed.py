@@ -54,7 +54,7 @@ def check_plan(plan: Plan, allowed: Allowed) -> None:
         if label not in allowed.runner_labels:
             raise PlanError(
                 f"job {job_id} names runner label {label!r}, which {RUNNERS_FILE} on {allowed.where} does not "
-                f"list; a pull request cannot choose its own runners / 任务 {job_id} 使用的 runner 标签 "
+                f"list; a pull request cannot choose its own runners / 作业 {job_id} 使用的 runner 标签 "
                 f"{label!r} 不在 {allowed.where} 的 {RUNNERS_FILE} 中；PR 不能自行指定 runner",
                 sorted(allowed.runner_labels))
         for case in job.cases if job is not None else ():
@@ -62,6 +62,6 @@ def check_plan(plan: Plan, allowed: Allowed) -> None:
                 if server.image is not None and server.image not in allowed.images:
                     raise PlanError(
                         f"job {job_id} names container image {server.image!r}, which pr_jobs.images of "
-                        f"{CONFIG_PATH} on {allowed.where} does not list / 任务 {job_id} 使用的容器镜像 "
+                        f"{CONFIG_PATH} on {allowed.where} does not list / 作业 {job_id} 使用的容器镜像 "
                         f"{server.image!r} 不在 {allowed.where} 的 {CONFIG_PATH} 的 pr_jobs.images 中",
                         sorted(allowed.images))
