@@ -127,6 +127,17 @@ class Checklist(Strict):
         return value
 
 
+class PrJobs(Strict):
+    """What the GPU runs of pull requests may use; read from the default branch like the rest."""
+
+    runner_labels: list[str] = Field(default_factory=list)  # besides recipes/_runners.yaml's, on the default branch
+    images: list[str] = Field(default_factory=list)  # container images a job may name (exact strings)
+    # For authors who need an approval (forks, no write permission): what one approval allows.
+    scopes: list[Literal["lowest", "full"]] = Field(default_factory=lambda: ["lowest", "full"])
+    runs_per_approval: int = Field(default=0, ge=0, le=1000)  # 0: no limit
+    allow_persistent_runners: bool = False  # run PR jobs on a self-hosted runner not marked ephemeral
+
+
 class RepoConfig(Strict):
     """What a repository tells recipe-bot; every field has a safe default."""
 
@@ -139,6 +150,7 @@ class RepoConfig(Strict):
     labels: dict[str, LabelCommand] = Field(default_factory=lambda: dict(DEFAULT_LABELS))
     report: Report = Field(default_factory=Report)
     checklist: Checklist | None = None  # the PR_REVIEW_CHECKLIST sign-off; on when the section exists
+    pr_jobs: PrJobs = Field(default_factory=PrJobs)
 
     @field_validator("gpu_workflow")
     @classmethod

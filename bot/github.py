@@ -83,6 +83,7 @@ class CheckRun:
     title: str = ""  # output.title
     details_url: str = ""
     external_id: str = ""
+    app: str | None = None  # the slug of the GitHub App that created it (a check run's author)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -405,7 +406,8 @@ def _run(data: dict[str, Any]) -> Run:
 def _check(data: dict[str, Any]) -> CheckRun:
     return CheckRun(data["id"], data["name"], data["head_sha"], data["status"], data.get("conclusion"),
                     data.get("html_url") or "", (data.get("output") or {}).get("title") or "",
-                    data.get("details_url") or "", data.get("external_id") or "")
+                    data.get("details_url") or "", data.get("external_id") or "",
+                    (data.get("app") or {}).get("slug"))
 
 
 def _check_body(**fields: Any) -> dict[str, Any]:

@@ -22,6 +22,19 @@ def inline_code(value: object) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+WORD_JOINER = "\u2060"  # invisible; after `@` or `#` it stops GitHub from linking a mention or a reference
+
+
+def neutral(value: object) -> str:
+    """Text from a PR or a result file with `@` and `#` neutralised: no @team mention, no #123 link."""
+    return str(value).replace("@", "@" + WORD_JOINER).replace("#", "#" + WORD_JOINER)
+
+
+def inert(value: object) -> str:
+    """Untrusted text as inert inline code: quoted so no backtick breaks out, and neutralised."""
+    return inline_code(neutral(value))
+
+
 @functools.cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -33,6 +46,8 @@ def environment() -> jinja2.Environment:
         autoescape=False,  # Markdown, not HTML; untrusted text goes through |code
     )
     env.filters["code"] = inline_code
+    env.filters["neutral"] = neutral
+    env.filters["inert"] = inert
     return env
 
 

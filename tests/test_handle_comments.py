@@ -127,18 +127,18 @@ def test_malformed_arguments_get_a_usage_reply_in_both_languages(h):
 def test_ok_to_test_for_an_old_sha_approves_nothing(h):
     old = h.head(9)
     h.push()
-    h.on_comment(9, "alice", f"/ok-to-test {old[:10]}")
+    h.on_comment(9, "alice", f"/ok-to-test {old}")
     [reply] = h.bot_comments(9)
     assert "recipe-bot:ok-to-test" not in reply["body"]
     english, _ = bilingual(reply["body"])
-    assert f"`/ok-to-test {h.head(9)[:12]}`" in english
+    assert f"`/ok-to-test {h.head(9)}`" in english
     h.on_comment(9, "alice", "/sweep")
     assert h.dispatches() == []
 
 
 def test_ok_to_test_then_sweep_in_one_comment_runs_the_fork_at_that_sha(h):
     head = h.head(9)
-    h.on_comment(9, "alice", f"/sweep\n/ok-to-test {head[:7]}")
+    h.on_comment(9, "alice", f"/sweep\n/ok-to-test {head}")
     [run] = h.dispatches()
     assert run["inputs"]["sha"] == head
     [reply] = h.bot_comments(9)
@@ -146,7 +146,7 @@ def test_ok_to_test_then_sweep_in_one_comment_runs_the_fork_at_that_sha(h):
 
 
 def test_approval_lets_the_author_run_and_a_push_revokes_it(h):
-    h.on_comment(8, "alice", f"/ok-to-test {h.head(8)[:8]}")
+    h.on_comment(8, "alice", f"/ok-to-test {h.head(8)}")
     h.on_comment(8, "bob", "/sweep")  # the PR's author, read permission, on the approved commit
     assert [r["inputs"]["requester"] for r in h.dispatches()] == ["bob"]
     new_head = h.push()
@@ -157,7 +157,7 @@ def test_approval_lets_the_author_run_and_a_push_revokes_it(h):
 
 
 def test_approval_by_someone_without_write_counts_for_nothing(h):
-    h.on_comment(8, "bob", f"/ok-to-test {h.head(8)[:8]}")  # the author approving himself
+    h.on_comment(8, "bob", f"/ok-to-test {h.head(8)}")  # the author approving himself
     h.on_comment(8, "bob", "/sweep")
     assert h.dispatches() == []
 

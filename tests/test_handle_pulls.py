@@ -67,14 +67,14 @@ def test_a_push_reruns_the_label_on_the_new_head(h):
 
 def test_a_push_to_an_approved_fork_needs_a_new_approval(h):
     h.label(9, "alice", "sweep-enabled")
-    h.on_comment(9, "alice", f"/ok-to-test {h.head(9)[:9]}")
+    h.on_comment(9, "alice", f"/ok-to-test {h.head(9)}")
     h.handle("pull_request", "labeled", pull=9, label="sweep-enabled", sender="alice")
     assert len(h.dispatches()) == 1
     old, new = h.head(9), h.push()
     h.handle("pull_request", "synchronize", pull=9, before=old, after=new, sender="mallory")
     assert len(h.dispatches()) == 1
     english, _ = bilingual(h.bot_comments(9)[-1]["body"])
-    assert f"`/ok-to-test {new[:12]}`" in english
+    assert f"`/ok-to-test {new}`" in english
 
 
 def test_ready_for_review_runs_the_labels_a_draft_was_refused(h):

@@ -29,7 +29,7 @@ def test_dispatched_runs_carry_the_title_the_bot_matches(h):
 def test_cancel_stops_the_prs_active_runs_and_lists_them(h):
     first = sweep(h)
     h.sb.set_run(first, status="in_progress")
-    other_pr = sweep(h, pr=8, body=f"/ok-to-test {h.head(8)[:7]}\n/sweep")
+    other_pr = sweep(h, pr=8, body=f"/ok-to-test {h.head(8)}\n/sweep")
     h.on_comment(7, "carol", "/cancel")  # the PR's author may cancel
     state = runs(h)
     assert state[first]["status"] == "completed" and state[first]["conclusion"] == "cancelled"
@@ -118,7 +118,7 @@ def test_rerun_repeats_the_latest_command_on_the_new_head(h):
 
 def test_cooldown_holds_back_a_delegated_author_but_not_a_maintainer(sandbox, tmp_path):
     h = Harness(sandbox(seed(tmp_path, config=f"bot_login: {BOT}\ncooldown_seconds: 3600\n")), tmp_path)
-    h.on_comment(8, "alice", f"/ok-to-test {h.head(8)[:7]}")
+    h.on_comment(8, "alice", f"/ok-to-test {h.head(8)}")
     h.on_comment(8, "bob", "/sweep")
     h.on_comment(8, "bob", "/sweep --scope full")
     assert [r["inputs"]["requester"] for r in h.dispatches()] == ["bob"]

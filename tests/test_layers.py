@@ -74,3 +74,15 @@ def test_no_module_in_bot_is_over_500_lines() -> None:
     long = {str(p.relative_to(ROOT)): n for p in sorted((ROOT / "bot").rglob("*.py"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
     assert long == {}, f"split these modules (500 lines at most): {long}"
+
+
+def test_every_control_plane_module_has_a_place_in_the_layers() -> None:
+    """The control plane is layered module by module (pyproject.toml says why), so a new module
+    must be placed there too, or no contract would look at it."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    [stages] = [c for c in contracts["contracts"] if c["id"] == "stages"]
+    named = {name.strip() for layer in stages["layers"] for name in layer.replace(":", "|").split("|")}
+    modules = {f"bot.control.{p.stem}" for p in (ROOT / "bot" / "control").glob("*.py") if p.stem != "__init__"}
+    assert modules - named == set(), "add these to the `stages` layers in pyproject.toml"

@@ -101,11 +101,29 @@ def test_refusals_carry_what_the_reply_needs():
     assert stale.detail == {"approved_sha": OLD, "head_sha": HEAD}
 
 
-@pytest.mark.parametrize("prefix, allowed", [
-    (HEAD[:7], True), (HEAD, True), (OLD[:7], False), ("aaaaaab", False),
-], ids=["short-prefix", "full-sha", "old-commit", "near-miss"])
-def test_ok_to_test_names_the_current_head(prefix, allowed):
-    assert check_ok_to_test(prefix, pull()).allowed is allowed
+GROUND = "a" * 39 + "f"  # a commit ground to share the reviewed head's first 39 characters
+
+
+@pytest.mark.parametrize("given, reason", [
+    (HEAD, "trusted"),
+    # The attack: a prefix of the reviewed head, then a force-push of a commit sharing that prefix.
+    (HEAD[:7], "sha-not-full"), (HEAD[:12], "sha-not-full"), (HEAD[:39], "sha-not-full"),
+    (GROUND, "sha-mismatch"), (OLD, "sha-mismatch"), (OLD[:7], "sha-not-full"),
+], ids=["full-sha", "prefix-7", "prefix-12", "prefix-39", "ground-collision", "old-commit", "old-prefix"])
+def test_ok_to_test_approves_only_the_full_sha_of_the_current_head(given, reason):
+    decision = check_ok_to_test(given, pull())
+    assert decision.reason == reason
+    assert decision.allowed is (reason == "trusted")
+    if not decision.allowed:
+        assert decision.detail["head_sha"] == HEAD  # the refusal shows the full SHA to copy
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("given", [HEAD[:7], HEAD[:12], HEAD[:39]], ids=["7", "12", "39"])
+def test_the_short_sha_refusal_shows_the_full_sha_to_copy(lang, given):
+    decision = check_ok_to_test(given, pull())
+    text = i18n.render("control/refused-sha-not-full", lang, **decision.detail)
+    assert f"/ok-to-test {HEAD}`" in text
 
 
 @pytest.mark.parametrize("name, expected", [

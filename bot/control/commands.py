@@ -9,6 +9,8 @@ import re
 import shlex
 from collections.abc import Callable, Iterable
 
+from markdown_it import MarkdownIt
+
 # Anything a user may name as a recipe or an E2E case: glob characters, no quotes, no spaces,
 # no backticks, no shell or Markdown syntax. Comment text never reaches a shell, but an
 # allowlist keeps it that way when it is echoed into a workflow input or a reply.
@@ -258,13 +260,13 @@ SPECS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         name="ok-to-test",
-        usage="/ok-to-test <sha-prefix>",
+        usage="/ok-to-test <full-40-hex-sha>",
         summary_en="Approve GPU runs for exactly this head commit of a fork PR or of an author "
-        "without write permission. A later push needs a new approval.",
+        "without write permission, named by its full 40-character SHA. A later push needs a new approval.",
         summary_zh="为 fork PR 或无 write 权限作者的 PR 批准当前这一个 head commit 上的 GPU 运行；"
-        "之后再 push 需要重新批准。",
+        "须写出完整的 40 位 SHA；之后再 push 需要重新批准。",
         min_permission="write",
-        examples=("/ok-to-test 3f9c2ab",),
+        examples=("/ok-to-test 3f9c2ab1d0e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8",),
         starts_gpu_work=False,
         author_may_use=False,
         build=_build_ok_to_test,
@@ -299,31 +301,46 @@ SPECS: tuple[CommandSpec, ...] = (
 REGISTRY: dict[str, CommandSpec] = {spec.name: spec for spec in SPECS}
 GPU_COMMANDS = frozenset(spec.name for spec in SPECS if spec.starts_gpu_work)
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HTML_COMMENT = re.compile(r"<!--.*?(-->|\Z)", re.DOTALL)
 _COMMAND_LINE = re.compile(r"^ {0,3}/(\S+)(.*)$")
+# Inline markup a reader sees as the characters typed (`*`, `_`, backticks) is put back, so that a
+# line that opens with inline code or emphasis does not start with "/".
+_MARKUP = frozenset({"em_open", "em_close", "strong_open", "strong_close"})
+
+
+@functools.cache
+def _markdown() -> MarkdownIt:
+    return MarkdownIt("commonmark")
 
 
 def visible_lines(body: str) -> Iterable[tuple[int, str]]:
-    """The lines a reader sees as prose: no code fences, no HTML comments, no block quotes."""
+    """The lines a reader sees as prose, from a CommonMark parse: top-level paragraphs only.
+
+    Whatever the rendered page hides or shows as something else never carries a command: HTML blocks
+    and inline HTML (comments, attributes, <script>, <style>), link reference definitions (their
+    titles and the `[//]: # (...)` comment idiom), code blocks and inline code, block quotes, lists
+    and headings. Line numbers are the body's own, 1-based.
+    """
     text = body.replace("\r\n", "\n").replace("\r", "\n")
-    # An HTML comment hides a line from the rendered PR page; a command nobody can see must not run.
-    text = _HTML_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    fence: str | None = None
-    for number, line in enumerate(text.split("\n"), start=1):
-        opener = _FENCE.match(line)
-        if opener and opener.group(1)[0] == "`" and "`" in line.strip()[len(opener.group(1)):]:
-            opener = None  # ```x``` on one line is inline code, not a fence (CommonMark)
-        if fence is None:
-            if opener:
-                fence = opener.group(1)
-                continue
-        else:
-            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence) \
-                    and not line.strip()[len(opener.group(1)):].strip():
-                fence = None
+    tokens = _markdown().parse(text)
+    for index, token in enumerate(tokens):
+        opener = tokens[index - 1] if index else None
+        if token.type != "inline" or token.map is None or opener is None \
+                or opener.type != "paragraph_open" or opener.level != 0:
             continue
-        yield number, line
+        number, parts = token.map[0] + 1, []
+        for child in token.children or ():
+            if child.type in ("softbreak", "hardbreak"):
+                yield number, "".join(parts)
+                number, parts = number + 1, []
+            elif child.type == "text":
+                parts.append(child.content)
+            elif child.type == "code_inline":
+                parts.append(f"{child.markup}{child.content}{child.markup}")
+            elif child.type in _MARKUP:
+                parts.append(child.markup)
+            elif child.type == "html_inline":
+                number += child.content.count("\n")  # hidden, but it spans lines of the body
+        yield number, "".join(parts)
 
 
 def parse_comment(body: str | None) -> ParsedComment:

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from bot import i18n
+from bot.control import approvals as approval_sources
 from bot.control import commands, dispatch, trust
 from bot.checklist import hooks as checklist_hooks
 from bot.control.commands import Command, CommandError
@@ -71,6 +72,7 @@ class Handler:
         self._runs: list[dispatch.PrRun] | None = None
         self._all_runs: list | None = None
         self._config_read, self._config_error = False, None
+        self._review_approvals: list[Approval] | None = None
 
     def log(self, message: str) -> None:
         self.outcome.log.append(message)
@@ -119,6 +121,15 @@ class Handler:
             self._author_trusted[pull.author] = self.actor(pull.author, needed=Permission.WRITE).trusted
         return not self._author_trusted[pull.author]
 
+    def review_approvals(self, pull: Pull) -> list[Approval]:
+        """Maintainers' review "Approve"s on the head commit (read only when an approval is missing)."""
+        if self._review_approvals is None:
+            needed = self.min_permission("ok-to-test")
+            self._review_approvals = approval_sources.from_reviews(
+                self.client.list_reviews(pull.number), pull.head_sha,
+                lambda login: self.actor(login, needed=needed).has(needed))
+        return self._review_approvals
+
     def all_runs(self) -> list:
         if self._all_runs is None:
             self._all_runs = self.client.list_workflow_runs(self.config.gpu_workflow)
@@ -137,6 +148,8 @@ class Handler:
         failed_only = command.name == "rerun" and command.failed
         gpu = command.spec.starts_gpu_work
         author_ok = not self.approval_needed(pull, actor) if gpu and not failed_only else True
+        if not author_ok and not approval_sources.covers_head(approvals, pull.head_sha):
+            approvals = approvals + self.review_approvals(pull)
         args = dict(actor=actor, pull=pull, author_trusted=author_ok, approvals=approvals,
                     min_permission=needed, failed_only=failed_only)
         decision = trust.decide(command.name, **args)
@@ -145,6 +158,13 @@ class Handler:
             last = dispatch.last_run_by(self.all_runs(), actor.login)
             decision = trust.decide(command.name, **args, cooldown_s=self.config.cooldown_seconds,
                                     last_run_at=last, now=self.now)
+        if decision.allowed and gpu and not failed_only and not actor.trusted and not author_ok:
+            limits = self.config.pr_jobs
+            runs = sum(1 for r in self.pr_runs(pull.number)
+                       if r.title.sha == pull.head_sha and r.title.requester == actor.login)
+            decision = approval_sources.limit_refusal(
+                command=command.name, scope=command.scope, allowed_scopes=list(limits.scopes),
+                runs_per_approval=limits.runs_per_approval, runs_at_head=runs) or decision
         return decision
 
     def start_run(self, reply: Reply, *, pull: Pull, command_line: str, requester: str, key: str,
@@ -241,6 +261,10 @@ def _run_commands(h: Handler, event: CommentEvent, parsed: tuple[Command, ...], 
         actor = h.actor(event.sender, needed=needed) if needed > Permission.NONE or \
             command.spec.starts_gpu_work else Actor(event.sender, Permission.NONE)
         decision = h.decide(command, actor, pull, approvals)
+        if decision.allowed and event.edited and event.author != event.sender:
+            author = h.actor(event.author, needed=needed)
+            decision = approval_sources.edited_by_other(
+                event.author, event.sender, h.decide(command, author, pull, approvals)) or decision
         if not decision.allowed:
             h.refusal(reply, line, decision, login=event.sender, pull=pull)
             continue
@@ -313,7 +337,7 @@ def _status(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull
 def _help(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
           approvals: list[Approval], key: str) -> None:
     reply.add("help", rows=commands.help_rows(dict(h.config.permissions)), topic=command.topic,
-              labels=sorted(h.config.labels.items()))
+              labels=sorted(h.config.labels.items()), head_sha=pull.head_sha)
 
 
 ACTIONS: dict[str, Callable[..., None]] = {

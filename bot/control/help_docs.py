@@ -10,7 +10,8 @@ def render_docs() -> str:
     """docs/commands.md: the same registry and templates as /help, with the default config."""
     config = RepoConfig()
     signoff_check = "recipe-bot / sign-off"  # bot/checklist/render.py CHECK_NAME
-    context = {"rows": commands.help_rows(), "topic": None, "labels": sorted(config.labels.items())}
+    context = {"rows": commands.help_rows(), "topic": None, "labels": sorted(config.labels.items()),
+               "head_sha": None}
     return (
         "# recipe-bot commands\n\n"
         "<!-- Generated from bot/control/commands.py by `python -m bot.control.help_docs > docs/commands.md`; "

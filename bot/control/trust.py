@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import re
 
 from bot.control import commands
 from bot.control.events import Pull
@@ -71,7 +72,8 @@ class Decision:
 # work. The first row comes from decide(); the rest from the moment of acting.
 REFUSALS = ("closed", "draft", "permission", "needs-approval", "approval-stale", "cooldown", "sha-mismatch",
             "head-moved", "not-a-pull", "no-run", "run-active", "no-previous", "one-gpu-command",
-            "config-invalid")
+            "config-invalid", "sha-not-full", "edited-by-other", "approval-limit")
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 def needs_approval(pull: Pull, author_trusted: bool) -> bool:
@@ -147,11 +149,17 @@ def _permission_refusal(actor: Actor, needed: Permission, *, author_path: bool) 
                            author_path=author_path)
 
 
-def check_ok_to_test(prefix: str, pull: Pull) -> Decision:
-    """An approval names the exact current head commit; an old or wrong SHA approves nothing."""
-    if pull.head_sha.startswith(prefix):
+def check_ok_to_test(sha: str, pull: Pull) -> Decision:
+    """An approval names the exact current head commit by its full SHA; nothing else approves.
+
+    A prefix is refused even when it matches: a commit sharing the first 7 (or 12) hex characters
+    with the reviewed one is minutes of grinding away, and it could be force-pushed in between.
+    """
+    if not FULL_SHA.match(sha):
+        return Decision.refuse("sha-not-full", prefix=sha, head_sha=pull.head_sha)
+    if sha == pull.head_sha:
         return Decision.allow("trusted", sha=pull.head_sha)
-    return Decision.refuse("sha-mismatch", prefix=prefix, head_sha=pull.head_sha)
+    return Decision.refuse("sha-mismatch", prefix=sha, head_sha=pull.head_sha)
 
 
 def cooldown_exempt(decision: Decision) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from bot.plan.allowed import allowed_at, check_plan
 from bot.plan.labels import filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
 from bot.plan.planner import plan_change
@@ -62,12 +63,14 @@ def _command_filters(text: str) -> dict:
 @click.option("--evals-only", is_flag=True, help="Only the accuracy gates.")
 @click.option("--no-accuracy", is_flag=True, help="No accuracy gates.")
 @click.option("--no-pack", is_flag=True, help="One server launch per point, even where packing is allowed.")
+@click.option("--allowed-from", "allowed_from", metavar="REV",
+              help="Fail unless every runner label and image is allowed by this revision (the default branch).")
 @click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write each job as DIR/<job_id>.json; the JSON then names the files.")
 def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tuple[str, ...], scope: str,
              recipes: tuple[str, ...], cases: tuple[str, ...], kind: str, command: str | None,
              labels: tuple[str, ...], canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool,
-             no_pack: bool, jobs_dir: Path | None) -> None:
+             no_pack: bool, jobs_dir: Path | None, allowed_from: str | None = None) -> None:
     """Show which recipes a change touches and the GPU jobs it needs."""
     try:
         filters = PlanFilters(
@@ -79,6 +82,8 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
         if labels:
             filters = filters_for_labels(labels, filters)
         plan = plan_change(repo, base=base, head=head, filters=filters)
+        if allowed_from is not None:
+            check_plan(plan, allowed_at(repo, allowed_from))
     except RecipeError as exc:
         if fmt == "json":
             click.echo(json.dumps({"errors": [p.as_dict() for p in exc.problems]}, indent=2))

@@ -31,6 +31,17 @@ class CheckRunLike(Protocol):
     id: int
     name: str
     status: str
+    app: str | None
+
+
+def own_check_runs(runs: Sequence[CheckRunLike], bot_login: str) -> list[CheckRunLike]:
+    """Check runs the bot's own App created: `<slug>[bot]` posts as the App `<slug>`.
+
+    Any workflow's token can create a check run with the same name; one by another App is never the
+    bot's to complete (and branch protection should require the check from the bot's App only).
+    """
+    slug = bot_login.removesuffix("[bot]")
+    return [run for run in runs if run.app is None or run.app == slug]
 
 
 class ReportClient(Protocol):
@@ -97,7 +108,7 @@ def post(client: ReportClient, *, pr: int, sha: str, body: str, bot_login: str,
         comment_id = client.create_comment(pr, body)
     # A check run left queued or in progress under this name (say, by the dispatcher) is
     # completed rather than left spinning next to a new one.
-    pending = [run for run in client.list_check_runs(sha, check_name)
+    pending = [run for run in own_check_runs(client.list_check_runs(sha, check_name), bot_login)
                if run.name == check_name and run.status in _INCOMPLETE]
     if pending:
         run_id = max(run.id for run in pending)

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from bot.jobs import Job
 from bot.results import JobResult
+from bot.runner import hygiene
 
 RESULT_FILE = "result.json"
 
@@ -65,12 +66,17 @@ def write_result(result: JobResult, out_dir: Path) -> Path:
               show_default=True, help="Run here, or through salloc/srun on a Slurm cluster.")
 @click.option("--repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Repository root for launch scripts and data paths [default: .]")
-def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None) -> None:
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The default branch's .github/recipe-bot.yaml (pr_jobs.allow_persistent_runners).")
+def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
+            config_path: Path | None = None) -> None:
     """Run one planned job and write DIR/result.json.
 
     Exit 0 when the job passed, 1 when it failed or was cancelled, 2 when the job file is bad.
     """
     job = load_job(job_file)
+    if refusal := hygiene.runner_refusal(os.environ, allow_persistent=hygiene.allows_persistent(config_path)):
+        raise JobFileError(refusal)
     console = Console(stderr=True)
     if backend == "slurm":
         slurm = importlib.import_module("bot.runner.slurm.backend")

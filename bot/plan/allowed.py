@@ -1,0 +1,67 @@
+"""What a PR's plan may name: runner labels and container images allowed by the default branch only.
+
+The PR's own `recipes/_runners.yaml` and recipes decide what to run, never where: a label it adds
+(say `release-signer`) would send its code to whatever self-hosted runner carries that label. So
+the labels come from `recipes/_runners.yaml` on the default branch (plus `pr_jobs.runner_labels` of
+its `.github/recipe-bot.yaml`), the images from `pr_jobs.images` of that config.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from bot.config import CONFIG_PATH, ConfigError, load_config
+from bot.plan.model import Plan, PlanError
+from bot.recipes.catalog import RUNNERS_FILE, load_runners
+from bot.recipes.errors import RecipeError
+from bot.recipes.loader import YamlCache
+from bot.recipes.sources import GitSource, SourceError
+
+
+@dataclasses.dataclass(frozen=True)
+class Allowed:
+    runner_labels: frozenset[str]
+    images: frozenset[str]
+    where: str  # the revision they were read from, for the error
+
+
+def allowed_at(repo: Path, rev: str) -> Allowed:
+    """The runner labels and images the default branch (`rev`) allows; PlanError if unreadable."""
+    try:
+        source = GitSource(repo, rev)
+        table, _ = load_runners(source, YamlCache(source.read))
+        raw_config = source.read(CONFIG_PATH)
+        config = load_config(raw_config.decode("utf-8"), f"{CONFIG_PATH}@{rev}") if raw_config else None
+    except (SourceError, ConfigError, RecipeError, UnicodeDecodeError) as exc:
+        raise PlanError(f"cannot read what {rev} allows: {exc}") from None
+    labels = set(table.runners) if table is not None else set()
+    images: set[str] = set()
+    if config is not None:
+        labels |= set(config.pr_jobs.runner_labels)
+        images = set(config.pr_jobs.images)
+    return Allowed(frozenset(labels), frozenset(images), rev)
+
+
+def check_plan(plan: Plan, allowed: Allowed) -> None:
+    """Raises PlanError (EN + 中文) naming the first job whose runner label or image is not allowed."""
+    entries = [(job.job_id, job.runner_label, job) for job in plan.jobs]
+    for matrix in [*plan.matrices, *(plan.inferencex.matrices if plan.inferencex else [])]:
+        entries += [(entry.job_id, entry.runner_label, entry.job) for entry in matrix.include]
+    for canary in (plan.canary, plan.inferencex.canary if plan.inferencex else None):
+        if canary is not None:
+            entries.append((canary.job_id, canary.runner_label, canary.job))
+    for job_id, label, job in entries:
+        if label not in allowed.runner_labels:
+            raise PlanError(
+                f"job {job_id} names runner label {label!r}, which {RUNNERS_FILE} on {allowed.where} does not "
+                f"list; a pull request cannot choose its own runners / 作业 {job_id} 使用的 runner 标签 "
+                f"{label!r} 不在 {allowed.where} 的 {RUNNERS_FILE} 中；PR 不能自行指定 runner",
+                sorted(allowed.runner_labels))
+        for case in job.cases if job is not None else ():
+            for server in case.servers:
+                if server.image is not None and server.image not in allowed.images:
+                    raise PlanError(
+                        f"job {job_id} names container image {server.image!r}, which pr_jobs.images of "
+                        f"{CONFIG_PATH} on {allowed.where} does not list / 作业 {job_id} 使用的容器镜像 "
+                        f"{server.image!r} 不在 {allowed.where} 的 {CONFIG_PATH} 的 pr_jobs.images 中",
+                        sorted(allowed.images))

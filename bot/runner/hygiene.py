@@ -1,0 +1,39 @@
+"""Which machines may run a pull request's code: on self-hosted Actions runners, ephemeral ones only.
+
+A persistent runner keeps what one job leaves behind (files in the work folder, a process that
+outlives the job, a poisoned cache) for the next job, which may be a release or another PR. So a
+self-hosted runner says it is ephemeral (registered with `--ephemeral`, or one job per fresh VM or
+container) by setting RECIPE_BOT_RUNNER_EPHEMERAL=1 in its environment; the repository config on the
+default branch may allow persistent runners instead (`pr_jobs.allow_persistent_runners: true`).
+Outside GitHub Actions (a developer's machine, Slurm by hand) nothing is checked.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+EPHEMERAL_ENV = "RECIPE_BOT_RUNNER_EPHEMERAL"
+
+
+def allows_persistent(config_path: Path | None) -> bool:
+    """`pr_jobs.allow_persistent_runners` of the default branch's config (False when there is none)."""
+    if config_path is None or not config_path.is_file():
+        return False
+    from bot.config import load_config  # the config module is only needed when a path is given
+
+    return load_config(config_path.read_text(encoding="utf-8"), str(config_path)).pr_jobs.allow_persistent_runners
+
+
+def runner_refusal(env: Mapping[str, str], *, allow_persistent: bool) -> str | None:
+    """Why this machine must not run PR code (English, then 简体中文), or None when it may."""
+    if env.get("GITHUB_ACTIONS") != "true" or env.get("RUNNER_ENVIRONMENT") != "self-hosted":
+        return None
+    if env.get(EPHEMERAL_ENV) == "1" or allow_persistent:
+        return None
+    name = env.get("RUNNER_NAME", "this runner")
+    return (f"refusing to run pull request code on {name}: a self-hosted runner must be ephemeral "
+            f"(set {EPHEMERAL_ENV}=1 where it is), or .github/recipe-bot.yaml on the default branch must set "
+            f"pr_jobs.allow_persistent_runners: true. See docs/security.md.\n"
+            f"拒绝在 {name} 上运行 PR 代码：自托管 runner 必须是一次性的（ephemeral，在其环境中设置 "
+            f"{EPHEMERAL_ENV}=1），或者默认分支上的 .github/recipe-bot.yaml 设置 "
+            f"pr_jobs.allow_persistent_runners: true。参见 docs/security.md。")
