@@ -97,7 +97,7 @@ def appended_entries(repo: InferenceXRepo, base: bytes | None, head: bytes | Non
     if not isinstance(located.data, list):
         raise RecipeError.single(path, lines[0] if lines else None, None, "appended lines must be list entries")
     out = []
-    available = list(repo.configs)
+    available = [*repo.configs, *repo.invalid]
     for index, raw in enumerate(located.data):
         entry = validate(ChangelogEntry, raw, lambda loc, i=index: locate((i, *loc)))
         try:

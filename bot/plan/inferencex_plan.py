@@ -13,6 +13,7 @@ from bot.plan.expand import job_id
 from bot.plan.matrix import matrices_for
 from bot.plan.model import ChangelogSummary, InferenceXPlan, MatrixEntry, Plan, PlanFilters, RecipePlan, TouchedRecipe
 from bot.plan.touched import touched_inferencex
+from bot.recipes.errors import RecipeError
 from bot.recipes.sources import Source
 
 Keyed = list[tuple[str, dict]]
@@ -74,6 +75,25 @@ def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, 
     return reasons, entries, base_repo
 
 
+def check_problems(plan: Plan, repo: InferenceXRepo, selected: list[str], changed: set[str], strict: bool
+                   ) -> list[str]:
+    """What a change touches is validated strictly; every other problem is a warning in the plan.
+
+    Strict (a PR's plan): a problem in a selected config, or in a master config file the change edits,
+    is a RecipeError naming file, line and field. Otherwise it is listed in `plan.warnings`, and a
+    config that failed its schema is left out (an unlisted runner label keeps its rows, as InferenceX does).
+    """
+    fatal = [p for k in selected for p in repo.problems.get(k, [])] if strict else []
+    fatal += [p for f, problems in repo.file_problems.items() if f in changed for p in problems]
+    if fatal:
+        raise RecipeError(fatal)
+    plan.warnings.extend(p.as_dict() for p in repo.all_problems())
+    if plan.warnings:
+        plan.notes.append(f"InferenceX: {len(plan.warnings)} problem(s) in configs this change does not touch "
+                          "are listed as warnings; they do not stop the plan")
+    return [k for k in selected if k in repo.configs]
+
+
 def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source | None, changed: set[str],
                     filters: PlanFilters) -> None:
     """Add the InferenceX rows a change needs to `plan`: exact rows, launches, matrices, GPU-hours."""
@@ -89,6 +109,8 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
         selected = sorted(reasons)
     if filters.kind == "e2e":
         selected = []
+    strict = base is not None and not filters.recipes
+    selected = check_problems(plan, repo, selected, changed if strict else set(), strict)
     logged = [e for e in entries if any(k in selected for k in e.keys)]
     from_log = changelog_rows(repo, logged, base_repo) if logged else ChangelogRows()
     logged_keys = {k for e in logged for k in e.keys}

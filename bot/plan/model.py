@@ -108,6 +108,8 @@ class Plan(Model):
     inferencex: InferenceXPlan | None = None
     gpu_hours: float = 0.0
     notes: list[str] = Field(default_factory=list)
+    # Problems in configs this change does not touch: listed, never a reason to stop the plan.
+    warnings: list[dict] = Field(default_factory=list)
 
     @property
     def server_launches(self) -> int:

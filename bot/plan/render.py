@@ -35,6 +35,7 @@ def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
         "touched": [t.model_dump(mode="json") for t in plan.touched],
         "recipes": [r.model_dump(mode="json") for r in plan.recipes],
         "notes": plan.notes,
+        "warnings": plan.warnings,
         # Every job once, the canary first: what `recipe-bot report --plan` reads back.
         "jobs": [job.model_dump(mode="json") for job in plan.jobs],
         "canary": _entry_json(plan.canary, job_files) if plan.canary else None,
@@ -94,6 +95,11 @@ def print_table(plan: Plan, console: Console) -> None:
         console.print(f"touched [bold]{touched.name}[/bold]: " + "; ".join(touched.reasons), highlight=False)
     for note in plan.notes:
         console.print(f"note: {note}", highlight=False)
+    for warning in plan.warnings:
+        where = f"{warning['file']}:{warning['line']}" if warning.get("line") else warning["file"]
+        field = f" `{warning['field']}`" if warning.get("field") else ""
+        console.print(f"warning (untouched config, not planned): {where}{field}: {warning['message']}",
+                      highlight=False, markup=False)
     if plan.matrices or (plan.inferencex and plan.inferencex.matrices):
         sizes = [f"{m.runner_label}[{m.index}]={len(m.include)}" for m in plan.matrices]
         if plan.inferencex:
@@ -106,7 +112,7 @@ def plan_markdown(plan: Plan) -> str:
     return render_bilingual(
         "plan/summary", head=plan.head, base=plan.base, summary=plan.summary(),
         rows=[r.model_dump() for r in plan.recipes], touched=[t.model_dump() for t in plan.touched],
-        notes=plan.notes,
+        notes=plan.notes, warnings=plan.warnings,
     )
 
 
