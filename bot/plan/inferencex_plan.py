@@ -6,7 +6,6 @@ import hashlib
 import json
 
 from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entries, changelog_rows, default_rows
-from bot.inferencex.generate import trim_conc_keyed
 from bot.inferencex.launches import LaunchGroup, is_eval, launch_groups, row_concurrencies
 from bot.inferencex.repo import InferenceXRepo
 from bot.plan.expand import job_id
@@ -50,9 +49,11 @@ def _filter_conc(pairs: Keyed, wanted: tuple[int, ...]) -> Keyed:
 
 
 def pick_canary(pairs: Keyed) -> tuple[str, dict] | None:
-    """InferenceX's canary-select: the single-node 1k1k/8k1k throughput row with the lowest concurrency."""
-    fixed = [(k, r) for k, r in pairs if "tp" in r and not r.get("scenario-type")
-             and (r["isl"], r["osl"]) in ((1024, 1024), (8192, 1024))]
+    """InferenceX's canary-select: of the single-node 1k1k rows, then the 8k1k rows, the first one with
+    the lowest concurrency that does not run an eval."""
+    fixed = [(k, r) for seq in ((1024, 1024), (8192, 1024)) for k, r in pairs
+             if "tp" in r and r.get("scenario-type") != "agentic-coding" and (r.get("isl"), r.get("osl")) == seq
+             and r.get("run-eval") is not True]
     return min(fixed, key=lambda pair: pair[1]["conc"]) if fixed else None
 
 
@@ -112,15 +113,12 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
     strict = base is not None and not filters.recipes
     selected = check_problems(plan, repo, selected, changed if strict else set(), strict)
     logged = [e for e in entries if any(k in selected for k in e.keys)]
-    from_log = changelog_rows(repo, logged, base_repo) if logged else ChangelogRows()
+    modifiers = {"all_evals": filters.all_evals, "evals_only": filters.evals_only, "trim": filters.scope == "lowest"}
+    from_log = changelog_rows(repo, logged, base_repo, **modifiers) if logged else ChangelogRows()
     logged_keys = {k for e in logged for k in e.keys}
-    rest = default_rows(repo, [k for k in selected if k not in logged_keys])
+    rest = default_rows(repo, [k for k in selected if k not in logged_keys], **modifiers)
     throughput = _filter_conc([*from_log.throughput, *rest.throughput], filters.conc)
     evals = _filter_conc([*from_log.evals, *rest.evals], filters.conc)
-    if filters.scope == "lowest":
-        throughput = trim_conc_keyed(throughput)
-    if filters.evals_only:
-        throughput = []
     if not filters.accuracy:
         evals = []
     ix = InferenceXPlan(changelog=[ChangelogSummary(
