@@ -9,6 +9,7 @@ import pytest
 
 from bot.inferencex.changelog import appended_entries, appended_text, changelog_rows
 from bot.inferencex.generate import ConfigKeyError, expand_config_keys, generate, trim_conc
+from bot.inferencex.contract import matrix_row
 from bot.inferencex.launches import launch_groups, names_file, shared_reason
 from bot.inferencex.repo import load_inferencex
 from bot.plan.labels import filters_for_labels
@@ -37,7 +38,7 @@ def repo(tmp_path_factory):
     return load_inferencex(DirSource(lay_out(tmp_path_factory.mktemp("ix"))))
 
 
-def canonical(rows: list[dict]) -> list[str]:
+def canonical(rows) -> list[str]:
     return sorted(json.dumps(row, sort_keys=True) for row in rows)
 
 
@@ -139,8 +140,9 @@ def test_changelog_rows_are_no_evals_plus_evals_only(repo):
     expected = EXPECTED["qwen3.5-fp4-b200-sglang-mtp"]
     # InferenceX's changelog processor adds recipe-fingerprint to throughput rows only
     assert all(len(r.pop("recipe-fingerprint")) == 64 for _, r in rows.throughput)
-    assert canonical([r for _, r in rows.throughput]) == canonical(expected["no-evals"])
-    assert canonical([r for _, r in rows.evals]) == canonical(expected["evals-only"])
+    # ... and its output contract fills eval-only: false into fixed-seq-len rows
+    assert canonical([r for _, r in rows.throughput]) == canonical(map(matrix_row, expected["no-evals"]))
+    assert canonical([r for _, r in rows.evals]) == canonical(map(matrix_row, expected["evals-only"]))
     assert set(rows.buckets()) == {"single_node.8k1k", "evals"}
 
 

@@ -125,7 +125,7 @@ def test_full_sweep_fail_fast_has_a_canary_and_fail_fast_matrices(repo):
     append_entry(repo, ["qwen3.5-fp4-b200-sglang*"])
     plan = plan_change(repo, base, commit(repo), filters_for_labels(["full-sweep-fail-fast"]))
     canary = plan.inferencex.canary.row
-    assert canary["conc"] == 4 and canary.get("scenario-type") is None and "eval-only" not in canary
+    assert canary["conc"] == 4 and canary.get("scenario-type") is None and canary["eval-only"] is False
     assert all(m.fail_fast for m in plan.inferencex.matrices)
     assert canary not in [e.row for m in plan.inferencex.matrices for e in m.include]
 

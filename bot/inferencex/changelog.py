@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from bot.inferencex.append_only import (
     SCENARIO_TYPES, AppendOnlyError, append_only_delta, check_scope, recipe_fingerprint,
 )
+from bot.inferencex.contract import matrix_row
 from bot.inferencex.generate import ConfigKeyError, expand_config_keys, generate_keyed, trim_conc_keyed
 from bot.inferencex.repo import InferenceXRepo
 from bot.inferencex.schema import ChangelogEntry
@@ -212,6 +213,8 @@ def changelog_rows(
         result.throughput = trim_conc_keyed(result.throughput)
     for _, row in result.throughput:
         row["recipe-fingerprint"] = recipe_fingerprint(row)
+    result.throughput = [(k, matrix_row(r)) for k, r in result.throughput]
+    result.evals = [(k, matrix_row(r)) for k, r in result.evals]
     return result
 
 
