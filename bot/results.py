@@ -137,3 +137,5 @@ class JobResult(Model):
     server_launches: int = 0
     cases: list[CaseResult] = Field(default_factory=list)
     slurm: SlurmInfo | None = None
+    # An InferenceX row's run: the row, its template environment, raw files and process_result's fields
+    inferencex: dict | None = None

@@ -27,7 +27,16 @@ def test_exactly_the_github_limit_fits(tmp_path):
     assert len(json.loads(outputs["matrix"])["include"]) == MAX_MATRIX_JOBS
 
 
+def test_a_label_with_more_than_256_jobs_gets_a_second_matrix(tmp_path):
+    outputs = actions_outputs(plan_with(MAX_MATRIX_JOBS + 1, canary=False), str(tmp_path / "jobs"))
+    labels = json.loads(outputs["labels"])["include"]
+    assert [(m["runner_label"], len(json.loads(m["include"])["include"])) for m in labels] == [
+        ("h200", MAX_MATRIX_JOBS), ("h200", 1)]
+
+
 def test_more_jobs_than_one_matrix_holds_is_refused_not_truncated(tmp_path):
-    with pytest.raises(PlanTooLarge, match=r"257 jobs.*narrow the command"):
-        actions_outputs(plan_with(MAX_MATRIX_JOBS + 1, canary=False), str(tmp_path / "jobs"))
+    plan = plan_with(MAX_MATRIX_JOBS + 1, canary=False)
+    plan["matrices"] = [{"runner_label": "h200", "include": [i for m in plan["matrices"] for i in m["include"]]}]
+    with pytest.raises(PlanTooLarge, match=r"more than the 256 jobs.*narrow the command"):
+        actions_outputs(plan, str(tmp_path / "jobs"))
     assert not (tmp_path / "jobs").exists()  # nothing half-written

@@ -1,0 +1,177 @@
+"""`recipe-bot run` for an InferenceX row: its fleet launcher inside recipe-bot's lifecycle, InferenceX-shaped results."""
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+
+from bot.inferencex.aggregate import AggregateError, aggregate
+from bot.inferencex.append_only import recipe_fingerprint
+from bot.inferencex.rowenv import launcher_for, template_env
+from bot.results import CaseResult, JobResult, PointMetrics, PointResult
+from bot.runner import procs
+from bot.runner.budget import Budget
+from bot.runner.hardware import describe_host, git_head
+from bot.runner.proof import prove_teardown
+from bot.runner.server import InferenceServer, tail_lines
+
+GRACE_S = 30.0
+POLL_S = 0.2
+
+
+class RowJob(BaseModel):
+    """A job file for one InferenceX row (what `python -m bot.dispatch outputs` writes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    config_key: str
+    runner_label: str
+    backend: str = "local"
+    timeout_s: float = Field(default=6 * 3600, gt=0)
+    row: dict
+
+
+def is_row_job(data: object) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("inferencex"), dict)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def runner_name(repo: Path, runner_label: str) -> str:
+    """GitHub's RUNNER_NAME on a runner; elsewhere the first runner runners.yaml lists for the label."""
+    if os.environ.get("RUNNER_NAME"):
+        return os.environ["RUNNER_NAME"]
+    for directory in ("configs", ".github/configs"):
+        path = repo / directory / "runners.yaml"
+        if path.is_file():
+            names = (yaml.safe_load(path.read_text()) or {}).get("labels", {}).get(runner_label) or []
+            if names:
+                return str(names[0])
+    return f"{runner_label.removeprefix('cluster:')}_0"
+
+
+def _collect(repo: Path, raw_dir: Path, result_filename: str) -> list[str]:
+    """Move what the launcher wrote (result, eval results, server log) into the result directory."""
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    kept = []
+    patterns = [f"{result_filename}.json", "results*.json", "sample*.jsonl", "server.log", "gpu_metrics*.csv"]
+    for pattern in patterns:
+        for found in sorted(glob.glob(str(repo / pattern))):
+            target = raw_dir / Path(found).name
+            shutil.move(found, target)
+            kept.append(str(target.relative_to(raw_dir.parent)))
+    return kept
+
+
+def _metrics(agg: dict, bench: dict) -> PointMetrics:
+    def stats(name: str) -> dict[str, float]:
+        return {q: float(bench[f"{q}_{name}_ms"]) for q in ("mean", "median", "p90", "p99") if f"{q}_{name}_ms" in bench}
+
+    median_tpot = bench.get("median_tpot_ms")
+    return PointMetrics(
+        completed=int(bench.get("completed", 0)), failed=int(bench.get("failed", 0)),
+        duration_s=float(bench.get("duration", 0.0)), request_throughput=float(bench.get("request_throughput", 0.0)),
+        output_throughput=float(bench["output_throughput"]), total_token_throughput=float(bench["total_token_throughput"]),
+        tput_per_gpu=agg["tput_per_gpu"], output_tput_per_gpu=agg["output_tput_per_gpu"],
+        input_tput_per_gpu=agg["input_tput_per_gpu"],
+        interactivity=1000.0 / float(median_tpot) if median_tpot else None,
+        ttft_ms=stats("ttft"), tpot_ms=stats("tpot"), itl_ms=stats("itl"), e2el_ms=stats("e2el"),
+    )
+
+
+def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, repo: Path | None = None,
+                backend: str = "local") -> JobResult:
+    """Run the row's `runners/launch_<fleet>.sh` in its own process group under the job's time limit,
+    prove the teardown, keep the raw files, and add InferenceX's aggregated fields to the result."""
+    repo = (repo or Path.cwd()).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    console = console or Console(stderr=True)
+    row = job.row
+    name = runner_name(repo, job.runner_label)
+    env_row = template_env(row, name)
+    launcher = launcher_for(name)
+    fingerprint = row.get("recipe-fingerprint") or recipe_fingerprint(row)
+    port = procs.pick_free_port()
+    run_tag = f"{job.job_id}-{uuid.uuid4().hex[:12]}"
+    env = {**os.environ, **env_row, "PORT": str(port), "GITHUB_WORKSPACE": str(repo), procs.RUN_TAG_VAR: run_tag}
+    started_at, t0 = _now(), time.monotonic()
+    point_id = f"c{env_row['CONC']}"
+    base = dict(job_id=job.job_id, kind="sweep", recipe=job.config_key, recipe_fingerprint=fingerprint,
+                runner_label=job.runner_label, gpus=int(env_row["GPU_COUNT"] or 0), engine=row.get("framework"),
+                command=f"bash {launcher}", hardware=describe_host(), sha=git_head(repo), started_at=started_at)
+    if not (repo / launcher).is_file():
+        reason = f"no fleet launcher {launcher} for runner {name!r} (label {job.runner_label!r})"
+        return JobResult(**base, status="failed", reason=reason, finished_at=_now(), duration_s=0.0,
+                         inferencex={"row": row, "env": env_row, "launcher": launcher})
+    procs.become_subreaper()
+    budget = Budget(job.timeout_s)
+    log_path = out_dir / "launcher.log"
+    console.print(f"InferenceX row {job.job_id}: bash {launcher} (RUNNER_NAME={name}, CONC={env_row['CONC']}, "
+                  f"limit {job.timeout_s:g} s, backend {backend})", highlight=False, markup=False)
+    process = InferenceServer(name="launcher", argv=["bash", launcher], env=env, port=port, log_path=log_path,
+                              cwd=repo, grace_s=GRACE_S)
+    reason = None
+    with budget.signals_handled():
+        process.start()
+        while process.exit_code() is None:
+            if budget.cancel_signal is not None:
+                reason = "cancelled"
+                break
+            if budget.remaining() <= 0:
+                reason = f"time limit of {job.timeout_s:g} s reached; the launcher was stopped"
+                break
+            time.sleep(POLL_S)
+        teardown_started = time.monotonic()
+        code = process.exit_code()
+        report = process.stop()
+    proof, failures = prove_teardown([report], ports=[port], run_tag=run_tag, gpu_before=None,
+                                     started=teardown_started)
+    kept = _collect(repo, out_dir / "raw", env_row["RESULT_FILENAME"])
+    if reason is None and code != 0:
+        reason = f"launcher {launcher} exited with code {code}"
+    info: dict = {"row": row, "env": env_row, "launcher": launcher, "runner_name": name, "raw_files": kept}
+    point = PointResult(point_id=point_id, concurrency=int(str(env_row["CONC"]).split(",")[0] or 0),
+                        status="passed", raw_result_file=None, client=None)
+    if reason is None and env_row["EVAL_ONLY"] == "true":
+        if not any(Path(k).name.startswith("results") for k in kept):
+            reason = "Eval-only run failed: no results*.json files found."
+    elif reason is None:
+        raw = out_dir / "raw" / f"{env_row['RESULT_FILENAME']}.json"
+        if not raw.is_file():
+            reason = f"Run failed: Benchmark result {env_row['RESULT_FILENAME']}.json not found."
+        else:
+            try:
+                bench = json.loads(raw.read_text())
+                agg = aggregate(env_row, bench)
+            except (ValueError, AggregateError) as exc:
+                reason = f"result processing failed: {exc}"
+            else:
+                agg_path = out_dir / f"agg_{env_row['RESULT_FILENAME']}.json"
+                agg_path.write_text(json.dumps(agg, indent=2) + "\n")
+                info["agg"] = agg
+                info["agg_file"] = agg_path.name
+                point = point.model_copy(update={"metrics": _metrics(agg, bench),
+                                                 "raw_result_file": str(raw.relative_to(out_dir))})
+    failures = [*failures]
+    if reason is None and failures:
+        reason = "teardown: " + "; ".join(failures)
+    status = "cancelled" if reason == "cancelled" else ("failed" if reason else "passed")
+    if status != "passed":
+        point = point.model_copy(update={"status": "failed", "reason": reason})
+    case = CaseResult(name=job.config_key, status="passed" if status == "passed" else "failed", reason=reason,
+                      points=[point], cleanup=proof, server_logs=[k for k in kept if k.endswith(".log")],
+                      log_tail=tail_lines(log_path) if status != "passed" else None)
+    return JobResult(**base, status=status, reason=reason, finished_at=_now(),
+                     duration_s=round(time.monotonic() - t0, 3), server_launches=1, cases=[case], inferencex=info)
