@@ -28,6 +28,8 @@ class InferenceXRepo:
     problems: dict[str, list[RecipeProblem]] = field(default_factory=dict)
     file_problems: dict[str, list[RecipeProblem]] = field(default_factory=dict)
     invalid: dict[str, object] = field(default_factory=dict, repr=False)  # key → raw entry that failed its schema
+    scripts: dict[str, str] = field(default_factory=dict, repr=False)  # single-node benchmark scripts → text
+    launchers: dict[str, str] = field(default_factory=dict, repr=False)  # runners/launch_<fleet>.sh → text
 
     def problems_for(self, keys: list[str] | set[str]) -> list[RecipeProblem]:
         return [p for k in sorted(keys) for p in self.problems.get(k, [])]
@@ -77,6 +79,7 @@ def load_inferencex(source: Source) -> InferenceXRepo | None:
     runners_doc = load_yaml(raw_runners, repo.runners_path)
     validate(RunnersFile, runners_doc.data, lambda loc: (repo.runners_path, runners_doc.line_of(loc)))
     repo.runners = runners_doc.data
+    _read_scripts(repo, source)
     for path in paths:
         raw = source.read(path)
         try:
@@ -110,6 +113,17 @@ def load_inferencex(source: Source) -> InferenceXRepo | None:
                     f"runner {entry['runner']!r} is not a label of {repo.runners_path}", tuple(sorted(repo.labels)),
                 ))
     return repo
+
+
+def _read_scripts(repo: InferenceXRepo, source: Source) -> None:
+    """The shell scripts that start servers: what honest packing reads (never run here)."""
+    for directory, into in (("benchmarks/single_node/fixed_seq_len", repo.scripts),
+                            ("benchmarks/single_node/agentic", repo.scripts), ("runners", repo.launchers)):
+        for path in source.list(directory):
+            if path.endswith(".sh") and posixpath.dirname(path) == directory:
+                raw = source.read(path)
+                if raw is not None:
+                    into[path] = raw.decode("utf-8", "replace")
 
 
 def _check_entry(path: str, located: Located, key: str, entry: object) -> None:

@@ -133,9 +133,12 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
         plan.notes.append(f"InferenceX canary: {ix.canary.job_id} runs first")
     pairs = [*throughput, *evals]
     ix.rows = ChangelogRows(throughput=throughput, evals=evals).buckets()
-    groups = launch_groups([r for _, r in pairs], {i: k for i, (k, _) in enumerate(pairs)})
+    groups = launch_groups([r for _, r in pairs], {i: k for i, (k, _) in enumerate(pairs)}, repo)
     ix.launches = len(pairs) + (1 if canary else 0)
-    ix.packed_launches = len(groups) + (1 if canary else 0)
+    ix.packed_launches = sum(1 if g.packs else len(g.rows) for g in groups) + (1 if canary else 0)
+    ix.packing = [{"config_key": g.config_key, "runner_label": g.runner, "rows": len(g.rows), "packs": g.packs,
+                   "why": g.why} for g in groups if len(g.rows) > 1]
+    _packing_notes(plan, ix.packing)
     matrix_entries = [MatrixEntry(job_id=row_id(k, r), recipe=k, runner_label=r["runner"], row=r) for k, r in pairs]
     ix.matrices = matrices_for(matrix_entries, filters.max_matrix_jobs, {})
     for matrix in ix.matrices:
@@ -147,6 +150,20 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
             f"{ix.packed_launches} if each server configuration served all of its points in one launch"
         )
     plan.inferencex = ix
+
+
+def _packing_notes(plan: Plan, packing: list[dict]) -> None:
+    packs = [p for p in packing if p["packs"]]
+    not_packs = [p for p in packing if not p["packs"]]
+    if not packing:
+        return
+    plan.notes.append(f"InferenceX packing: {len(packs)} server configuration(s) ({sum(p['rows'] for p in packs)} "
+                      f"rows) may share a launch; {len(not_packs)} ({sum(p['rows'] for p in not_packs)} rows) "
+                      "may not")
+    for item in not_packs[:5]:
+        plan.notes.append(f"  {item['config_key']} ({item['rows']} rows) does not pack: {item['why']}")
+    if len(not_packs) > 5:
+        plan.notes.append(f"  ... {len(not_packs) - 5} more configurations that do not pack (see inferencex.packing)")
 
 
 def _summarise(plan: Plan, repo: InferenceXRepo, selected: list[str], groups: list[LaunchGroup],
@@ -169,7 +186,8 @@ def _summarise(plan: Plan, repo: InferenceXRepo, selected: list[str], groups: li
         plan.recipes.append(RecipePlan(
             recipe=key, source="inferencex", kind="inferencex", runner_label=repo.configs[key]["runner"],
             jobs=len(rows), points=points, server_launches=len(rows),
-            packed_launches=len(mine) + (1 if own_canary else 0), unpacked_launches=points + evals,
+            packed_launches=sum(1 if g.packs else len(g.rows) for g in mine) + (1 if own_canary else 0),
+            unpacked_launches=points + evals,
             gpu_hours=round(hours, 4),
         ))
         plan.gpu_hours = round(plan.gpu_hours + hours, 4)

@@ -92,7 +92,9 @@ class InferenceXPlan(Model):
     canary: MatrixEntry | None = None
     matrices: list[Matrix] = Field(default_factory=list)
     launches: int = 0
-    packed_launches: int = 0
+    packed_launches: int = 0  # counting only the groups that may honestly share a launch
+    # one line per server configuration of 2+ rows: whether its rows may share a launch, and why
+    packing: list[dict] = Field(default_factory=list)
 
 
 class Plan(Model):
