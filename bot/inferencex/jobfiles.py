@@ -9,7 +9,7 @@ def row_job(entry: dict) -> dict:
     return {"inferencex": {
         "job_id": entry["job_id"], "config_key": entry["recipe"], "runner_label": entry["runner_label"],
         "backend": entry.get("backend") or "local", "timeout_s": float(entry.get("limit_s") or DEFAULT_LIMIT_S),
-        "row": entry["row"],
+        "row": entry["row"], "slurm": entry.get("slurm"),
     }}
 
 
@@ -24,7 +24,8 @@ def row_outputs(plan: dict, valid_id, to_write: dict[str, dict]  # noqa: ANN001
             return None
         to_write[job_id] = row_job(item)
         return {"job_id": job_id, "runner_label": str(item.get("runner_label") or ""),
-                "recipe": str(item.get("recipe") or ""), "backend": item.get("backend") or "local"}
+                "recipe": str(item.get("recipe") or ""), "backend": item.get("backend") or "local",
+                "limit_s": str(item.get("limit_s") or "")}
 
     canary = entry(ix["canary"]) if ix.get("canary") else None
     matrices = []

@@ -6,13 +6,17 @@ import hashlib
 import json
 
 from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entries, changelog_rows, default_rows
-from bot.inferencex.launches import LaunchGroup, is_eval, launch_groups, row_concurrencies
+from bot.inferencex.launches import (
+    STARTUP_S, LaunchGroup, is_eval, launch_groups, point_seconds, row_concurrencies,
+)
 from bot.inferencex.repo import InferenceXRepo
-from bot.plan.expand import job_id
+from bot.plan.expand import job_id, slurm_spec
+from bot.plan.limits import limit_for
 from bot.plan.matrix import matrices_for
 from bot.plan.model import ChangelogSummary, InferenceXPlan, MatrixEntry, Plan, PlanFilters, RecipePlan, TouchedRecipe
 from bot.plan.touched import touched_inferencex
 from bot.recipes.errors import RecipeError
+from bot.recipes.schema import RunnerTable
 from bot.recipes.sources import Source
 
 Keyed = list[tuple[str, dict]]
@@ -95,8 +99,19 @@ def check_problems(plan: Plan, repo: InferenceXRepo, selected: list[str], change
     return [k for k in selected if k in repo.configs]
 
 
+def _row_entry(key: str, row: dict, runners: RunnerTable | None) -> MatrixEntry:
+    """One row as a matrix entry: its backend (Slurm when recipes/_runners.yaml says so), estimate and limit."""
+    spec = runners.runners.get(row["runner"]) if runners is not None else None
+    slurm = spec.slurm if spec is not None else None
+    limit_s, source = limit_for(slurm.time_limit if slurm else None)
+    estimate = STARTUP_S + point_seconds(row) * len(row_concurrencies(row))
+    return MatrixEntry(job_id=row_id(key, row), recipe=key, runner_label=row["runner"], row=row,
+                       backend="slurm" if slurm else "local", estimate_s=estimate, limit_s=limit_s,
+                       limit_source=source, slurm=slurm_spec(spec, 0) if slurm else None)
+
+
 def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source | None, changed: set[str],
-                    filters: PlanFilters) -> None:
+                    filters: PlanFilters, runners: RunnerTable | None = None) -> None:
     """Add the InferenceX rows a change needs to `plan`: exact rows, launches, matrices, GPU-hours."""
     reasons: dict[str, list[str]] = {}
     entries: list[AppendedEntry] = []
@@ -129,7 +144,7 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
     if canary is not None:
         throughput = [pair for pair in throughput if pair[1] is not canary[1]]
         key, row = canary
-        ix.canary = MatrixEntry(job_id=row_id(key, row), recipe=key, runner_label=row["runner"], row=row)
+        ix.canary = _row_entry(key, row, runners)
         plan.notes.append(f"InferenceX canary: {ix.canary.job_id} runs first")
     pairs = [*throughput, *evals]
     ix.rows = ChangelogRows(throughput=throughput, evals=evals).buckets()
@@ -139,7 +154,12 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
     ix.packing = [{"config_key": g.config_key, "runner_label": g.runner, "rows": len(g.rows), "packs": g.packs,
                    "why": g.why} for g in groups if len(g.rows) > 1]
     _packing_notes(plan, ix.packing)
-    matrix_entries = [MatrixEntry(job_id=row_id(k, r), recipe=k, runner_label=r["runner"], row=r) for k, r in pairs]
+    matrix_entries = [_row_entry(k, r, runners) for k, r in pairs]
+    over = [e for e in [*matrix_entries, *([ix.canary] if ix.canary else [])] if e.estimate_s > e.limit_s]
+    for entry in over[:5]:
+        plan.notes.append(f"InferenceX row {entry.job_id} needs about {entry.estimate_s:.0f} s, over its "
+                          f"{entry.limit_s:.0f} s limit ({entry.limit_source}); one row is one launch and "
+                          "cannot be split")
     ix.matrices = matrices_for(matrix_entries, filters.max_matrix_jobs, {})
     for matrix in ix.matrices:
         matrix.fail_fast = filters.fail_fast

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.jobs import Job
+from bot.jobs import Job, SlurmSpec
 
 PLAN_SCHEMA_VERSION = 1
 MAX_MATRIX_JOBS = 256  # GitHub Actions' limit of jobs per matrix
@@ -66,6 +66,11 @@ class MatrixEntry(Model):
     job: Job | None = None  # inline, or
     job_file: str | None = None  # written under --jobs-dir for `recipe-bot run --job F`
     row: dict | None = None  # an InferenceX matrix row, exactly as its generator makes it
+    backend: Literal["local", "slurm"] | None = None  # how `recipe-bot run` runs it on its runner label
+    estimate_s: float | None = None  # the plan's estimate of its wall time
+    limit_s: float | None = None  # the limit it is held to (gpu.yml timeout or the cluster's limit)
+    limit_source: str | None = None
+    slurm: SlurmSpec | None = None  # the allocation an InferenceX row runs in (backend slurm)
 
 
 class Matrix(Model):

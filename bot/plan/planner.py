@@ -148,7 +148,7 @@ def _plan_change_sources(catalog: Catalog, base: Source | None, filters: PlanFil
     else:
         plan.notes.insert(0, "no base revision: every recipe of the catalog is planned")
     if catalog.inferencex is not None:
-        plan_inferencex(plan, catalog.inferencex, catalog.source, base, changed, filters)
+        plan_inferencex(plan, catalog.inferencex, catalog.source, base, changed, filters, catalog.runners)
     return plan
 
 

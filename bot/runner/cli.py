@@ -90,9 +90,13 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None) -> N
     console = Console(stderr=True)
     row_job = _row_job(job_file)
     if row_job is not None:
-        from bot.runner.ix_row import run_row_job
+        from bot.runner.ix_row import proxy_job, run_row_job
 
-        result = run_row_job(row_job, out_dir, console, repo=repo, backend=backend)
+        if backend == "slurm":  # one allocation per row; inside it this same command runs --backend local
+            slurm = importlib.import_module("bot.runner.slurm")
+            result = slurm.run_job_slurm(proxy_job(row_job), job_file, out_dir, console, repo=repo)
+        else:
+            result = run_row_job(row_job, out_dir, console, repo=repo, backend=backend)
         path = write_result(result, out_dir)
         console.print(f"result: {path} ({result.status})", highlight=False)
         sys.exit(0 if result.status == "passed" else 1)

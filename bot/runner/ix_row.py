@@ -17,6 +17,7 @@ from rich.console import Console
 from bot.inferencex.aggregate import AggregateError, aggregate
 from bot.inferencex.append_only import recipe_fingerprint
 from bot.inferencex.rowenv import launcher_for, template_env
+from bot.jobs import Case, Job, ServerSpec, SlurmSpec
 from bot.results import CaseResult, JobResult, PointMetrics, PointResult
 from bot.runner import procs
 from bot.runner.budget import Budget
@@ -39,6 +40,19 @@ class RowJob(BaseModel):
     backend: str = "local"
     timeout_s: float = Field(default=6 * 3600, gt=0)
     row: dict
+    slurm: SlurmSpec | None = None
+
+
+def proxy_job(job: RowJob) -> Job:
+    """The row as a native job, only for the Slurm backend's allocation (name, time limit, partition):
+    inside it, `recipe-bot run --backend local` reads the same row job file and runs the row."""
+    env = template_env(job.row, "proxy_0")
+    server = ServerSpec(engine="sglang" if "sglang" in job.row.get("framework", "") else "vllm",
+                        model=job.row["model"], launch_script=launcher_for("proxy_0"))
+    return Job(job_id=job.job_id, kind="sweep", recipe=job.config_key,
+               recipe_fingerprint=job.row.get("recipe-fingerprint") or recipe_fingerprint(job.row),
+               runner_label=job.runner_label, gpus=int(env["GPU_COUNT"] or 0) if job.slurm and job.slurm.gres else 0,
+               cases=[Case(name=job.config_key, servers=[server])], timeout_s=job.timeout_s, slurm=job.slurm)
 
 
 def is_row_job(data: object) -> bool:
