@@ -4,12 +4,12 @@ from __future__ import annotations
 DEFAULT_LIMIT_S = 6 * 3600.0
 
 
-def row_job(entry: dict) -> dict:
+def row_job(entry: dict, agentx_fast: bool = False) -> dict:
     """The job file of one planned row, for `recipe-bot run --job F` (see bot/runner/ix_row.py)."""
     return {"inferencex": {
         "job_id": entry["job_id"], "config_key": entry["recipe"], "runner_label": entry["runner_label"],
         "backend": entry.get("backend") or "local", "timeout_s": float(entry.get("limit_s") or DEFAULT_LIMIT_S),
-        "row": entry["row"], "slurm": entry.get("slurm"),
+        "row": entry["row"], "slurm": entry.get("slurm"), "agentx_fast": agentx_fast,
     }}
 
 
@@ -22,7 +22,7 @@ def row_outputs(plan: dict, valid_id, to_write: dict[str, dict]  # noqa: ANN001
         job_id = str(item.get("job_id") or "")
         if not valid_id(job_id) or not isinstance(item.get("row"), dict):
             return None
-        to_write[job_id] = row_job(item)
+        to_write[job_id] = row_job(item, bool((plan.get("filters") or {}).get("agentx_fast")))
         return {"job_id": job_id, "runner_label": str(item.get("runner_label") or ""),
                 "recipe": str(item.get("recipe") or ""), "backend": item.get("backend") or "local",
                 "limit_s": str(item.get("limit_s") or "")}

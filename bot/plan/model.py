@@ -29,6 +29,7 @@ class PlanFilters(Model):
     fail_fast: bool = False
     evals_only: bool = False  # only the accuracy gates (InferenceX's `evals-only` label)
     all_evals: bool = False  # a gate on every arm (InferenceX's `all-evals` label)
+    agentx_fast: bool = False  # InferenceX's `agentx-fast` label: AIPERF_EXPERIMENTAL_FAST=1 for its rows
     accuracy: bool = True
     pack: bool = True  # False: one launch per point even where the recipe allows packing
     max_matrix_jobs: int = Field(default=MAX_MATRIX_JOBS, ge=1, le=MAX_MATRIX_JOBS)

@@ -41,6 +41,7 @@ class RowJob(BaseModel):
     timeout_s: float = Field(default=6 * 3600, gt=0)
     row: dict
     slurm: SlurmSpec | None = None
+    agentx_fast: bool = False
 
 
 def proxy_job(job: RowJob) -> Job:
@@ -114,7 +115,7 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
     console = console or Console(stderr=True)
     row = job.row
     name = runner_name(repo, job.runner_label)
-    env_row = template_env(row, name)
+    env_row = template_env(row, name, agentx_fast=job.agentx_fast)
     launcher = launcher_for(name)
     fingerprint = row.get("recipe-fingerprint") or recipe_fingerprint(row)
     port = procs.pick_free_port()
