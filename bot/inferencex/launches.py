@@ -91,15 +91,25 @@ def launch_groups(rows: list[dict], key_of: dict[int, str], repo: InferenceXRepo
     return out
 
 
+def _scripts_in(repo: InferenceXRepo, directory: str) -> list[tuple[str, str]]:
+    """The scripts of one directory, indexed once per repository (planning asks per server configuration)."""
+    index = repo.__dict__.setdefault("_scripts_by_dir", {})
+    if not index:
+        for path, text in repo.scripts.items():
+            index.setdefault(posixpath.dirname(path), []).append((path, text))
+    return index.get(directory, [])
+
+
 def scripts_for_row(repo: InferenceXRepo, key: str, row: dict) -> dict[str, str]:
     """The benchmark scripts the fleet launcher may pick for this row (its scenario, its spec-decoding)."""
     config = repo.configs[key]
     agentic = row.get("scenario-type") == "agentic-coding"
     directory = "benchmarks/single_node/agentic" if agentic else "benchmarks/single_node/fixed_seq_len"
     mtp = row.get("spec-decoding") == "mtp"
+    stem = f"{config['model-prefix']}_{config['precision']}_{_gpu_family(config['runner'])}"
     out = {}
-    for path, text in repo.scripts.items():
-        if posixpath.dirname(path) != directory or not _script_matches(config, path):
+    for path, text in _scripts_in(repo, directory):
+        if not posixpath.basename(path).startswith(stem) or not _script_matches(config, path):
             continue
         if ("mtp" in re.split(r"[_.]", posixpath.basename(path))) == mtp:
             out[path] = text
