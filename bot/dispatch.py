@@ -219,6 +219,10 @@ def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
     from bot.inferencex.jobfiles import row_outputs
 
     ix_canary, ix_matrices = row_outputs(plan, lambda i: bool(re.fullmatch(r"[A-Za-z0-9._-]{1,200}", i)), to_write)
+    if canary is not None and ix_canary is not None:
+        # one canary runs first; the InferenceX canary row then runs with the other rows of its label
+        ix_matrices.append(({"runner_label": ix_canary["runner_label"], "index": len(ix_matrices),
+                             "fail_fast": False}, [ix_canary]))
     canary = canary or ix_canary
     for meta, made in ix_matrices:
         include += [m for m in made if m != canary]

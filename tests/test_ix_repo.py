@@ -219,3 +219,21 @@ def test_pr_2420_entry_yields_33_runnable_jobs_and_per_label_matrices(ix, tmp_pa
     from bot.runner.ix_row import RowJob
     jobs = [RowJob.model_validate(json.loads(f.read_text())["inferencex"]) for f in files]
     assert sum(1 for j in jobs if j.config_key == AGENTIC) == 33
+
+
+def test_the_warnings_reach_the_bilingual_plan_summary(ix):
+    from bot.plan.render import plan_markdown
+    repo, base = ix
+    text = plan_markdown(plan_change(repo, base, append_entry(repo, [VLLM])))
+    assert "Warnings (1 problem(s) in configs this change does not touch" in text
+    assert "警告（本次改动未涉及的配置中有 1 个问题" in text and f"{GHOST}.runner" in text
+
+
+def test_an_inferencex_canary_beside_a_native_canary_still_runs(tmp_path):
+    row = {"job_id": "ix-c1", "recipe": "k", "runner_label": "cpu", "row": {"conc": 1}}
+    plan = {"canary": {"job_id": "n-c1", "recipe": "n", "runner_label": "cpu", "job": {"job_id": "n-c1"}},
+            "matrices": [], "inferencex": {"canary": row, "matrices": []}}
+    outputs = actions_outputs(plan, str(tmp_path / "jobs"))
+    assert json.loads(outputs["canary"])["include"][0]["job_id"] == "n-c1"
+    assert [e["job_id"] for e in json.loads(outputs["matrix"])["include"]] == ["ix-c1"]
+    assert outputs["jobs"] == "2"
