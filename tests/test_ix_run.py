@@ -25,7 +25,8 @@ def planned(tmp_path_factory) -> tuple[Path, Path]:
     """#2420's entry and the plain vllm config, planned and turned into job files."""
     tmp = tmp_path_factory.mktemp("ix-run")
     repo, base = make_repo(tmp)
-    plan = plan_change(repo, base, append_entry(repo, [AGENTIC, "tinyq-bf16-cpu-vllm", "tinyq-bf16-slurm-vllm"]),
+    plan = plan_change(repo, base, append_entry(repo, [AGENTIC, "tinyq-bf16-cpu-vllm", "tinyq-bf16-slurm-vllm",
+                                                          "tinyq-fp4-cpu-dynamo-sglang"]),
                        PlanFilters(canary=False))
     actions_outputs(json.loads(json.dumps(plan_document(plan))), str(tmp / "jobs"))
     return repo, tmp / "jobs"
@@ -84,6 +85,23 @@ def test_pr_2420_rows_run_agentic_and_eval_as_the_template_does(planned, tmp_pat
     assert code == 0 and result["inferencex"]["env"]["EVAL_ONLY"] == "true"
     assert any(Path(f).name.startswith("results_") for f in result["inferencex"]["raw_files"])
     assert "agg" not in result["inferencex"]  # eval-only: no throughput result to process, as in InferenceX
+
+
+def test_a_multi_node_row_runs_every_concurrency_and_aggregates_each_result_file(planned, tmp_path):
+    repo, jobs = planned
+    path = job_file(jobs, "tinyq-fp4-cpu-dynamo-sglang", lambda r: not r.get("eval-only"))
+    code, result = run(path, tmp_path / "out", repo)
+    assert code == 0, result.get("reason")
+    env = result["inferencex"]["env"]
+    assert (env["IS_MULTINODE"], env["CONC_LIST"], env["PREFILL_TP"], env["DISAGG"]) == ("true", "4 16", "2", "true")
+    aggs = result["inferencex"]["agg"]
+    assert sorted(a["conc"] for a in aggs) == [4, 16]
+    for agg in aggs:
+        raw = json.loads(next((tmp_path / "out" / "raw").glob(f"*_conc{agg['conc']}_gpus_4_ctx_2_gen_2.json")).read_text())
+        assert (agg["num_prefill_gpu"], agg["num_decode_gpu"], agg["is_multinode"]) == (2, 2, True)
+        assert agg["tput_per_gpu"] == pytest.approx(raw["total_token_throughput"] / 4)
+        assert agg["output_tput_per_gpu"] == pytest.approx(raw["output_throughput"] / 2)
+    assert len(result["cases"][0]["points"]) == 2
 
 
 def test_a_row_over_its_time_limit_is_stopped_and_its_teardown_proven(planned, tmp_path):

@@ -48,8 +48,52 @@ def template_inputs(row: dict, *, agentx_fast: bool = False) -> dict[str, str]:
     return {k: _text(v) for k, v in inputs.items()}
 
 
+def _multinode_env(row: dict, runner_name: str, agentx_fast: bool) -> dict[str, str]:
+    """benchmark-multinode-tmpl.yml's environment: workers by role, the concurrency list, IS_MULTINODE."""
+    agentic = row.get("scenario-type") == "agentic-coding"
+    concs = row["conc"] if isinstance(row["conc"], list) else [row["conc"]]
+    backend = row.get("kv-offload-backend")
+    env = {
+        "RANDOM_RANGE_RATIO": "0.8", "EXP_NAME": row["exp-name"], "RECIPE_FINGERPRINT": row.get("recipe-fingerprint") or "",
+        "IMAGE": row["image"], "MODEL_PREFIX": row["model-prefix"], "MODEL": row["model"], "FRAMEWORK": row["framework"],
+        "PRECISION": row["precision"], "ISL": _text(row.get("isl", 0)), "OSL": _text(row.get("osl", 0)),
+        "MAX_MODEL_LEN": _text(row.get("max-model-len", 0)), "CONC_LIST": " ".join(map(str, concs)),
+        "SPEC_DECODING": row.get("spec-decoding", "none"), "DISAGG": _text(row.get("disagg", False)),
+        "PREFILL_HARDWARE": row["prefill"].get("hardware") or "", "DECODE_HARDWARE": row["decode"].get("hardware") or "",
+        "RUN_EVAL": _text(bool(row.get("run-eval") or row.get("eval-only"))), "EVAL_ONLY": _text(bool(row.get("eval-only"))),
+        "EVAL_CONC": _text(row.get("eval-conc")), "SCENARIO_TYPE": "agentic-coding" if agentic else "fixed-seq-len",
+        "SCENARIO_SUBDIR": "agentic/" if agentic else "fixed_seq_len/", "IS_AGENTIC": "1" if agentic else "0",
+        "CONC": _text(concs[0] if agentic else ""), "DURATION": _text(row.get("duration", 3600) if agentic else ""),
+        "AIPERF_EXPERIMENTAL_FAST": "1" if agentx_fast else "0", "KV_OFFLOADING": row.get("kv-offloading", ""),
+        "KV_OFFLOAD_BACKEND": (backend or {}).get("name", ""),
+        "KV_OFFLOAD_BACKEND_METADATA": json.dumps(backend) if backend else "",
+        "ROUTER_METADATA": json.dumps(row["router"]) if row.get("router") else "",
+        "KV_P2P_TRANSFER": row.get("kv-p2p-transfer") or "", "TOTAL_CPU_DRAM_GB": _text(row.get("total-cpu-dram-gb", 0)),
+        "RUNNER_NAME": runner_name, "RUNNER_TYPE": row["runner"], "IS_MULTINODE": "true",
+    }
+    for role in ("prefill", "decode"):
+        worker, up = row[role], role.upper()
+        env.update({f"{up}_NUM_WORKERS": _text(worker["num-worker"]), f"{up}_TP": _text(worker["tp"]),
+                    f"{up}_PP_SIZE": _text(worker.get("pp", 1)), f"{up}_DCP_SIZE": _text(worker.get("dcp-size", 1)),
+                    f"{up}_PCP_SIZE": _text(worker.get("pcp-size", 1)), f"{up}_EP": _text(worker.get("ep", 1)),
+                    f"{up}_DP_ATTN": _text(worker.get("dp-attn", False))})
+    p, d = "PREFILL", "DECODE"
+    base = (f"{env['EXP_NAME']}_{env['PRECISION']}_{env['FRAMEWORK']}_prefill-tp{env[p + '_TP']}-pp{env[p + '_PP_SIZE']}"
+            f"-dcp{env[p + '_DCP_SIZE']}-pcp{env[p + '_PCP_SIZE']}-ep{env[p + '_EP']}-dp{env[p + '_DP_ATTN']}"
+            f"-nw{env[p + '_NUM_WORKERS']}_decode-tp{env[d + '_TP']}-pp{env[d + '_PP_SIZE']}-dcp{env[d + '_DCP_SIZE']}"
+            f"-pcp{env[d + '_PCP_SIZE']}-ep{env[d + '_EP']}-dp{env[d + '_DP_ATTN']}-nw{env[d + '_NUM_WORKERS']}"
+            f"_disagg-{env['DISAGG']}_spec-{env['SPEC_DECODING']}_conc{'x'.join(map(str, concs))}_{runner_name}")
+    fingerprint = env["RECIPE_FINGERPRINT"]
+    env["RESULT_FILENAME"] = f"{base}_recipe-{fingerprint[:16]}" if fingerprint else base
+    env["GPU_COUNT"] = "0"
+    return env
+
+
 def template_env(row: dict, runner_name: str, *, agentx_fast: bool = False) -> dict[str, str]:
-    """The environment the template's launch step gives `runners/launch_<fleet>.sh`."""
+    """The environment the template's launch step gives `runners/launch_<fleet>.sh` (the multi-node
+    template's for a row with prefill/decode workers)."""
+    if "prefill" in row:
+        return _multinode_env(row, runner_name, agentx_fast)
     i = template_inputs(row, agentx_fast=agentx_fast)
     agentic = i["scenario-type"] == "agentic-coding"
     env = {

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
-from bot.inferencex.aggregate import AggregateError, aggregate
+from bot.inferencex.aggregate import AggregateError, aggregate, aggregate_multinode, gpus_from_name
 from bot.inferencex.append_only import recipe_fingerprint
 from bot.inferencex.rowenv import launcher_for, template_env
 from bot.jobs import Case, Job, ServerSpec, SlurmSpec
@@ -81,7 +81,8 @@ def _collect(repo: Path, raw_dir: Path, result_filename: str) -> list[str]:
     """Move what the launcher wrote (result, eval results, server log) into the result directory."""
     raw_dir.mkdir(parents=True, exist_ok=True)
     kept = []
-    patterns = [f"{result_filename}.json", "results*.json", "sample*.jsonl", "server.log", "gpu_metrics*.csv"]
+    patterns = [f"{result_filename}.json", f"{result_filename}_*.json", "results*.json", "sample*.jsonl",
+                "server.log", "gpu_metrics*.csv"]
     for pattern in patterns:
         for found in sorted(glob.glob(str(repo / pattern))):
             target = raw_dir / Path(found).name
@@ -106,6 +107,28 @@ def _metrics(agg: dict, bench: dict) -> PointMetrics:
     )
 
 
+def _multinode_points(out_dir: Path, env: dict[str, str]) -> tuple[str | None, list[PointResult], list[dict]]:
+    """Every `${RESULT_FILENAME}_*.json` the multi-node launcher wrote, aggregated as its template does."""
+    found = sorted((out_dir / "raw").glob(f"{glob.escape(env['RESULT_FILENAME'])}_*.json"))
+    if not found:
+        return f"Run failed: No benchmark result files found for {env['RESULT_FILENAME']}_*.json", [], []
+    points, aggs = [], []
+    for raw in found:
+        gpus = gpus_from_name(raw.name)
+        if gpus is None:
+            continue
+        try:
+            bench = json.loads(raw.read_text())
+            agg = aggregate_multinode(env, bench, *gpus)
+        except (ValueError, AggregateError) as exc:
+            return f"result processing failed for {raw.name}: {exc}", [], []
+        (out_dir / f"agg_{raw.stem}.json").write_text(json.dumps(agg, indent=2) + "\n")
+        aggs.append(agg)
+        points.append(PointResult(point_id=f"c{agg['conc']}", concurrency=agg["conc"], status="passed",
+                                  metrics=_metrics(agg, bench), raw_result_file=str(raw.relative_to(out_dir))))
+    return None, points, aggs
+
+
 def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, repo: Path | None = None,
                 backend: str = "local") -> JobResult:
     """Run the row's `runners/launch_<fleet>.sh` in its own process group under the job's time limit,
@@ -122,7 +145,7 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
     run_tag = f"{job.job_id}-{uuid.uuid4().hex[:12]}"
     env = {**os.environ, **env_row, "PORT": str(port), "GITHUB_WORKSPACE": str(repo), procs.RUN_TAG_VAR: run_tag}
     started_at, t0 = _now(), time.monotonic()
-    point_id = f"c{env_row['CONC']}"
+    point_id = f"c{env_row.get('CONC') or env_row.get('CONC_LIST', '').replace(' ', 'x')}"
     base = dict(job_id=job.job_id, kind="sweep", recipe=job.config_key, recipe_fingerprint=fingerprint,
                 runner_label=job.runner_label, gpus=int(env_row["GPU_COUNT"] or 0), engine=row.get("framework"),
                 command=f"bash {launcher}", hardware=describe_host(), sha=git_head(repo), started_at=started_at)
@@ -133,7 +156,8 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
     procs.become_subreaper()
     budget = Budget(job.timeout_s)
     log_path = out_dir / "launcher.log"
-    console.print(f"InferenceX row {job.job_id}: bash {launcher} (RUNNER_NAME={name}, CONC={env_row['CONC']}, "
+    console.print(f"InferenceX row {job.job_id}: bash {launcher} (RUNNER_NAME={name}, "
+                  f"CONC={env_row.get('CONC') or env_row.get('CONC_LIST')}, "
                   f"limit {job.timeout_s:g} s, backend {backend})", highlight=False, markup=False)
     process = InferenceServer(name="launcher", argv=["bash", launcher], env=env, port=port, log_path=log_path,
                               cwd=repo, grace_s=GRACE_S)
@@ -157,11 +181,17 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
     if reason is None and code != 0:
         reason = f"launcher {launcher} exited with code {code}"
     info: dict = {"row": row, "env": env_row, "launcher": launcher, "runner_name": name, "raw_files": kept}
-    point = PointResult(point_id=point_id, concurrency=int(str(env_row["CONC"]).split(",")[0] or 0),
+    first_conc = (env_row.get("CONC") or env_row.get("CONC_LIST", "0")).split()[0]
+    point = PointResult(point_id=point_id, concurrency=int(first_conc or 0),
                         status="passed", raw_result_file=None, client=None)
+    points: list[PointResult] = []
     if reason is None and env_row["EVAL_ONLY"] == "true":
         if not any(Path(k).name.startswith("results") for k in kept):
             reason = "Eval-only run failed: no results*.json files found."
+    elif reason is None and env_row.get("IS_MULTINODE") == "true":
+        reason, points, aggs = _multinode_points(out_dir, env_row)
+        if reason is None:
+            info["agg"] = aggs
     elif reason is None:
         raw = out_dir / "raw" / f"{env_row['RESULT_FILENAME']}.json"
         if not raw.is_file():
@@ -179,14 +209,15 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
                 info["agg_file"] = agg_path.name
                 point = point.model_copy(update={"metrics": _metrics(agg, bench),
                                                  "raw_result_file": str(raw.relative_to(out_dir))})
+    points = points or [point]
     failures = [*failures]
     if reason is None and failures:
         reason = "teardown: " + "; ".join(failures)
     status = "cancelled" if reason == "cancelled" else ("failed" if reason else "passed")
     if status != "passed":
-        point = point.model_copy(update={"status": "failed", "reason": reason})
+        points = [p.model_copy(update={"status": "failed", "reason": reason}) for p in points]
     case = CaseResult(name=job.config_key, status="passed" if status == "passed" else "failed", reason=reason,
-                      points=[point], cleanup=proof, server_logs=[k for k in kept if k.endswith(".log")],
+                      points=points, cleanup=proof, server_logs=[k for k in kept if k.endswith(".log")],
                       log_tail=tail_lines(log_path) if status != "passed" else None)
     return JobResult(**base, status=status, reason=reason, finished_at=_now(),
                      duration_s=round(time.monotonic() - t0, 3), server_launches=1, cases=[case], inferencex=info)
