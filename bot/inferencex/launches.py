@@ -60,7 +60,7 @@ class LaunchGroup:
         return row_gpus(self.rows[0])
 
     def gpu_hours(self, packed: bool) -> float:
-        launches = 1 if packed else len(self.rows)
+        launches = 1 if packed and self.packs else len(self.rows)  # only an honest pack saves start-ups
         seconds = STARTUP_S * launches + sum(point_seconds(r) * len(row_concurrencies(r)) for r in self.rows)
         return self.gpus * seconds / 3600.0
 
