@@ -237,3 +237,17 @@ def test_an_inferencex_canary_beside_a_native_canary_still_runs(tmp_path):
     assert json.loads(outputs["canary"])["include"][0]["job_id"] == "n-c1"
     assert [e["job_id"] for e in json.loads(outputs["matrix"])["include"]] == ["ix-c1"]
     assert outputs["jobs"] == "2"
+
+
+def test_the_plan_table_shows_each_jobs_estimate_and_its_limit(ix):
+    import io
+
+    from rich.console import Console
+
+    from bot.plan.render import print_table
+    repo, base = ix
+    plan = plan_change(repo, base, append_entry(repo, ["tinyq-bf16-slurm-vllm"]), PlanFilters(canary=False))
+    buffer = io.StringIO()
+    print_table(plan, Console(file=buffer, width=200))
+    lines = [line for line in buffer.getvalue().splitlines() if line.startswith("job ")]
+    assert len(lines) == 2 and all(line.endswith("fits 7200 s (Slurm time limit 02:00:00)") for line in lines)

@@ -101,11 +101,36 @@ def print_table(plan: Plan, console: Console) -> None:
         field = f" `{warning['field']}`" if warning.get("field") else ""
         console.print(f"warning (untouched config, not planned): {where}{field}: {warning['message']}",
                       highlight=False, markup=False)
+    _print_limits(plan, console)
     if plan.matrices or (plan.inferencex and plan.inferencex.matrices):
         sizes = [f"{m.runner_label}[{m.index}]={len(m.include)}" for m in plan.matrices]
         if plan.inferencex:
             sizes += [f"inferencex {m.runner_label}[{m.index}]={len(m.include)}" for m in plan.inferencex.matrices]
         console.print("matrices: " + ", ".join(sizes), highlight=False)
+
+
+def job_limits(plan: Plan) -> list[tuple[str, float, float, str]]:
+    """(job id, estimate s, limit s, where the limit comes from) of every job and InferenceX row."""
+    out = [(j.job_id, j.estimate_s, j.limit_s, j.limit_source or "") for j in plan.jobs
+           if j.estimate_s is not None and j.limit_s is not None]
+    ix = plan.inferencex
+    if ix is not None:
+        entries = [*([ix.canary] if ix.canary else []), *(e for m in ix.matrices for e in m.include)]
+        out += [(e.job_id, e.estimate_s, e.limit_s, e.limit_source or "") for e in entries
+                if e.estimate_s is not None and e.limit_s is not None]
+    return out
+
+
+def _print_limits(plan: Plan, console: Console, shown: int = 20) -> None:
+    limits = job_limits(plan)
+    for job_id, estimate, limit, source in limits[:shown]:
+        mark = "over" if estimate > limit else "fits"
+        console.print(f"job {job_id}: ~{estimate:.0f} s, {mark} {limit:.0f} s ({source})", highlight=False,
+                      markup=False)
+    if len(limits) > shown:
+        over = sum(1 for _, e, lim, _ in limits if e > lim)
+        console.print(f"... {len(limits) - shown} more jobs ({over} over their limit); every estimate and limit "
+                      "is in --format json", highlight=False)
 
 
 def plan_markdown(plan: Plan) -> str:
