@@ -116,11 +116,24 @@ def test_a_row_over_its_time_limit_is_stopped_and_its_teardown_proven(planned, t
     assert cleanup["groups_gone"] and cleanup["ports_free"] and not cleanup["sigkill_escalated"]
 
 
-def test_a_row_whose_fleet_has_no_launcher_fails_with_a_clear_reason(planned, tmp_path):
+def test_a_row_whose_fleet_has_no_launcher_runs_its_benchmark_script(planned, tmp_path):
     repo, jobs = planned
     path = job_file(jobs, "tinyq-bf16-cpu-vllm", lambda r: r["conc"] == 2)
     code, result = run(path, tmp_path / "out", repo, RUNNER_NAME="gpu-elsewhere_3")
+    assert code == 0, result.get("reason")
+    assert result["inferencex"]["launcher"] == "benchmarks/single_node/fixed_seq_len/tinyq_bf16_cpu_vllm.sh"
+    assert "no fleet launcher runners/launch_gpu-elsewhere.sh" in result["inferencex"]["notes"][0]
+
+
+def test_a_row_with_neither_launcher_nor_script_fails_with_a_clear_reason(planned, tmp_path):
+    repo, jobs = planned
+    data = json.loads(job_file(jobs, "tinyq-bf16-cpu-vllm", lambda r: r["conc"] == 2).read_text())
+    data["inferencex"]["row"]["model-prefix"] = "nosuch"
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(data))
+    code, result = run(path, tmp_path / "out", repo, RUNNER_NAME="gpu-elsewhere_3")
     assert code == 1 and "no fleet launcher runners/launch_gpu-elsewhere.sh" in result["reason"]
+    assert "nosuch_bf16_cpu_vllm.sh" in result["reason"]
 
 
 def test_a_bad_row_job_file_is_one_clear_error(tmp_path):

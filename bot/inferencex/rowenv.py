@@ -125,6 +125,17 @@ def result_filename(env: dict[str, str]) -> str:
     return f"{base}_recipe-{fingerprint[:16]}" if fingerprint else base
 
 
+def benchmark_scripts(env: dict[str, str]) -> list[str]:
+    """The single-node scripts a fleet launcher would pick for this environment, preferred first
+    (`<prefix>_<precision>_<gpu>_<framework><spec>.sh`, then without the framework)."""
+    if env.get("IS_MULTINODE") == "true":
+        return []
+    gpu = env["RUNNER_TYPE"].removeprefix("cluster:").split("-", 1)[0]
+    spec = "_mtp" if env.get("SPEC_DECODING") == "mtp" else ""
+    base = f"benchmarks/single_node/{env['SCENARIO_SUBDIR']}{env['MODEL_PREFIX']}_{env['PRECISION']}_{gpu}"
+    return [f"{base}_{env['FRAMEWORK']}{spec}.sh", f"{base}{spec}.sh"]
+
+
 def launcher_for(runner_name: str) -> str:
     """`bash ./runners/launch_${RUNNER_NAME%%_*}.sh`."""
     return f"runners/launch_{runner_name.split('_', 1)[0]}.sh"

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from bot.inferencex.aggregate import AggregateError, aggregate, aggregate_multinode, gpus_from_name
 from bot.inferencex.append_only import recipe_fingerprint
-from bot.inferencex.rowenv import launcher_for, template_env
+from bot.inferencex.rowenv import benchmark_scripts, launcher_for, template_env
 from bot.jobs import Case, Job, ServerSpec, SlurmSpec
 from bot.results import CaseResult, JobResult, PointMetrics, PointResult
 from bot.runner import procs
@@ -149,8 +149,16 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
     base = dict(job_id=job.job_id, kind="sweep", recipe=job.config_key, recipe_fingerprint=fingerprint,
                 runner_label=job.runner_label, gpus=int(env_row["GPU_COUNT"] or 0), engine=row.get("framework"),
                 command=f"bash {launcher}", hardware=describe_host(), sha=git_head(repo), started_at=started_at)
+    notes = []
     if not (repo / launcher).is_file():
-        reason = f"no fleet launcher {launcher} for runner {name!r} (label {job.runner_label!r})"
+        script = next((s for s in benchmark_scripts(env_row) if (repo / s).is_file()), None)
+        if script is not None:  # run the benchmark script itself, as the launcher would on its host
+            notes.append(f"no fleet launcher {launcher}: ran the benchmark script {script} directly")
+            launcher = script
+    base["command"] = f"bash {launcher}"
+    if not (repo / launcher).is_file():
+        reason = (f"no fleet launcher {launcher} for runner {name!r} (label {job.runner_label!r}) and no "
+                  f"benchmark script ({', '.join(benchmark_scripts(env_row)) or 'multi-node rows need a launcher'})")
         return JobResult(**base, status="failed", reason=reason, finished_at=_now(), duration_s=0.0,
                          inferencex={"row": row, "env": env_row, "launcher": launcher})
     procs.become_subreaper()
@@ -180,7 +188,8 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
     kept = _collect(repo, out_dir / "raw", env_row["RESULT_FILENAME"])
     if reason is None and code != 0:
         reason = f"launcher {launcher} exited with code {code}"
-    info: dict = {"row": row, "env": env_row, "launcher": launcher, "runner_name": name, "raw_files": kept}
+    info: dict = {"row": row, "env": env_row, "launcher": launcher, "runner_name": name, "raw_files": kept,
+                  "notes": notes}
     first_conc = (env_row.get("CONC") or env_row.get("CONC_LIST", "0")).split()[0]
     point = PointResult(point_id=point_id, concurrency=int(first_conc or 0),
                         status="passed", raw_result_file=None, client=None)
