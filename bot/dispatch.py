@@ -199,8 +199,11 @@ def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
             to_write[job_id] = job
         elif not (folder / f"{job_id}.json").is_file():
             return None  # an InferenceX row without a native job: not runnable by `recipe-bot run`
-        return {"job_id": job_id, "runner_label": str(item.get("runner_label") or ""),
+        made = {"job_id": job_id, "runner_label": str(item.get("runner_label") or ""),
                 "recipe": str(item.get("recipe") or "")}
+        if job is not None and job.get("slurm"):
+            made["backend"] = "slurm"  # its runner label names a Slurm cluster (recipes/_runners.yaml)
+        return made
 
     canary = entry(plan["canary"]) if plan.get("canary") else None
     include = []
@@ -227,7 +230,8 @@ def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
     for meta, made in ix_matrices:
         include += [m for m in made if m != canary]
         per_label.append((meta, [m for m in made if m != canary]))
-    labels = [{**meta, "backend": made[0].get("backend", "local"), "include": json.dumps({"include": made})}
+    labels = [{**meta, "backend": "slurm" if any(m.get("backend") == "slurm" for m in made) else "local",
+               "include": json.dumps({"include": made})}
               for meta, made in per_label if made]
     if any(len(made) > MAX_MATRIX_JOBS for _, made in per_label):
         # The GPU workflow's run job has one matrix, and GitHub runs at most 256 jobs per matrix:

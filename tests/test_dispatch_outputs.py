@@ -40,3 +40,12 @@ def test_more_jobs_than_one_matrix_holds_is_refused_not_truncated(tmp_path):
     with pytest.raises(PlanTooLarge, match=r"more than the 256 jobs.*narrow the command"):
         actions_outputs(plan, str(tmp_path / "jobs"))
     assert not (tmp_path / "jobs").exists()  # nothing half-written
+
+
+def test_a_label_whose_jobs_name_a_slurm_cluster_runs_with_the_slurm_backend(tmp_path):
+    items = [{"job_id": "b-1", "runner_label": "b200", "recipe": "r",
+              "job": {"job_id": "b-1", "slurm": {"partition": "gpu-2", "time_limit": "08:00:00"}}},
+             {"job_id": "c-1", "runner_label": "cpu", "recipe": "t", "job": {"job_id": "c-1"}}]
+    plan = {"matrices": [{"runner_label": "b200", "include": items[:1]}, {"runner_label": "cpu", "include": items[1:]}]}
+    labels = json.loads(actions_outputs(plan, str(tmp_path))["labels"])["include"]
+    assert [(m["runner_label"], m["backend"]) for m in labels] == [("b200", "slurm"), ("cpu", "local")]
