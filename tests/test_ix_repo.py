@@ -251,3 +251,19 @@ def test_the_plan_table_shows_each_jobs_estimate_and_its_limit(ix):
     print_table(plan, Console(file=buffer, width=200))
     lines = [line for line in buffer.getvalue().splitlines() if line.startswith("job ")]
     assert len(lines) == 2 and all(line.endswith("fits 7200 s (Slurm time limit 02:00:00)") for line in lines)
+
+
+@pytest.mark.parametrize("in_base,stops", [(True, False), (False, True)], ids=["broken-before", "broken-by-the-pr"])
+def test_an_unreadable_master_config_stops_only_the_pr_that_breaks_it(ix, in_base, stops):
+    repo, base = ix
+    (repo / "configs" / "extra-master.yaml").write_text("key: [unclosed\n")
+    if in_base:
+        base = commit(repo)
+    head = append_entry(repo, [VLLM])
+    if stops:
+        with pytest.raises(RecipeError) as caught:
+            plan_change(repo, base, head)
+        assert caught.value.problems[0].file == "configs/extra-master.yaml"
+    else:
+        plan = plan_change(repo, base, head)
+        assert "configs/extra-master.yaml" in {w["file"] for w in plan.warnings}
