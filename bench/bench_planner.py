@@ -91,7 +91,8 @@ def bench_inferencex(workdir: pathlib.Path, repeat: int) -> dict:
         "eval_rows": len(evals),
         "points": points,
         "launches_unpacked": len(rows),
-        "launches_packed": len(groups),
+        "launches_packed": sum(1 if g.packs else len(g.rows) for g in groups),  # no repository: nothing packs
+        "server_configurations": len(groups),
         "single_node_rows": len(single),
         "single_node_server_configs": len(single_groups),
         "seconds": {"load": t_load, "rows": t_rows, "plan": t_plan},

@@ -93,6 +93,9 @@ class Job(Strict):
     cases: list[Case] = Field(min_length=1)
     estimated_gpu_hours: float = 0.0
     timeout_s: float = 3600.0
+    estimate_s: float | None = None  # the planner's estimate of the job's wall time
+    limit_s: float | None = None  # the limit the plan held it to (workflow timeout or cluster limit)
+    limit_source: str | None = None
     fail_fast: bool = False
     slurm: SlurmSpec | None = None
     # Where the job came from: filled by dispatch, carried into the result for the report.

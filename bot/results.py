@@ -174,3 +174,5 @@ class JobResult(Model):
     cases: list[CaseResult] = Field(default_factory=list)
     slurm: SlurmInfo | None = None
     provenance: Provenance | None = None
+    # An InferenceX row's run: the row, its template environment, raw files and process_result's fields
+    inferencex: dict | None = None

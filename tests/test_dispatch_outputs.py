@@ -27,7 +27,25 @@ def test_exactly_the_github_limit_fits(tmp_path):
     assert len(json.loads(outputs["matrix"])["include"]) == MAX_MATRIX_JOBS
 
 
+def test_a_label_with_more_than_256_jobs_gets_a_second_matrix(tmp_path):
+    outputs = actions_outputs(plan_with(MAX_MATRIX_JOBS + 1, canary=False), str(tmp_path / "jobs"))
+    labels = json.loads(outputs["labels"])["include"]
+    assert [(m["runner_label"], len(json.loads(m["include"])["include"])) for m in labels] == [
+        ("h200", MAX_MATRIX_JOBS), ("h200", 1)]
+
+
 def test_more_jobs_than_one_matrix_holds_is_refused_not_truncated(tmp_path):
-    with pytest.raises(PlanTooLarge, match=r"257 jobs.*narrow the command"):
-        actions_outputs(plan_with(MAX_MATRIX_JOBS + 1, canary=False), str(tmp_path / "jobs"))
+    plan = plan_with(MAX_MATRIX_JOBS + 1, canary=False)
+    plan["matrices"] = [{"runner_label": "h200", "include": [i for m in plan["matrices"] for i in m["include"]]}]
+    with pytest.raises(PlanTooLarge, match=r"more than the 256 jobs.*narrow the command"):
+        actions_outputs(plan, str(tmp_path / "jobs"))
     assert not (tmp_path / "jobs").exists()  # nothing half-written
+
+
+def test_a_label_whose_jobs_name_a_slurm_cluster_runs_with_the_slurm_backend(tmp_path):
+    items = [{"job_id": "b-1", "runner_label": "b200", "recipe": "r",
+              "job": {"job_id": "b-1", "slurm": {"partition": "gpu-2", "time_limit": "08:00:00"}}},
+             {"job_id": "c-1", "runner_label": "cpu", "recipe": "t", "job": {"job_id": "c-1"}}]
+    plan = {"matrices": [{"runner_label": "b200", "include": items[:1]}, {"runner_label": "cpu", "include": items[1:]}]}
+    labels = json.loads(actions_outputs(plan, str(tmp_path))["labels"])["include"]
+    assert [(m["runner_label"], m["backend"]) for m in labels] == [("b200", "slurm"), ("cpu", "local")]

@@ -56,12 +56,14 @@ def test_a_launch_that_depends_on_concurrency_is_never_packed(tmp_path):
     assert plan.recipes[0].packed_launches == 6
 
 
-def test_agentx_plans_its_32_points_in_4_launches_and_a_separate_gsm8k_launch(catalog):
+def test_agentx_plans_its_32_points_in_launches_that_fit_the_workflow_limit_and_a_separate_gsm8k_launch(catalog):
     plan = plan_of(catalog, recipes=(AGENTX,), canary=False)
     (row,) = plan.recipes
     assert row.points == 32
     sweeps = [j for j in plan.jobs if j.points]
-    assert sorted(len(j.points) for j in sweeps) == [5, 5, 7, 15]
+    # 15 one-hour points (55,200 s) and 7 (26,400 s) exceed gpu.yml's 360 minutes: split to fit it
+    assert sorted(len(j.points) for j in sweeps) == [2, 5, 5, 5, 5, 5, 5]
+    assert all(j.estimate_s <= j.limit_s == 21600 and j.timeout_s <= j.limit_s for j in plan.jobs)
     assert {j.gpus for j in sweeps} == {2, 4}
     (gsm8k,) = [j for j in plan.jobs if not j.points]
     assert gsm8k.job_id == f"{AGENTX}--tp4-hicache--gsm8k"
@@ -70,7 +72,7 @@ def test_agentx_plans_its_32_points_in_4_launches_and_a_separate_gsm8k_launch(ca
     assert not any(k.startswith("SGLANG_SIMULATE") for k in case.servers[0].env)
     assert all(j.cases[0].accuracy is None for j in sweeps)
     assert all(j.cases[0].servers[0].env["SGLANG_SIMULATE_ACC_LEN"] == "3.39" for j in sweeps)
-    assert (row.server_launches, row.packed_launches, row.unpacked_launches) == (5, 5, 33)
+    assert (row.server_launches, row.packed_launches, row.unpacked_launches) == (8, 8, 33)
 
 
 def test_scope_lowest_keeps_the_lowest_concurrency_of_each_arm(catalog):
@@ -135,8 +137,9 @@ def test_the_canary_is_the_lowest_concurrency_point_and_leaves_its_packed_job(ca
     canary = plan.canary.job
     assert [p.point_id for p in canary.points] == ["tp4-c1"] and canary.cases[0].accuracy is None
     assert plan.jobs[0].job_id == canary.job_id
-    tp4 = next(j for j in plan.jobs if j.job_id == f"{AGENTX}--tp4")
-    assert len(tp4.points) == 14 and "tp4-c1" not in [p.point_id for p in tp4.points]
+    tp4 = next(j for j in plan.jobs if j.job_id == f"{AGENTX}--tp4--part1of3")
+    assert len(tp4.points) == 4 and "tp4-c1" not in [p.point_id for p in tp4.points]
+    assert canary.estimate_s == 1200 + 3600 and tp4.estimate_s == 1200 + 4 * 3600
     in_matrices = [e.job_id for m in plan.matrices for e in m.include]
     assert canary.job_id not in in_matrices and len(in_matrices) == len(plan.jobs) - 1
     assert sum(len(j.points) for j in plan.jobs) == 32

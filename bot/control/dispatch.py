@@ -199,22 +199,46 @@ def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
             to_write[job_id] = job
         elif not (folder / f"{job_id}.json").is_file():
             return None  # an InferenceX row without a native job: not runnable by `recipe-bot run`
-        return {"job_id": job_id, "runner_label": str(item.get("runner_label") or ""),
+        made = {"job_id": job_id, "runner_label": str(item.get("runner_label") or ""),
                 "recipe": str(item.get("recipe") or "")}
+        if job is not None and job.get("slurm"):
+            made["backend"] = "slurm"  # its runner label names a Slurm cluster (recipes/_runners.yaml)
+        return made
 
     canary = entry(plan["canary"]) if plan.get("canary") else None
     include = []
+    per_label: list[tuple[dict, list[dict]]] = []
     for matrix in plan.get("matrices") or []:
+        made_here = []
         for item in matrix.get("include") or []:
             made = entry(item)
             if made is not None and made != canary:
-                include.append(made)
-    if len(include) > MAX_MATRIX_JOBS:
+                made_here.append(made)
+        include += made_here
+        if made_here:
+            per_label.append(({"runner_label": matrix.get("runner_label"), "index": matrix.get("index", 0),
+                               "fail_fast": bool(matrix.get("fail_fast"))}, made_here))
+    # InferenceX rows: one job file per row, run by `recipe-bot run` through the repository's own launcher
+    from bot.inferencex.jobfiles import row_outputs
+
+    ix_canary, ix_matrices = row_outputs(plan, lambda i: bool(re.fullmatch(r"[A-Za-z0-9._-]{1,200}", i)), to_write)
+    if canary is not None and ix_canary is not None:
+        # one canary runs first; the InferenceX canary row then runs with the other rows of its label
+        ix_matrices.append(({"runner_label": ix_canary["runner_label"], "index": len(ix_matrices),
+                             "fail_fast": False}, [ix_canary]))
+    canary = canary or ix_canary
+    for meta, made in ix_matrices:
+        include += [m for m in made if m != canary]
+        per_label.append((meta, [m for m in made if m != canary]))
+    labels = [{**meta, "backend": "slurm" if any(m.get("backend") == "slurm" for m in made) else "local",
+               "include": json.dumps({"include": made})}
+              for meta, made in per_label if made]
+    if any(len(made) > MAX_MATRIX_JOBS for _, made in per_label):
         # The GPU workflow's run job has one matrix, and GitHub runs at most 256 jobs per matrix:
         # refuse the whole plan rather than silently dropping jobs, and write no job file for it.
         raise PlanTooLarge(
-            f"the plan has {len(include)} jobs after the canary, more than the {MAX_MATRIX_JOBS} jobs GitHub "
-            "Actions runs in one matrix; narrow the command (a recipe glob, --conc, --scope lowest)")
+            f"one runner label's matrix has more than the {MAX_MATRIX_JOBS} jobs GitHub Actions runs in one "
+            "matrix; narrow the command (a recipe glob, --conc, --scope lowest)")
     folder.mkdir(parents=True, exist_ok=True)
     for job_id, job in to_write.items():
         (folder / f"{job_id}.json").write_text(json.dumps(job, indent=1) + "\n", encoding="utf-8")
@@ -224,6 +248,8 @@ def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
         "canary": json.dumps({"include": [canary]} if canary else {"include": []}),
         "has_canary": "true" if canary else "false",
         "matrix": json.dumps({"include": include}),
+        # one matrix per runner label (and per 256 jobs): its own job limit and its own fail-fast
+        "labels": json.dumps({"include": labels}),
         "jobs": str(len(include) + (1 if canary else 0)),
         "fail_fast": "true" if fail_fast else "false",
     }

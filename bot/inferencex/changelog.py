@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import difflib
-import json
+from collections import defaultdict
 from dataclasses import dataclass, field
 
-from bot.inferencex.generate import ConfigKeyError, expand_config_keys, generate_keyed
+from bot.inferencex.append_only import (
+    SCENARIO_TYPES, AppendOnlyError, append_only_delta, check_scope, recipe_fingerprint,
+)
+from bot.inferencex.contract import matrix_row
+from bot.inferencex.generate import ConfigKeyError, expand_config_keys, generate_keyed, trim_conc_keyed
 from bot.inferencex.repo import InferenceXRepo
 from bot.inferencex.schema import ChangelogEntry
 from bot.recipes.errors import RecipeError, RecipeProblem
@@ -97,7 +101,7 @@ def appended_entries(repo: InferenceXRepo, base: bytes | None, head: bytes | Non
     if not isinstance(located.data, list):
         raise RecipeError.single(path, lines[0] if lines else None, None, "appended lines must be list entries")
     out = []
-    available = list(repo.configs)
+    available = [*repo.configs, *repo.invalid]
     for index, raw in enumerate(located.data):
         entry = validate(ChangelogEntry, raw, lambda loc, i=index: locate((i, *loc)))
         try:
@@ -116,54 +120,119 @@ def _preview(names: list[str], limit: int = 12) -> list[str]:
     return names if len(names) <= limit else [*names[:limit], f"... {len(names) - limit} more"]
 
 
-def _canonical(row: dict) -> str:
-    return json.dumps(row, sort_keys=True)
+def _entry_error(repo: InferenceXRepo, appended: AppendedEntry, message: str) -> RecipeError:
+    return RecipeError.single(repo.changelog_path, appended.line or None, "append-only", message)
+
+
+def _scenario_groups(keys: list[str], wanted: tuple[str, ...], seen: dict[str, set[str]]) -> dict[tuple, list[str]]:
+    """Configs grouped by the scenarios not yet generated for them (so overlapping entries add nothing twice)."""
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for key in keys:
+        unseen = tuple(s for s in SCENARIO_TYPES if s in wanted and s not in seen[key])
+        if unseen:
+            seen[key].update(unseen)
+            groups[unseen].append(key)
+    return groups
+
+
+def _check_append_only(repo: InferenceXRepo, entries: list[AppendedEntry], base_repo: InferenceXRepo | None,
+                       all_evals: bool, evals_only: bool) -> None:
+    flagged = [e for e in entries if e.entry.append_only]
+    if not flagged:
+        return
+    first = flagged[0]
+    if len(flagged) != len(entries):
+        raise _entry_error(repo, first, "append-only entries cannot share a sweep with regular changelog entries")
+    if all_evals or evals_only:
+        raise _entry_error(repo, first, "append-only sweeps cannot use all-evals or evals-only modifiers")
+    if base_repo is None:
+        raise _entry_error(repo, first, "append-only needs the base revision's configs, which could not be read")
+    selected: dict[str, set[str]] = defaultdict(set)
+    for appended in entries:
+        for key in appended.keys:
+            selected[key].update(appended.entry.scenario_type or SCENARIO_TYPES)
+    base_keys = {*base_repo.configs, *base_repo.invalid}
+    missing = sorted(k for k in selected if k not in base_keys)
+    if missing:
+        raise _entry_error(repo, first, "append-only requires every selected config to exist in the base "
+                                        f"revision; missing: {missing}")
+    base_master = {k: base_repo.raw(k) for k in base_keys}
+    head_master = {k: repo.raw(k) for k in {*repo.configs, *repo.invalid}}
+    try:
+        check_scope(base_master, head_master, selected)
+    except AppendOnlyError as exc:
+        raise _entry_error(repo, first, str(exc)) from None
 
 
 def changelog_rows(
     repo: InferenceXRepo,
     entries: list[AppendedEntry],
     base_repo: InferenceXRepo | None = None,
+    *,
+    all_evals: bool = False,
+    evals_only: bool = False,
+    trim: bool = False,
 ) -> ChangelogRows:
-    """The rows the appended entries run: throughput (`--no-evals`) and evals (`--evals-only`), deduplicated."""
+    """The rows InferenceX's `process_changelog.py` gives for these appended entries, field for field.
+
+    `all_evals`, `evals_only`, `trim` are its `--all-evals`, `--evals-only`, `--trim-conc` (the PR labels
+    all-evals, evals-only, sweep-enabled). An entry with `all-evals: true` runs only its evals (at every
+    eligible concurrency); throughput rows get `recipe-fingerprint`; append-only entries run only the
+    points they add and are refused as InferenceX refuses them.
+    """
+    _check_append_only(repo, entries, base_repo, all_evals, evals_only)
     result = ChangelogRows(entries=entries)
-    seen: set[str] = set()
-
-    def add(pairs: list[tuple[str, dict]], into: list[tuple[str, dict]]) -> None:
-        for key, row in pairs:
-            text = _canonical(row)
-            if text not in seen:
-                seen.add(text)
-                into.append((key, row))
-
-    for appended in entries:
-        entry, keys = appended.entry, appended.keys
-        scenarios = entry.scenario_type
-        if not entry.evals_only:
-            pairs = generate_keyed(repo.configs, repo.runners, keys, "no-evals", scenario_types=scenarios)
-            if entry.append_only and base_repo is not None:
-                old_keys = [k for k in keys if k in base_repo.configs]
-                before = {_canonical(r) for _, r in generate_keyed(
-                    base_repo.configs, base_repo.runners, old_keys, "no-evals", scenario_types=scenarios
-                )} if old_keys else set()
-                pairs = [(k, r) for k, r in pairs if _canonical(r) not in before]
-            add(pairs, result.throughput)
+    bench_seen: dict[str, set[str]] = defaultdict(set)
+    eval_seen: dict[str, set[str]] = defaultdict(set)
+    # all-evals entries first, so their broader eval matrix wins for a config named twice
+    for appended in sorted(entries, key=lambda e: not e.entry.all_evals):
+        entry = appended.entry
+        wanted = tuple(entry.scenario_type or SCENARIO_TYPES)
+        if not (evals_only or entry.evals_only or entry.all_evals):
+            for scenarios, keys in _scenario_groups(appended.keys, wanted, bench_seen).items():
+                only = None if scenarios == SCENARIO_TYPES else list(scenarios)
+                pairs = generate_keyed(repo.configs, repo.runners, keys, "no-evals", scenario_types=only)
+                if entry.append_only:
+                    base_pairs = generate_keyed(base_repo.configs, base_repo.runners, keys, "no-evals",
+                                                scenario_types=only)
+                    try:
+                        pairs = append_only_delta(base_pairs, pairs)
+                    except AppendOnlyError as exc:
+                        raise _entry_error(repo, appended, str(exc)) from None
+                result.throughput.extend(pairs)
         if entry.append_only:
             continue
-        for scenario in scenarios or ["fixed-seq-len", "agentic-coding"]:
-            pairs = generate_keyed(repo.configs, repo.runners, keys, "evals-only", all_evals=entry.all_evals,
-                                   scenario_types=[scenario])
+        for scenarios, keys in _scenario_groups(appended.keys, wanted, eval_seen).items():
+            pairs = generate_keyed(repo.configs, repo.runners, keys, "evals-only",
+                                   all_evals=all_evals or entry.all_evals, scenario_types=list(scenarios))
             if entry.eval_min_prefill_ep is not None:
-                pairs = [(k, r) for k, r in pairs
-                         if "prefill" not in r or r["prefill"].get("ep", 1) >= entry.eval_min_prefill_ep]
-            add(pairs, result.evals)
+                pairs = [(k, r) for k, r in pairs if not isinstance(r.get("prefill"), dict)
+                         or _ep_at_least(r["prefill"], entry.eval_min_prefill_ep)]
+            result.evals.extend(pairs)
+    if trim:
+        result.throughput = trim_conc_keyed(result.throughput)
+    for _, row in result.throughput:
+        row["recipe-fingerprint"] = recipe_fingerprint(row)
+    result.throughput = [(k, matrix_row(r)) for k, r in result.throughput]
+    result.evals = [(k, matrix_row(r)) for k, r in result.evals]
     return result
 
 
-def default_rows(repo: InferenceXRepo, keys: list[str]) -> ChangelogRows:
-    """What `test-config` gives for keys planned without a changelog entry: throughput, then evals."""
-    rows = ChangelogRows()
-    if keys:
-        rows.throughput = generate_keyed(repo.configs, repo.runners, keys, "no-evals")
-        rows.evals = generate_keyed(repo.configs, repo.runners, keys, "evals-only")
+def _ep_at_least(prefill: dict, minimum: int) -> bool:
+    try:
+        return int(prefill.get("ep", 1)) >= minimum
+    except (TypeError, ValueError):
+        return False
+
+
+def default_rows(repo: InferenceXRepo, keys: list[str], *, all_evals: bool = False, evals_only: bool = False,
+                 trim: bool = False) -> ChangelogRows:
+    """Keys planned without a changelog entry: as if one plain entry named them."""
+    if not keys:
+        return ChangelogRows()
+    entry = ChangelogEntry.model_validate({"config-keys": keys, "description": ["planned without an entry"],
+                                           "pr-link": ""})
+    rows = changelog_rows(repo, [AppendedEntry(entry, 0, keys)], all_evals=all_evals, evals_only=evals_only,
+                          trim=trim)
+    rows.entries = []
     return rows

@@ -369,21 +369,27 @@ def generate(
 
 
 def trim_conc_keyed(pairs: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
-    """The `sweep-enabled` label: keep only the lowest concurrency of each parallelism group."""
-    lowest: dict[tuple, int] = {}
-    for _, row in pairs:
-        low = min(row["conc"]) if isinstance(row["conc"], list) else row["conc"]
-        key = launch_key(row)
-        lowest[key] = min(low, lowest.get(key, low))
-    out = []
+    """`--trim-conc` (the `sweep-enabled` label), as InferenceX's changelog processor does it: a multi-node
+    row keeps the lowest of its concurrencies; single-node rows that differ only in `conc`/`exp-name`
+    keep the one with the lowest concurrency."""
+    groups: dict[tuple, list[int]] = {}
+    out: list[tuple[str, dict]] = []
     for owner, row in pairs:
-        low = lowest[launch_key(row)]
-        if isinstance(row["conc"], list):
-            if low in row["conc"]:
-                out.append((owner, {**row, "conc": [low]}))
-        elif row["conc"] == low:
+        if row.get("prefill") is not None:
+            conc = row.get("conc")
+            if isinstance(conc, list) and len(conc) > 1:
+                row = {**row, "conc": [min(conc)]}
             out.append((owner, row))
-    return out
+            continue
+        key = tuple(sorted((k, _freeze(v)) for k, v in row.items() if k not in {"conc", "exp-name"}))
+        groups.setdefault(key, []).append(len(out))
+        out.append((owner, row))
+    drop: set[int] = set()
+    for indices in groups.values():
+        if len(indices) > 1:
+            keep = min(indices, key=lambda i: out[i][1]["conc"])
+            drop.update(i for i in indices if i != keep)
+    return [pair for i, pair in enumerate(out) if i not in drop]
 
 
 def trim_conc(rows: list[dict]) -> list[dict]:

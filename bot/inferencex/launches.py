@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from bot.inferencex.generate import launch_key
+from bot.inferencex.packing import verdict
 from bot.inferencex.repo import InferenceXRepo
 
 # Planning assumptions (seconds); InferenceX's own timeouts are far larger.
@@ -47,6 +48,8 @@ class LaunchGroup:
     config_key: str
     runner: str
     rows: list[dict]
+    packs: bool = False  # whether one launch may serve every row (see bot/inferencex/packing.py)
+    why: str = ""
 
     @property
     def points(self) -> int:
@@ -57,13 +60,16 @@ class LaunchGroup:
         return row_gpus(self.rows[0])
 
     def gpu_hours(self, packed: bool) -> float:
-        launches = 1 if packed else len(self.rows)
+        launches = 1 if packed and self.packs else len(self.rows)  # only an honest pack saves start-ups
         seconds = STARTUP_S * launches + sum(point_seconds(r) * len(row_concurrencies(r)) for r in self.rows)
         return self.gpus * seconds / 3600.0
 
 
-def launch_groups(rows: list[dict], key_of: dict[int, str]) -> list[LaunchGroup]:
-    """Throughput rows grouped by server configuration; eval and multi-node rows are launches of their own."""
+def launch_groups(rows: list[dict], key_of: dict[int, str], repo: InferenceXRepo | None = None
+                  ) -> list[LaunchGroup]:
+    """Throughput rows grouped by server configuration; eval and multi-node rows are launches of their own.
+
+    With `repo`, each group of two or more rows says whether it may share one launch (honest packing)."""
     groups: dict[tuple, LaunchGroup] = {}
     for index, row in enumerate(rows):
         own = is_eval(row) or "prefill" in row
@@ -73,7 +79,41 @@ def launch_groups(rows: list[dict], key_of: dict[int, str]) -> list[LaunchGroup]
             groups[key] = LaunchGroup(key_of[index], row["runner"], [row])
         else:
             group.rows.append(row)
-    return list(groups.values())
+    out = list(groups.values())
+    for group in out:
+        if len(group.rows) < 2:
+            group.why = "eval or multi-node row: a launch of its own" if is_eval(group.rows[0]) or \
+                "prefill" in group.rows[0] else "one point: nothing to pack"
+        elif repo is not None:
+            found = verdict(group.rows, scripts_for_row(repo, group.config_key, group.rows[0]),
+                            {p: repo.launchers[p] for p in launcher_paths(repo, group.runner) if p in repo.launchers})
+            group.packs, group.why = found.packs, found.reason
+    return out
+
+
+def _scripts_in(repo: InferenceXRepo, directory: str) -> list[tuple[str, str]]:
+    """The scripts of one directory, indexed once per repository (planning asks per server configuration)."""
+    index = repo.__dict__.setdefault("_scripts_by_dir", {})
+    if not index:
+        for path, text in repo.scripts.items():
+            index.setdefault(posixpath.dirname(path), []).append((path, text))
+    return index.get(directory, [])
+
+
+def scripts_for_row(repo: InferenceXRepo, key: str, row: dict) -> dict[str, str]:
+    """The benchmark scripts the fleet launcher may pick for this row (its scenario, its spec-decoding)."""
+    config = repo.configs[key]
+    agentic = row.get("scenario-type") == "agentic-coding"
+    directory = "benchmarks/single_node/agentic" if agentic else "benchmarks/single_node/fixed_seq_len"
+    mtp = row.get("spec-decoding") == "mtp"
+    stem = f"{config['model-prefix']}_{config['precision']}_{_gpu_family(config['runner'])}"
+    out = {}
+    for path, text in _scripts_in(repo, directory):
+        if not posixpath.basename(path).startswith(stem) or not _script_matches(config, path):
+            continue
+        if ("mtp" in re.split(r"[_.]", posixpath.basename(path))) == mtp:
+            out[path] = text
+    return out
 
 
 def fleets(repo: InferenceXRepo, runner_label: str) -> set[str]:

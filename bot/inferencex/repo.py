@@ -23,6 +23,24 @@ class InferenceXRepo:
     runners_path: str = ""
     changelog_path: str = CHANGELOG
     located: dict[str, Located] = field(default_factory=dict, repr=False)
+    # Problems per config key (the config may still be usable, as with an unlisted runner label, which
+    # InferenceX's generator never checks) and per file (a file that is not a mapping of keys).
+    problems: dict[str, list[RecipeProblem]] = field(default_factory=dict)
+    file_problems: dict[str, list[RecipeProblem]] = field(default_factory=dict)
+    invalid: dict[str, object] = field(default_factory=dict, repr=False)  # key → raw entry that failed its schema
+    scripts: dict[str, str] = field(default_factory=dict, repr=False)  # single-node benchmark scripts → text
+    launchers: dict[str, str] = field(default_factory=dict, repr=False)  # runners/launch_<fleet>.sh → text
+
+    def problems_for(self, keys: list[str] | set[str]) -> list[RecipeProblem]:
+        return [p for k in sorted(keys) for p in self.problems.get(k, [])]
+
+    def all_problems(self) -> list[RecipeProblem]:
+        keyed = [p for k in sorted(self.problems) for p in self.problems[k]]
+        return [*(p for f in sorted(self.file_problems) for p in self.file_problems[f]), *keyed]
+
+    def raw(self, key: str) -> object:
+        """The entry as written, valid or not (what a change is compared on)."""
+        return self.configs[key] if key in self.configs else self.invalid.get(key)
 
     def line_of(self, key: str, loc: tuple = ()) -> int | None:
         return self.located[self.config_file[key]].line_of((key, *loc))
@@ -44,47 +62,71 @@ def master_paths(source: Source) -> tuple[str, list[str]]:
 
 
 def load_inferencex(source: Source) -> InferenceXRepo | None:
-    """None when the repository has no `configs/*-master.yaml`; RecipeError when one is invalid."""
+    """None when the repository has no `configs/*-master.yaml`.
+
+    A broken runners.yaml is a RecipeError (nothing can be planned without it). A broken config is
+    recorded in `problems` (keyed by config key) and left out of `configs`; a config whose runner label
+    runners.yaml does not list stays in `configs` (InferenceX generates its rows) with a problem
+    recorded. The planner decides which problems stop a plan: those of what a change touches.
+    """
     directory, paths = master_paths(source)
     if not paths:
         return None
     repo = InferenceXRepo(directory, runners_path=f"{directory}/runners.yaml")
-    problems: list[RecipeProblem] = []
     raw_runners = source.read(repo.runners_path)
     if raw_runners is None:
         raise RecipeError.single(repo.runners_path, None, None, "missing: the master configs need it")
     runners_doc = load_yaml(raw_runners, repo.runners_path)
     validate(RunnersFile, runners_doc.data, lambda loc: (repo.runners_path, runners_doc.line_of(loc)))
     repo.runners = runners_doc.data
+    _read_scripts(repo, source)
     for path in paths:
         raw = source.read(path)
-        located = load_yaml(raw or b"", path)
+        try:
+            located = load_yaml(raw or b"", path)
+        except RecipeError as exc:
+            repo.file_problems[path] = list(exc.problems)
+            continue
         repo.located[path] = located
         if located.data is None:
             continue
         if not isinstance(located.data, dict):
-            problems.append(RecipeProblem(path, 1, None, "a master config must map config keys to entries"))
+            repo.file_problems[path] = [RecipeProblem(path, 1, None, "a master config must map config keys to entries")]
             continue
         for key, entry in located.data.items():
-            try:
-                _check_entry(repo, path, located, key, entry)
-            except RecipeError as exc:
-                problems.extend(exc.problems[:1])
+            if key in repo.configs or key in repo.invalid:
+                first = repo.config_file[key]
+                repo.problems.setdefault(key, []).append(RecipeProblem(
+                    path, located.line_of((key,)), key, f"config key also defined in {first}"))
                 continue
-            if key in repo.configs:
-                problems.append(RecipeProblem(
-                    path, located.line_of((key,)), key,
-                    f"config key also defined in {repo.config_file[key]}",
-                ))
+            repo.config_file[key] = path
+            try:
+                _check_entry(path, located, key, entry)
+            except RecipeError as exc:
+                repo.problems.setdefault(key, []).extend(exc.problems[:1])
+                repo.invalid[key] = entry
                 continue
             repo.configs[key] = entry
-            repo.config_file[key] = path
-    if problems:
-        raise RecipeError(problems)
+            if entry["runner"] not in repo.labels:
+                repo.problems.setdefault(key, []).append(RecipeProblem(
+                    path, located.line_of((key, "runner")), f"{key}.runner",
+                    f"runner {entry['runner']!r} is not a label of {repo.runners_path}", tuple(sorted(repo.labels)),
+                ))
     return repo
 
 
-def _check_entry(repo: InferenceXRepo, path: str, located: Located, key: str, entry: object) -> None:
+def _read_scripts(repo: InferenceXRepo, source: Source) -> None:
+    """The shell scripts that start servers: what honest packing reads (never run here)."""
+    for directory, into in (("benchmarks/single_node/fixed_seq_len", repo.scripts),
+                            ("benchmarks/single_node/agentic", repo.scripts), ("runners", repo.launchers)):
+        for path in source.list(directory):
+            if path.endswith(".sh") and posixpath.dirname(path) == directory:
+                raw = source.read(path)
+                if raw is not None:
+                    into[path] = raw.decode("utf-8", "replace")
+
+
+def _check_entry(path: str, located: Located, key: str, entry: object) -> None:
     def locate(loc: tuple) -> tuple[str, int | None]:
         return path, located.line_of((key, *loc))
 
@@ -98,8 +140,3 @@ def _check_entry(repo: InferenceXRepo, path: str, located: Located, key: str, en
         field_name = f"{key}.{problem.field}" if problem.field else key
         raise RecipeError([RecipeProblem(
             problem.file, problem.line, field_name, problem.message, problem.accepted)]) from None
-    if entry["runner"] not in repo.labels:
-        raise RecipeError.single(
-            path, located.line_of((key, "runner")), f"{key}.runner",
-            f"runner {entry['runner']!r} is not a label of {repo.runners_path}", sorted(repo.labels),
-        )

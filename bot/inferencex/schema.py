@@ -161,9 +161,9 @@ class RunnersFile(M):
 class ChangelogEntry(M):
     config_keys: list[str] = Field(alias="config-keys", min_length=1)
     scenario_type: list[Literal["fixed-seq-len", "agentic-coding"]] | None = Field(
-        default=None, alias="scenario-type"
+        default=None, alias="scenario-type", min_length=1
     )
-    description: list[str] | str
+    description: list[str] = Field(min_length=1)
     pr_link: str = Field(alias="pr-link")
     evals_only: bool = Field(default=False, alias="evals-only")
     all_evals: bool = Field(default=False, alias="all-evals")
@@ -172,6 +172,7 @@ class ChangelogEntry(M):
 
     @model_validator(mode="after")
     def _modes(self):  # noqa: ANN202
-        if self.append_only and (self.evals_only or self.all_evals):
-            raise ValueError("append-only cannot be combined with evals-only or all-evals")
+        if self.append_only and (self.evals_only or self.all_evals or self.eval_min_prefill_ep is not None):
+            raise ValueError("append-only cannot be combined with eval selection fields "
+                             "(evals-only, all-evals, eval-min-prefill-ep)")
         return self

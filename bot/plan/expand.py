@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from bot.jobs import AccuracySpec, Case, Job, ServerSpec, SlurmSpec
+from bot.plan.limits import chunk_sizes, limit_for
 from bot.plan.model import PlanError, PlanFilters
 from bot.recipes.catalog import CatalogEntry
 from bot.recipes.schema import Accuracy, Arm, E2ESuite, RunnerSpec, SweepRecipe
@@ -113,13 +114,38 @@ class _SweepBuilder:
         }
         seconds = recipe.estimate.startup_s + self.point_s * len(points)
         seconds += recipe.estimate.accuracy_s if accuracy else 0.0
+        limit_s, source = limit_for(self.runner.slurm.time_limit if self.runner and self.runner.slurm else None)
         return Job.model_validate({
             "job_id": ident, "kind": "sweep", "recipe": recipe.name, "recipe_fingerprint": self.entry.fingerprint,
             "runner_label": recipe.runner, "gpus": gpus, "cases": [case],
             "estimated_gpu_hours": round(gpus * seconds / 3600.0, 4),
-            "timeout_s": recipe.timeout_s or max(1800.0, 2.0 * seconds),
+            "timeout_s": min(recipe.timeout_s or max(1800.0, 2.0 * seconds), limit_s),
+            "estimate_s": seconds, "limit_s": limit_s, "limit_source": source,
             "fail_fast": self.filters.fail_fast or recipe.fail_fast, "slurm": slurm_spec(self.runner, gpus),
         })
+
+    def packed_jobs(self, out: Expanded, arm: Arm, concs: list[int], gate: AccuracySpec | None) -> None:
+        """One launch for the arm's points, or as many as it takes for each to fit its time limit."""
+        recipe = self.recipe
+        limit_s, source = limit_for(self.runner.slurm.time_limit if self.runner and self.runner.slurm else None)
+        tail = recipe.estimate.accuracy_s if gate else 0.0
+        sizes = chunk_sizes(len(concs), recipe.estimate.startup_s, self.point_s, limit_s, tail)
+        if len(sizes) > 1:
+            out.packed_launches += len(sizes) - 1
+            out.notes.append(f"{recipe.name} {arm.label}: {len(concs)} packed points need "
+                             f"{recipe.estimate.startup_s + self.point_s * len(concs) + tail:.0f} s, over the "
+                             f"{limit_s:.0f} s limit ({source}): split into {len(sizes)} launches of "
+                             f"{', '.join(map(str, sizes))} points")
+        start = 0
+        for index, size in enumerate(sizes):
+            part = concs[start:start + size]
+            start += size
+            last = index == len(sizes) - 1
+            suffix = [f"part{index + 1}of{len(sizes)}"] if len(sizes) > 1 else []
+            name = arm.label + (f"-part{index + 1}" if len(sizes) > 1 else "")
+            out.jobs.append(self.job(job_id(recipe.name, arm.label, *suffix), arm,
+                                     [self.point(arm, c) for c in part], gate if last else None,
+                                     self.server(arm, None), name))
 
     def build(self) -> Expanded:
         recipe, filters = self.recipe, self.filters
@@ -146,9 +172,7 @@ class _SweepBuilder:
                 out.packed_launches += 1 if not recipe.launch.depends_on_concurrency else len(concs)
                 out.unpacked_launches += len(concs)
                 if packed:
-                    points = [self.point(arm, c) for c in concs]
-                    out.jobs.append(self.job(job_id(recipe.name, arm.label), arm, points, same_launch_gate,
-                                             self.server(arm, None), arm.label))
+                    self.packed_jobs(out, arm, concs, same_launch_gate)
                 else:
                     for conc in concs:
                         gate_here = same_launch_gate if conc == concs[-1] else None

@@ -6,13 +6,17 @@ import hashlib
 import json
 
 from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entries, changelog_rows, default_rows
-from bot.inferencex.generate import trim_conc_keyed
-from bot.inferencex.launches import LaunchGroup, is_eval, launch_groups, row_concurrencies
+from bot.inferencex.launches import (
+    STARTUP_S, LaunchGroup, is_eval, launch_groups, point_seconds, row_concurrencies,
+)
 from bot.inferencex.repo import InferenceXRepo
-from bot.plan.expand import job_id
+from bot.plan.expand import job_id, slurm_spec
+from bot.plan.limits import limit_for
 from bot.plan.matrix import matrices_for
 from bot.plan.model import ChangelogSummary, InferenceXPlan, MatrixEntry, Plan, PlanFilters, RecipePlan, TouchedRecipe
 from bot.plan.touched import touched_inferencex
+from bot.recipes.errors import RecipeError
+from bot.recipes.schema import RunnerTable
 from bot.recipes.sources import Source
 
 Keyed = list[tuple[str, dict]]
@@ -49,9 +53,11 @@ def _filter_conc(pairs: Keyed, wanted: tuple[int, ...]) -> Keyed:
 
 
 def pick_canary(pairs: Keyed) -> tuple[str, dict] | None:
-    """InferenceX's canary-select: the single-node 1k1k/8k1k throughput row with the lowest concurrency."""
-    fixed = [(k, r) for k, r in pairs if "tp" in r and not r.get("scenario-type")
-             and (r["isl"], r["osl"]) in ((1024, 1024), (8192, 1024))]
+    """InferenceX's canary-select: of the single-node 1k1k rows, then the 8k1k rows, the first one with
+    the lowest concurrency that does not run an eval."""
+    fixed = [(k, r) for seq in ((1024, 1024), (8192, 1024)) for k, r in pairs
+             if "tp" in r and r.get("scenario-type") != "agentic-coding" and (r.get("isl"), r.get("osl")) == seq
+             and r.get("run-eval") is not True]
     return min(fixed, key=lambda pair: pair[1]["conc"]) if fixed else None
 
 
@@ -74,8 +80,38 @@ def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, 
     return reasons, entries, base_repo
 
 
+def check_problems(plan: Plan, repo: InferenceXRepo, selected: list[str], changed: set[str], strict: bool
+                   ) -> list[str]:
+    """What a change touches is validated strictly; every other problem is a warning in the plan.
+
+    Strict (a PR's plan): a problem in a selected config, or in a master config file the change edits,
+    is a RecipeError naming file, line and field. Otherwise it is listed in `plan.warnings`, and a
+    config that failed its schema is left out (an unlisted runner label keeps its rows, as InferenceX does).
+    """
+    fatal = [p for k in selected for p in repo.problems.get(k, [])] if strict else []
+    fatal += [p for f, problems in repo.file_problems.items() if f in changed for p in problems]
+    if fatal:
+        raise RecipeError(fatal)
+    plan.warnings.extend(p.as_dict() for p in repo.all_problems())
+    if plan.warnings:
+        plan.notes.append(f"InferenceX: {len(plan.warnings)} problem(s) in configs this change does not touch "
+                          "are listed as warnings; they do not stop the plan")
+    return [k for k in selected if k in repo.configs]
+
+
+def _row_entry(key: str, row: dict, runners: RunnerTable | None) -> MatrixEntry:
+    """One row as a matrix entry: its backend (Slurm when recipes/_runners.yaml says so), estimate and limit."""
+    spec = runners.runners.get(row["runner"]) if runners is not None else None
+    slurm = spec.slurm if spec is not None else None
+    limit_s, source = limit_for(slurm.time_limit if slurm else None)
+    estimate = STARTUP_S + point_seconds(row) * len(row_concurrencies(row))
+    return MatrixEntry(job_id=row_id(key, row), recipe=key, runner_label=row["runner"], row=row,
+                       backend="slurm" if slurm else "local", estimate_s=estimate, limit_s=limit_s,
+                       limit_source=source, slurm=slurm_spec(spec, 0) if slurm else None)
+
+
 def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source | None, changed: set[str],
-                    filters: PlanFilters) -> None:
+                    filters: PlanFilters, runners: RunnerTable | None = None) -> None:
     """Add the InferenceX rows a change needs to `plan`: exact rows, launches, matrices, GPU-hours."""
     reasons: dict[str, list[str]] = {}
     entries: list[AppendedEntry] = []
@@ -89,16 +125,15 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
         selected = sorted(reasons)
     if filters.kind == "e2e":
         selected = []
+    strict = base is not None and not filters.recipes
+    selected = check_problems(plan, repo, selected, changed if strict else set(), strict)
     logged = [e for e in entries if any(k in selected for k in e.keys)]
-    from_log = changelog_rows(repo, logged, base_repo) if logged else ChangelogRows()
+    modifiers = {"all_evals": filters.all_evals, "evals_only": filters.evals_only, "trim": filters.scope == "lowest"}
+    from_log = changelog_rows(repo, logged, base_repo, **modifiers) if logged else ChangelogRows()
     logged_keys = {k for e in logged for k in e.keys}
-    rest = default_rows(repo, [k for k in selected if k not in logged_keys])
+    rest = default_rows(repo, [k for k in selected if k not in logged_keys], **modifiers)
     throughput = _filter_conc([*from_log.throughput, *rest.throughput], filters.conc)
     evals = _filter_conc([*from_log.evals, *rest.evals], filters.conc)
-    if filters.scope == "lowest":
-        throughput = trim_conc_keyed(throughput)
-    if filters.evals_only:
-        throughput = []
     if not filters.accuracy:
         evals = []
     ix = InferenceXPlan(changelog=[ChangelogSummary(
@@ -109,14 +144,22 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
     if canary is not None:
         throughput = [pair for pair in throughput if pair[1] is not canary[1]]
         key, row = canary
-        ix.canary = MatrixEntry(job_id=row_id(key, row), recipe=key, runner_label=row["runner"], row=row)
+        ix.canary = _row_entry(key, row, runners)
         plan.notes.append(f"InferenceX canary: {ix.canary.job_id} runs first")
     pairs = [*throughput, *evals]
     ix.rows = ChangelogRows(throughput=throughput, evals=evals).buckets()
-    groups = launch_groups([r for _, r in pairs], {i: k for i, (k, _) in enumerate(pairs)})
+    groups = launch_groups([r for _, r in pairs], {i: k for i, (k, _) in enumerate(pairs)}, repo)
     ix.launches = len(pairs) + (1 if canary else 0)
-    ix.packed_launches = len(groups) + (1 if canary else 0)
-    matrix_entries = [MatrixEntry(job_id=row_id(k, r), recipe=k, runner_label=r["runner"], row=r) for k, r in pairs]
+    ix.packed_launches = sum(1 if g.packs else len(g.rows) for g in groups) + (1 if canary else 0)
+    ix.packing = [{"config_key": g.config_key, "runner_label": g.runner, "rows": len(g.rows), "packs": g.packs,
+                   "why": g.why} for g in groups if len(g.rows) > 1]
+    _packing_notes(plan, ix.packing)
+    matrix_entries = [_row_entry(k, r, runners) for k, r in pairs]
+    over = [e for e in [*matrix_entries, *([ix.canary] if ix.canary else [])] if e.estimate_s > e.limit_s]
+    for entry in over[:5]:
+        plan.notes.append(f"InferenceX row {entry.job_id} needs about {entry.estimate_s:.0f} s, over its "
+                          f"{entry.limit_s:.0f} s limit ({entry.limit_source}); one row is one launch and "
+                          "cannot be split")
     ix.matrices = matrices_for(matrix_entries, filters.max_matrix_jobs, {})
     for matrix in ix.matrices:
         matrix.fail_fast = filters.fail_fast
@@ -127,6 +170,20 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
             f"{ix.packed_launches} if each server configuration served all of its points in one launch"
         )
     plan.inferencex = ix
+
+
+def _packing_notes(plan: Plan, packing: list[dict]) -> None:
+    packs = [p for p in packing if p["packs"]]
+    not_packs = [p for p in packing if not p["packs"]]
+    if not packing:
+        return
+    plan.notes.append(f"InferenceX packing: {len(packs)} server configuration(s) ({sum(p['rows'] for p in packs)} "
+                      f"rows) may share a launch; {len(not_packs)} ({sum(p['rows'] for p in not_packs)} rows) "
+                      "may not")
+    for item in not_packs[:5]:
+        plan.notes.append(f"  {item['config_key']} ({item['rows']} rows) does not pack: {item['why']}")
+    if len(not_packs) > 5:
+        plan.notes.append(f"  ... {len(not_packs) - 5} more configurations that do not pack (see inferencex.packing)")
 
 
 def _summarise(plan: Plan, repo: InferenceXRepo, selected: list[str], groups: list[LaunchGroup],
@@ -149,7 +206,8 @@ def _summarise(plan: Plan, repo: InferenceXRepo, selected: list[str], groups: li
         plan.recipes.append(RecipePlan(
             recipe=key, source="inferencex", kind="inferencex", runner_label=repo.configs[key]["runner"],
             jobs=len(rows), points=points, server_launches=len(rows),
-            packed_launches=len(mine) + (1 if own_canary else 0), unpacked_launches=points + evals,
+            packed_launches=sum(1 if g.packs else len(g.rows) for g in mine) + (1 if own_canary else 0),
+            unpacked_launches=points + evals,
             gpu_hours=round(hours, 4),
         ))
         plan.gpu_hours = round(plan.gpu_hours + hours, 4)

@@ -11,7 +11,10 @@ PRIMARY_LABELS: dict[str, tuple[str, bool, bool]] = {
     "full-sweep-fail-fast-no-canary": ("full", False, True),
     "non-canary-full-sweep-enabled": ("full", False, False),
 }
-MODIFIER_LABELS = ("all-evals", "evals-only")
+MODIFIER_LABELS = ("all-evals", "evals-only", "agentx-fast")
+# Labels InferenceX's workflows also react to that change no row: its CI queue and its sign-off.
+QUEUE_LABELS = ("skip_queue", "ci-patchwork", "engine-patch", "ci-patchwork-waived", "ci-checklist-complete")
+KNOWN_LABELS = (*PRIMARY_LABELS, *MODIFIER_LABELS, *QUEUE_LABELS)
 
 
 def filters_for_labels(labels: list[str] | tuple[str, ...], base: PlanFilters | None = None) -> PlanFilters:
@@ -30,4 +33,6 @@ def filters_for_labels(labels: list[str] | tuple[str, ...], base: PlanFilters | 
         update["evals_only"] = True
     if "all-evals" in labels:
         update["all_evals"] = True
+    if "agentx-fast" in labels:  # one warm-up request per lane and a 20-minute AgentX profile
+        update["agentx_fast"] = True
     return (base or PlanFilters()).model_copy(update=update)

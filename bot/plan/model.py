@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.jobs import Job
+from bot.jobs import Job, SlurmSpec
 
 PLAN_SCHEMA_VERSION = 1
 MAX_MATRIX_JOBS = 256  # GitHub Actions' limit of jobs per matrix
@@ -29,6 +29,7 @@ class PlanFilters(Model):
     fail_fast: bool = False
     evals_only: bool = False  # only the accuracy gates (InferenceX's `evals-only` label)
     all_evals: bool = False  # a gate on every arm (InferenceX's `all-evals` label)
+    agentx_fast: bool = False  # InferenceX's `agentx-fast` label: AIPERF_EXPERIMENTAL_FAST=1 for its rows
     accuracy: bool = True
     pack: bool = True  # False: one launch per point even where the recipe allows packing
     max_matrix_jobs: int = Field(default=MAX_MATRIX_JOBS, ge=1, le=MAX_MATRIX_JOBS)
@@ -66,6 +67,11 @@ class MatrixEntry(Model):
     job: Job | None = None  # inline, or
     job_file: str | None = None  # written under --jobs-dir for `recipe-bot run --job F`
     row: dict | None = None  # an InferenceX matrix row, exactly as its generator makes it
+    backend: Literal["local", "slurm"] | None = None  # how `recipe-bot run` runs it on its runner label
+    estimate_s: float | None = None  # the plan's estimate of its wall time
+    limit_s: float | None = None  # the limit it is held to (gpu.yml timeout or the cluster's limit)
+    limit_source: str | None = None
+    slurm: SlurmSpec | None = None  # the allocation an InferenceX row runs in (backend slurm)
 
 
 class Matrix(Model):
@@ -92,7 +98,9 @@ class InferenceXPlan(Model):
     canary: MatrixEntry | None = None
     matrices: list[Matrix] = Field(default_factory=list)
     launches: int = 0
-    packed_launches: int = 0
+    packed_launches: int = 0  # counting only the groups that may honestly share a launch
+    # one line per server configuration of 2+ rows: whether its rows may share a launch, and why
+    packing: list[dict] = Field(default_factory=list)
 
 
 class Plan(Model):
@@ -108,6 +116,8 @@ class Plan(Model):
     inferencex: InferenceXPlan | None = None
     gpu_hours: float = 0.0
     notes: list[str] = Field(default_factory=list)
+    # Problems in configs this change does not touch: listed, never a reason to stop the plan.
+    warnings: list[dict] = Field(default_factory=list)
 
     @property
     def server_launches(self) -> int:

@@ -52,7 +52,12 @@ def pick_canary(catalog: Catalog, jobs: list[Job]) -> tuple[Job | None, list[Job
     if not rest and case.accuracy is None:
         return source, jobs[:index] + jobs[index + 1:], False
     startup_h, point_h = _costs(catalog, source)
+    recipe = catalog.entries[source.recipe].recipe
+    point_s = (recipe.workload.duration_s or recipe.estimate.point_s) if isinstance(recipe, SweepRecipe) else 0.0
+    seconds = {"canary": recipe.estimate.startup_s + point_s,
+               "rest": None if source.estimate_s is None else source.estimate_s - point_s}
     canary = source.model_copy(update={
+        "estimate_s": seconds["canary"],
         "job_id": job_id(source.recipe, case.name, f"c{point.concurrency}", "canary"),
         "cases": [case.model_copy(update={"name": f"{case.name}-canary", "points": [point], "accuracy": None})],
         "estimated_gpu_hours": round(startup_h + point_h, 4),
@@ -60,6 +65,7 @@ def pick_canary(catalog: Catalog, jobs: list[Job]) -> tuple[Job | None, list[Job
     trimmed = source.model_copy(update={
         "cases": [case.model_copy(update={"points": rest})],
         "estimated_gpu_hours": round(max(0.0, source.estimated_gpu_hours - point_h), 4),
+        "estimate_s": seconds["rest"],
     })
     return canary, [*jobs[:index], trimmed, *jobs[index + 1:]], True
 
@@ -143,7 +149,7 @@ def _plan_change_sources(catalog: Catalog, base: Source | None, filters: PlanFil
     else:
         plan.notes.insert(0, "no base revision: every recipe of the catalog is planned")
     if catalog.inferencex is not None:
-        plan_inferencex(plan, catalog.inferencex, catalog.source, base, changed, filters)
+        plan_inferencex(plan, catalog.inferencex, catalog.source, base, changed, filters, catalog.runners)
     return plan
 
 

@@ -35,6 +35,7 @@ def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
         "touched": [t.model_dump(mode="json") for t in plan.touched],
         "recipes": [r.model_dump(mode="json") for r in plan.recipes],
         "notes": plan.notes,
+        "warnings": plan.warnings,
         # Every job once, the canary first: what `recipe-bot report --plan` reads back.
         "jobs": [job.model_dump(mode="json") for job in plan.jobs],
         "canary": _entry_json(plan.canary, job_files) if plan.canary else None,
@@ -48,6 +49,7 @@ def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
             "rows": ix.rows,
             "launches": ix.launches,
             "packed_launches": ix.packed_launches,
+            "packing": ix.packing,
             "canary": _entry_json(ix.canary, None) if ix.canary else None,
             "matrices": [m.model_dump(mode="json", exclude_none=True) for m in ix.matrices],
         },
@@ -94,6 +96,12 @@ def print_table(plan: Plan, console: Console) -> None:
         console.print(f"touched [bold]{touched.name}[/bold]: " + "; ".join(touched.reasons), highlight=False)
     for note in plan.notes:
         console.print(f"note: {note}", highlight=False)
+    for warning in plan.warnings:
+        where = f"{warning['file']}:{warning['line']}" if warning.get("line") else warning["file"]
+        field = f" `{warning['field']}`" if warning.get("field") else ""
+        console.print(f"warning (untouched config, not planned): {where}{field}: {warning['message']}",
+                      highlight=False, markup=False)
+    _print_limits(plan, console)
     if plan.matrices or (plan.inferencex and plan.inferencex.matrices):
         sizes = [f"{m.runner_label}[{m.index}]={len(m.include)}" for m in plan.matrices]
         if plan.inferencex:
@@ -101,12 +109,36 @@ def print_table(plan: Plan, console: Console) -> None:
         console.print("matrices: " + ", ".join(sizes), highlight=False)
 
 
+def job_limits(plan: Plan) -> list[tuple[str, float, float, str]]:
+    """(job id, estimate s, limit s, where the limit comes from) of every job and InferenceX row."""
+    out = [(j.job_id, j.estimate_s, j.limit_s, j.limit_source or "") for j in plan.jobs
+           if j.estimate_s is not None and j.limit_s is not None]
+    ix = plan.inferencex
+    if ix is not None:
+        entries = [*([ix.canary] if ix.canary else []), *(e for m in ix.matrices for e in m.include)]
+        out += [(e.job_id, e.estimate_s, e.limit_s, e.limit_source or "") for e in entries
+                if e.estimate_s is not None and e.limit_s is not None]
+    return out
+
+
+def _print_limits(plan: Plan, console: Console, shown: int = 20) -> None:
+    limits = job_limits(plan)
+    for job_id, estimate, limit, source in limits[:shown]:
+        mark = "over" if estimate > limit else "fits"
+        console.print(f"job {job_id}: ~{estimate:.0f} s, {mark} {limit:.0f} s ({source})", highlight=False,
+                      markup=False)
+    if len(limits) > shown:
+        over = sum(1 for _, e, lim, _ in limits if e > lim)
+        console.print(f"... {len(limits) - shown} more jobs ({over} over their limit); every estimate and limit "
+                      "is in --format json", highlight=False)
+
+
 def plan_markdown(plan: Plan) -> str:
     """The bilingual Markdown summary (for a job summary or a comment)."""
     return render_bilingual(
         "plan/summary", head=plan.head, base=plan.base, summary=plan.summary(),
         rows=[r.model_dump() for r in plan.recipes], touched=[t.model_dump() for t in plan.touched],
-        notes=plan.notes,
+        notes=plan.notes, warnings=plan.warnings,
     )
 
 

@@ -129,15 +129,15 @@ def touched_inferencex(
         base_repo = load_inferencex(base)
     except RecipeError:
         base_repo = None
-    base_configs = base_repo.configs if base_repo else {}
+    base_keys = {*base_repo.configs, *base_repo.invalid} if base_repo else set()
     config_changed = any(p in changed for p in repo.located) or (base_repo is not None and any(
         p in changed for p in base_repo.located
     ))
-    for key in sorted(repo.configs):
+    for key in sorted({*repo.configs, *repo.invalid}):
         if config_changed:
-            if key not in base_configs:
+            if key not in base_keys:
                 touched.add(key, f"new config key in {repo.config_file[key]}")
-            elif base_configs[key] != repo.configs[key]:
+            elif base_repo.raw(key) != repo.raw(key):
                 touched.add(key, f"master config entry changed ({repo.config_file[key]})")
     shared_hits: dict[str, list[str]] = defaultdict(list)
     for path in sorted(changed):

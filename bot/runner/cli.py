@@ -56,6 +56,23 @@ def write_result(result: JobResult, out_dir: Path) -> Path:
     return target
 
 
+def _row_job(path: Path):  # noqa: ANN202 - RowJob, imported lazily
+    """An InferenceX row job file (`{"inferencex": {...}}`), or None for a native job."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else None
+    except (OSError, ValueError):
+        return None
+    from bot.runner.ix_row import RowJob, is_row_job
+
+    if not is_row_job(data):
+        return None
+    try:
+        return RowJob.model_validate(data["inferencex"])
+    except ValidationError as exc:
+        problems = "; ".join(f"inferencex.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise JobFileError(f"job file {path} is not a valid InferenceX row job: {problems}") from exc
+
+
 @click.command(name="run")
 @click.option("--job", "job_file", required=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -74,10 +91,22 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
 
     Exit 0 when the job passed, 1 when it failed or was cancelled, 2 when the job file is bad.
     """
-    job = load_job(job_file)
     if refusal := hygiene.runner_refusal(os.environ, allow_persistent=hygiene.allows_persistent(config_path)):
         raise JobFileError(refusal)
     console = Console(stderr=True)
+    row_job = _row_job(job_file)
+    if row_job is not None:
+        from bot.runner.ix_row import proxy_job, run_row_job
+
+        if backend == "slurm":  # one allocation per row; inside it this same command runs --backend local
+            slurm = importlib.import_module("bot.runner.slurm.backend")
+            result = slurm.run_job_slurm(proxy_job(row_job), job_file, out_dir, console, repo=repo)
+        else:
+            result = run_row_job(row_job, out_dir, console, repo=repo, backend=backend)
+        path = write_result(result, out_dir)
+        console.print(f"result: {path} ({result.status})", highlight=False)
+        sys.exit(0 if result.status == "passed" else 1)
+    job = load_job(job_file)
     if backend == "slurm":
         slurm = importlib.import_module("bot.runner.slurm.backend")
         result = slurm.run_job_slurm(job, job_file, out_dir, console, repo=repo)

@@ -1,0 +1,174 @@
+"""Planning an InferenceX-sized catalogue (208 configs, 1,820 rows): recipe-bot beside InferenceX's own generator.
+
+    .venv/bin/python bench/bench_ix_catalogue.py --ix-dir /tmp/ix [--repeat 5]
+
+Generates a catalogue of our own (configs/bench-master.yaml, runners.yaml, one benchmark script per
+config, half of them sizing the server by $CONC) in a temporary git repository, then times, in one
+run and alternating so that machine load hits both alike:
+- recipe-bot: `recipe-bot plan --repo DIR --format json` as a process (load, validate, every row
+  of every config: throughput and evals, honest packing, limits, matrices);
+- InferenceX: its `utils/matrix_logic/generate_sweep_configs.py test-config --config-keys '*'` on the
+  same config files, once with `--no-evals` and once with `--evals-only` (the two calls its changelog
+  processor makes), from a checkout of InferenceX given by --ix-dir (never copied into this
+  repository). Without --ix-dir only recipe-bot's figure is taken, and the JSON says why.
+Also checks that both produce the same rows (recipe-bot's generator against InferenceX's output).
+Writes bench/results/ix_catalogue.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import command_line, machine_info, summary, write_result  # noqa: E402
+
+GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+PREFIXES = ("alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta")
+GPUS = ("h200", "b200", "mi355x")
+
+
+def _single(index: int, kind: str) -> tuple[str, str, str]:
+    """(config key, YAML, script name) of a single-node config with 9 (kind A) or 8 (kind B) rows."""
+    prefix, gpu = PREFIXES[index % len(PREFIXES)], GPUS[index % len(GPUS)]
+    precision = ("fp8", "fp4", "bf16")[index % 3]
+    framework = ("vllm", "sglang")[index % 2]
+    key = f"{prefix}{index}-{precision}-{gpu}-{framework}"
+    if kind == "A":
+        space = ("    - isl: 1024\n      osl: 1024\n      search-space:\n      - { tp: 4, conc-start: 1, conc-end: 16 }\n"
+                 "    - isl: 8192\n      osl: 1024\n      search-space:\n      - { tp: 8, conc-start: 4, conc-end: 32 }\n")
+    else:
+        space = ("    - isl: 1024\n      osl: 1024\n      search-space:\n      - { tp: 2, conc-list: [1, 4, 16, 64] }\n"
+                 "    - isl: 8192\n      osl: 1024\n      search-space:\n"
+                 "      - { tp: 8, ep: 8, dp-attn: true, conc-list: [2, 8, 32, 128] }\n")
+    text = (f"{key}:\n  image: example/engine:{index % 5}\n  model: example/{prefix}{index}\n"
+            f"  model-prefix: {prefix}{index}\n  runner: {gpu}\n  precision: {precision}\n  framework: {framework}\n"
+            f"  multinode: false\n  scenarios:\n    fixed-seq-len:\n{space}\n")
+    return key, text, f"{prefix}{index}_{precision}_{gpu}_{framework}.sh"
+
+
+def _multi(index: int, entries: int) -> tuple[str, str]:
+    key = f"mn{index}-fp4-gb200-dynamo-trt"
+    space = "".join(
+        f"      - conc-list: [{4 * (n + 1)}, {8 * (n + 1)}, {16 * (n + 1)}]\n"
+        f"        prefill: {{ num-worker: {1 + n % 3}, tp: 4, ep: 4, dp-attn: false }}\n"
+        f"        decode: {{ num-worker: 1, tp: {8 * (1 + n % 2)}, ep: 8, dp-attn: true }}\n"
+        for n in range(entries))
+    text = (f"{key}:\n  image: example/dynamo:1\n  model: example/mn{index}\n  model-prefix: mn{index}\n"
+            f"  runner: gb200\n  precision: fp4\n  framework: dynamo-trt\n  multinode: true\n  disagg: true\n"
+            f"  kv-p2p-transfer: nixl\n  scenarios:\n    fixed-seq-len:\n    - isl: 8192\n      osl: 1024\n"
+            f"      search-space:\n{space}\n")
+    return key, text
+
+
+SCRIPT = """#!/usr/bin/env bash
+source "$(dirname "$0")/../../benchmark_lib.sh"
+python3 -m server --model "$MODEL" --tp "$TP" {extra}> server.log 2>&1 &
+wait_for_server_ready --port "$PORT"
+run_benchmark_serving --max-concurrency "$CONC"
+"""
+
+
+def make_catalogue(root: pathlib.Path) -> dict:
+    """208 configs: 150 of 9 rows, 50 of 8, 8 multi-node of 9 or 8 rows: 1,820 throughput rows."""
+    (root / "configs").mkdir(parents=True)
+    scripts = root / "benchmarks" / "single_node" / "fixed_seq_len"
+    scripts.mkdir(parents=True)
+    texts = []
+    for index in range(200):
+        key, text, script = _single(index, "A" if index < 150 else "B")
+        texts.append(text)
+        extra = '--max-running-requests "$CONC" ' if index % 2 else ""
+        (scripts / script).write_text(SCRIPT.format(extra=extra))
+    for index in range(8):
+        texts.append(_multi(index, 9 if index < 6 else 8)[1])
+    (root / "configs" / "bench-master.yaml").write_text("".join(texts))
+    (root / "configs" / "runners.yaml").write_text(
+        "labels:\n" + "".join(f"  {g}:\n    - {g}-fleet_0\n" for g in (*GPUS, "gb200")))
+    (root / "perf-changelog.yaml").write_text("- config-keys:\n    - alpha0-fp8-h200-vllm\n  description:\n"
+                                             "    - first\n  pr-link: https://example.com/1\n")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True, env=GIT_ENV)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=GIT_ENV)
+    subprocess.run(["git", "commit", "-qm", "catalogue"], cwd=root, check=True, env=GIT_ENV)
+    return {"configs": 208}
+
+
+def _timed(argv: list[str], cwd: pathlib.Path) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=True)
+    return time.perf_counter() - start, done.stdout
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ix-dir", type=pathlib.Path, help="a checkout of InferenceX (not copied here)")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    record: dict = {"command": command_line(), "machine": machine_info()}
+    with tempfile.TemporaryDirectory(prefix="ix-catalogue-") as tmp:
+        root = pathlib.Path(tmp) / "catalogue"
+        record["catalogue"] = make_catalogue(root)
+        ours = [sys.executable, "-c", "from bot.cli import main; main(prog_name='recipe-bot')", "plan",
+                "--repo", str(root), "--format", "json", "--no-canary"]
+        generator = args.ix_dir / "utils" / "matrix_logic" / "generate_sweep_configs.py" if args.ix_dir else None
+        theirs = None
+        if generator is not None and generator.is_file():
+            base = [sys.executable, str(generator), "test-config", "--config-keys", "*", "--config-files",
+                    str(root / "configs" / "bench-master.yaml"), "--runner-config", str(root / "configs" / "runners.yaml")]
+            theirs = [[*base, "--no-evals"], [*base, "--evals-only"]]
+        else:
+            record["inferencex_skipped"] = "no --ix-dir with utils/matrix_logic/generate_sweep_configs.py given"
+        samples: dict[str, list[float]] = {"recipe_bot_plan": [], "inferencex_generator": []}
+        plan_doc, their_rows = None, None
+        for _ in range(args.repeat):
+            seconds, out = _timed(ours, ROOT)
+            samples["recipe_bot_plan"].append(seconds)
+            plan_doc = json.loads(out)
+            if theirs:
+                total, rows = 0.0, []
+                for argv in theirs:
+                    seconds, out = _timed(argv, args.ix_dir)
+                    total += seconds
+                    rows.append(json.loads(out))
+                samples["inferencex_generator"].append(total)
+                their_rows = rows
+    ix = plan_doc["inferencex"]
+    throughput = [r for k, v in ix["rows"].items() if "." in k for r in v]
+    evals = [r for k, v in ix["rows"].items() if "." not in k for r in v]
+    record["rows"] = {"throughput": len(throughput), "evals": len(evals), "launches": ix["launches"],
+                      "packed_launches_honest": ix["packed_launches"],
+                      "configs_that_pack": sum(1 for p in ix["packing"] if p["packs"]),
+                      "configs_that_do_not": sum(1 for p in ix["packing"] if not p["packs"])}
+    record["seconds"] = {k: summary(v) for k, v in samples.items() if v}
+    if their_rows is not None:
+        from bot.inferencex.contract import matrix_row
+
+        def canon(rows, shape=lambda r: r):
+            # the generator's raw rows in the processor's output contract; the fingerprint is the processor's
+            return sorted(json.dumps({k: v for k, v in shape(r).items() if k != "recipe-fingerprint"}, sort_keys=True)
+                          for r in rows)
+
+        record["rows"]["inferencex_throughput"] = len(their_rows[0])
+        record["rows"]["inferencex_evals"] = len(their_rows[1])
+        record["same_rows"] = (canon(throughput) == canon(their_rows[0], matrix_row)
+                               and canon(evals) == canon(their_rows[1], matrix_row))
+        ratio = record["seconds"]["recipe_bot_plan"]["median"] / record["seconds"]["inferencex_generator"]["median"]
+        record["ratio_recipe_bot_to_inferencex"] = round(ratio, 3)
+    path = write_result("ix_catalogue", record)
+    print(json.dumps({k: record[k] for k in record if k not in ("machine", "command")}, indent=1))
+    print(f"written {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

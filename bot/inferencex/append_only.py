@@ -1,0 +1,125 @@
+"""`append-only` changelog entries as InferenceX checks them: only new points run, anything else is refused."""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections import defaultdict
+
+SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
+_CURVE_IGNORED = frozenset({"conc", "exp-name", "recipe-fingerprint"})
+
+
+class AppendOnlyError(ValueError):
+    """An append-only entry that InferenceX's changelog processor refuses (same wording)."""
+
+
+def _freeze(value: object) -> object:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def curve_key(row: dict) -> tuple:
+    """One curve: every field except the point-level ones."""
+    return tuple(sorted((k, _freeze(v)) for k, v in row.items() if k not in _CURVE_IGNORED))
+
+
+def recipe_fingerprint(row: dict) -> str:
+    """InferenceX's `recipe-fingerprint`: SHA-256 of the row without its point-level fields."""
+    recipe = {k: v for k, v in row.items() if k not in _CURVE_IGNORED}
+    canonical = json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _series_key(row: dict) -> tuple:
+    agentic = row.get("scenario-type") == "agentic-coding"
+    offload = "off" if row.get("kv-offloading", "none") in (None, "", "none") else "on"
+    prefill, decode = row.get("prefill") or {}, row.get("decode") or {}
+    return (
+        row.get("model"), row.get("model-prefix"), row.get("precision"), row.get("framework"), row.get("runner"),
+        bool(row.get("disagg", False)), "agentic_traces" if agentic else "single_turn",
+        None if agentic else row.get("isl"), None if agentic else row.get("osl"), offload,
+        "" if agentic else row.get("spec-decoding", "none"), prefill.get("hardware"), decode.get("hardware"),
+    )
+
+
+def _concs(row: dict) -> tuple[int, ...]:
+    conc = row.get("conc")
+    if isinstance(conc, int):
+        return (conc,)
+    if isinstance(conc, list) and conc and all(isinstance(v, int) for v in conc):
+        return tuple(conc)
+    raise AppendOnlyError(f"append-only matrix entry has invalid concurrency value: {conc!r}")
+
+
+def append_only_delta(base: list[tuple[str, dict]], head: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """Only the points the head adds to the base's rows; removing or changing a point is refused."""
+    base_groups: dict[tuple, set[int]] = defaultdict(set)
+    head_groups: dict[tuple, set[int]] = defaultdict(set)
+    for _, row in base:
+        base_groups[curve_key(row)].update(_concs(row))
+    for _, row in head:
+        head_groups[curve_key(row)].update(_concs(row))
+    if not base_groups:
+        raise AppendOnlyError("append-only requires an existing curve in the base revision")
+    if base_groups.keys() - head_groups.keys():
+        raise AppendOnlyError("append-only may not remove or modify existing generated recipes")
+    for key, concs in base_groups.items():
+        removed = concs - head_groups[key]
+        if removed:
+            raise AppendOnlyError(f"append-only may not remove existing concurrency points: {sorted(removed)}")
+    delta: list[tuple[str, dict]] = []
+    emitted: dict[tuple, set[int]] = defaultdict(set)
+    for owner, row in head:
+        key = curve_key(row)
+        added = head_groups[key] - base_groups.get(key, set())
+        conc = row.get("conc")
+        if isinstance(conc, int):
+            if conc in added and conc not in emitted[key]:
+                delta.append((owner, row))
+                emitted[key].add(conc)
+            continue
+        kept = []
+        for value in conc:
+            if value in added and value not in emitted[key]:
+                kept.append(value)
+                emitted[key].add(value)
+        if kept:
+            delta.append((owner, {**copy.deepcopy(row), "conc": kept}))
+    if not delta:
+        raise AppendOnlyError("append-only did not add any generated points")
+    images: dict[tuple, set] = defaultdict(set)
+    for _, row in base:
+        images[_series_key(row)].add(row.get("image"))
+    for _, row in delta:
+        image = row.get("image")
+        if image is None or images.get(_series_key(row), set()) != {image}:
+            raise AppendOnlyError("append-only additions must belong to an existing visual curve "
+                                  "with one unchanged non-null image")
+    return delta
+
+
+def check_scope(base_master: dict, head_master: dict, selected: dict[str, set[str]]) -> None:
+    """Refuse edits outside the configs and scenarios the append-only entries select."""
+    unrelated = [k for k in base_master.keys() | head_master.keys()
+                 if k not in selected and base_master.get(k) != head_master.get(k)]
+    if unrelated:
+        raise AppendOnlyError(f"append-only PR changed configs not selected by its changelog entry: {sorted(unrelated)}")
+    for config, allowed in selected.items():
+        base_config, head_config = base_master[config], head_master[config]
+        base_scenarios, head_scenarios = base_config.get("scenarios", {}), head_config.get("scenarios", {})
+        if base_scenarios.keys() != head_scenarios.keys():
+            raise AppendOnlyError(f"append-only added or removed a scenario in config {config!r}")
+        unselected = base_scenarios.keys() - allowed
+        top_base = {k: v for k, v in base_config.items() if k != "scenarios"}
+        top_head = {k: v for k, v in head_config.items() if k != "scenarios"}
+        if unselected and top_base != top_head:
+            raise AppendOnlyError("append-only changed config-wide fields that can affect scenarios "
+                                  f"outside its changelog scope: {config!r}")
+        for scenario in base_scenarios:
+            if scenario not in allowed and base_scenarios[scenario] != head_scenarios[scenario]:
+                raise AppendOnlyError(f"append-only changed a scenario outside its changelog scope: "
+                                      f"{config!r} / {scenario!r}")

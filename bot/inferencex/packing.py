@@ -1,0 +1,87 @@
+"""Honest packing: rows share a server launch only when nothing that starts the server reads a per-point value."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.inferencex.rowenv import template_env
+
+SCRIPT_DIRS = ("benchmarks/single_node/fixed_seq_len", "benchmarks/single_node/agentic")
+READY_MARKERS = ("wait_for_server_ready",)
+# Values the template derives from a row's point that never reach a server: the name of the result file.
+CLIENT_ONLY = frozenset({"RESULT_FILENAME"})
+
+
+@dataclass(frozen=True)
+class PackVerdict:
+    packs: bool
+    reason: str
+    scripts: tuple[str, ...] = ()
+
+
+def per_point_values(rows: list[dict]) -> dict[str, list[str]]:
+    """Environment variables whose value differs between the rows (CONC, EXP_NAME, ...), with the values."""
+    envs = [template_env(row, "runner_0") for row in rows]
+    return {k: [e.get(k, "") for e in envs] for k in sorted(envs[0])
+            if k not in CLIENT_ONLY and len({e.get(k) for e in envs}) > 1}
+
+
+def per_point_vars(rows: list[dict]) -> list[str]:
+    return list(per_point_values(rows))
+
+
+def _reads(text: str, name: str, values: list[str] | None = None) -> bool:
+    """Whether the line uses the variable in a way that differs between rows. `${NAME%%_*}` (the part
+    before the first `_`, as launchers pick a script by the model code in EXP_NAME) counts only when that
+    part differs."""
+    for match in re.finditer(rf"\$(\{{)?{re.escape(name)}\b(%%_\*\}})?", text):
+        if match.group(2) and values is not None and len({v.split("_", 1)[0] for v in values}) == 1:
+            continue
+        return True
+    return False
+
+
+def server_side(text: str) -> tuple[list[tuple[int, str]], bool]:
+    """The script's lines up to the point where it waits for its server (comments left out), and whether
+    that point was found (without it the whole script counts as server side)."""
+    lines: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if any(marker in line for marker in READY_MARKERS) and not line.lstrip().startswith("#"):
+            return lines, True
+        if line.strip() and not line.lstrip().startswith("#"):
+            lines.append((number, line))
+    return lines, False
+
+
+def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]) -> PackVerdict:
+    """Whether one server configuration's throughput rows can share a launch, and why (or why not).
+
+    `scripts` are the benchmark scripts the rows' config may run, `launchers` the fleet launchers of its
+    runner label (path → text). Launchers run before the server starts: any use there counts.
+    """
+    if len(rows) < 2:
+        return PackVerdict(False, "one point: nothing to pack")
+    values = per_point_values(rows)
+    varying = list(values)
+    if not scripts:
+        return PackVerdict(False, "no benchmark script found for this config: cannot tell whether its server "
+                                  "reads the concurrency")
+    for path, text in sorted(launchers.items()):
+        for name in varying:
+            for number, line in enumerate(text.splitlines(), 1):
+                if not line.lstrip().startswith("#") and _reads(line, name, values[name]):
+                    return PackVerdict(False, f"{path}:{number} reads ${name} before the server starts: "
+                                              f"{line.strip()[:100]}", tuple(scripts))
+    for path, text in sorted(scripts.items()):
+        lines, found = server_side(text)
+        for number, line in lines:
+            for name in varying:
+                if _reads(line, name, values[name]):
+                    where = "before the server is ready" if found else "(no wait_for_server_ready: whole script)"
+                    return PackVerdict(False, f"{path}:{number} reads ${name} {where}: {line.strip()[:100]}",
+                                       tuple(scripts))
+        if not found:
+            return PackVerdict(False, f"{path}: no wait_for_server_ready, so where its server starts is unknown",
+                               tuple(scripts))
+    return PackVerdict(True, f"no per-point value ({', '.join('$' + v for v in varying)}) is read before the "
+                             "server is ready", tuple(scripts))

@@ -1,0 +1,141 @@
+"""An InferenceX row as its benchmark template runs it: the environment, the result file name, the launcher."""
+from __future__ import annotations
+
+import json
+
+# `run-sweep.yml` hands agentic rows to the template with these fixed inputs.
+_AGENTIC_FIXED = {"isl": "0", "osl": "0", "max-model-len": "0", "disagg": "false"}
+
+
+def _text(value: object) -> str:
+    """A value as GitHub Actions renders an expression into an input (booleans lower-case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    return str(value)
+
+
+def template_inputs(row: dict, *, agentx_fast: bool = False) -> dict[str, str]:
+    """The benchmark template's inputs for one row, as run-sweep.yml's jobs fill them."""
+    agentic = row.get("scenario-type") == "agentic-coding"
+    eval_only = bool(row.get("eval-only"))
+    backend = row.get("kv-offload-backend")
+    inputs = {
+        "exp-name": row["exp-name"], "recipe-fingerprint": row.get("recipe-fingerprint") or "",
+        "runner": row["runner"], "image": row["image"], "model": row["model"], "model-prefix": row["model-prefix"],
+        "framework": row["framework"], "precision": row["precision"],
+        "router": json.dumps(row["router"]) if row.get("router") else "",
+        "kv-p2p-transfer": row.get("kv-p2p-transfer") or "",
+        "tp": row.get("tp"), "pp": row.get("pp", 1), "dcp-size": row.get("dcp-size", 1),
+        "pcp-size": row.get("pcp-size", 1), "ep": row.get("ep"), "dp-attn": row.get("dp-attn", False),
+        "conc": row["conc"], "spec-decoding": row.get("spec-decoding", "none"),
+        "run-eval": True if eval_only else row.get("run-eval", False), "eval-only": eval_only,
+        "scenario-type": "agentic-coding" if agentic else "fixed-seq-len",
+        "random-range-ratio": "0.8", "duration": row.get("duration", 3600),
+        "total-cpu-dram-gb": row.get("total-cpu-dram-gb", 0), "agentx-fast": agentx_fast,
+    }
+    if agentic:
+        inputs.update(_AGENTIC_FIXED)
+        inputs.update({"kv-offloading": row.get("kv-offloading", ""),
+                       "kv-offload-backend": (backend or {}).get("name", ""),
+                       "kv-offload-backend-metadata": json.dumps(backend) if backend else ""})
+        if not eval_only:
+            inputs["run-eval"] = False
+    else:
+        inputs.update({"isl": row["isl"], "osl": row["osl"], "max-model-len": row["max-model-len"],
+                       "disagg": row.get("disagg", False)})
+    return {k: _text(v) for k, v in inputs.items()}
+
+
+def _multinode_env(row: dict, runner_name: str, agentx_fast: bool) -> dict[str, str]:
+    """benchmark-multinode-tmpl.yml's environment: workers by role, the concurrency list, IS_MULTINODE."""
+    agentic = row.get("scenario-type") == "agentic-coding"
+    concs = row["conc"] if isinstance(row["conc"], list) else [row["conc"]]
+    backend = row.get("kv-offload-backend")
+    env = {
+        "RANDOM_RANGE_RATIO": "0.8", "EXP_NAME": row["exp-name"], "RECIPE_FINGERPRINT": row.get("recipe-fingerprint") or "",
+        "IMAGE": row["image"], "MODEL_PREFIX": row["model-prefix"], "MODEL": row["model"], "FRAMEWORK": row["framework"],
+        "PRECISION": row["precision"], "ISL": _text(row.get("isl", 0)), "OSL": _text(row.get("osl", 0)),
+        "MAX_MODEL_LEN": _text(row.get("max-model-len", 0)), "CONC_LIST": " ".join(map(str, concs)),
+        "SPEC_DECODING": row.get("spec-decoding", "none"), "DISAGG": _text(row.get("disagg", False)),
+        "PREFILL_HARDWARE": row["prefill"].get("hardware") or "", "DECODE_HARDWARE": row["decode"].get("hardware") or "",
+        "RUN_EVAL": _text(bool(row.get("run-eval") or row.get("eval-only"))), "EVAL_ONLY": _text(bool(row.get("eval-only"))),
+        "EVAL_CONC": _text(row.get("eval-conc")), "SCENARIO_TYPE": "agentic-coding" if agentic else "fixed-seq-len",
+        "SCENARIO_SUBDIR": "agentic/" if agentic else "fixed_seq_len/", "IS_AGENTIC": "1" if agentic else "0",
+        "CONC": _text(concs[0] if agentic else ""), "DURATION": _text(row.get("duration", 3600) if agentic else ""),
+        "AIPERF_EXPERIMENTAL_FAST": "1" if agentx_fast else "0", "KV_OFFLOADING": row.get("kv-offloading", ""),
+        "KV_OFFLOAD_BACKEND": (backend or {}).get("name", ""),
+        "KV_OFFLOAD_BACKEND_METADATA": json.dumps(backend) if backend else "",
+        "ROUTER_METADATA": json.dumps(row["router"]) if row.get("router") else "",
+        "KV_P2P_TRANSFER": row.get("kv-p2p-transfer") or "", "TOTAL_CPU_DRAM_GB": _text(row.get("total-cpu-dram-gb", 0)),
+        "RUNNER_NAME": runner_name, "RUNNER_TYPE": row["runner"], "IS_MULTINODE": "true",
+    }
+    for role in ("prefill", "decode"):
+        worker, up = row[role], role.upper()
+        env.update({f"{up}_NUM_WORKERS": _text(worker["num-worker"]), f"{up}_TP": _text(worker["tp"]),
+                    f"{up}_PP_SIZE": _text(worker.get("pp", 1)), f"{up}_DCP_SIZE": _text(worker.get("dcp-size", 1)),
+                    f"{up}_PCP_SIZE": _text(worker.get("pcp-size", 1)), f"{up}_EP": _text(worker.get("ep", 1)),
+                    f"{up}_DP_ATTN": _text(worker.get("dp-attn", False))})
+    p, d = "PREFILL", "DECODE"
+    base = (f"{env['EXP_NAME']}_{env['PRECISION']}_{env['FRAMEWORK']}_prefill-tp{env[p + '_TP']}-pp{env[p + '_PP_SIZE']}"
+            f"-dcp{env[p + '_DCP_SIZE']}-pcp{env[p + '_PCP_SIZE']}-ep{env[p + '_EP']}-dp{env[p + '_DP_ATTN']}"
+            f"-nw{env[p + '_NUM_WORKERS']}_decode-tp{env[d + '_TP']}-pp{env[d + '_PP_SIZE']}-dcp{env[d + '_DCP_SIZE']}"
+            f"-pcp{env[d + '_PCP_SIZE']}-ep{env[d + '_EP']}-dp{env[d + '_DP_ATTN']}-nw{env[d + '_NUM_WORKERS']}"
+            f"_disagg-{env['DISAGG']}_spec-{env['SPEC_DECODING']}_conc{'x'.join(map(str, concs))}_{runner_name}")
+    fingerprint = env["RECIPE_FINGERPRINT"]
+    env["RESULT_FILENAME"] = f"{base}_recipe-{fingerprint[:16]}" if fingerprint else base
+    env["GPU_COUNT"] = "0"
+    return env
+
+
+def template_env(row: dict, runner_name: str, *, agentx_fast: bool = False) -> dict[str, str]:
+    """The environment the template's launch step gives `runners/launch_<fleet>.sh` (the multi-node
+    template's for a row with prefill/decode workers)."""
+    if "prefill" in row:
+        return _multinode_env(row, runner_name, agentx_fast)
+    i = template_inputs(row, agentx_fast=agentx_fast)
+    agentic = i["scenario-type"] == "agentic-coding"
+    env = {
+        "RANDOM_RANGE_RATIO": i["random-range-ratio"], "EXP_NAME": i["exp-name"],
+        "RECIPE_FINGERPRINT": i["recipe-fingerprint"], "MODEL": i["model"], "MODEL_PREFIX": i["model-prefix"],
+        "ISL": i["isl"], "OSL": i["osl"], "MAX_MODEL_LEN": i["max-model-len"], "IMAGE": i["image"],
+        "FRAMEWORK": i["framework"], "PRECISION": i["precision"], "TP": i["tp"], "PP_SIZE": i["pp"],
+        "DCP_SIZE": i["dcp-size"], "PCP_SIZE": i["pcp-size"], "EP_SIZE": i["ep"], "DP_ATTENTION": i["dp-attn"],
+        "CONC": i["conc"], "SPEC_DECODING": i["spec-decoding"], "DISAGG": i["disagg"], "RUN_EVAL": i["run-eval"],
+        "EVAL_ONLY": i["eval-only"], "SCENARIO_TYPE": i["scenario-type"],
+        "SCENARIO_SUBDIR": "agentic/" if agentic else "fixed_seq_len/", "IS_AGENTIC": "1" if agentic else "0",
+        "KV_OFFLOADING": i.get("kv-offloading", ""), "KV_OFFLOAD_BACKEND": i.get("kv-offload-backend", ""),
+        "KV_OFFLOAD_BACKEND_METADATA": i.get("kv-offload-backend-metadata", ""), "ROUTER_METADATA": i["router"],
+        "KV_P2P_TRANSFER": i["kv-p2p-transfer"], "TOTAL_CPU_DRAM_GB": i["total-cpu-dram-gb"],
+        "DURATION": i["duration"], "AIPERF_EXPERIMENTAL_FAST": "1" if agentx_fast else "0",
+        "RUNNER_NAME": runner_name, "RUNNER_TYPE": i["runner"],
+    }
+    env["RESULT_FILENAME"] = result_filename(env)
+    env["GPU_COUNT"] = str(int(env["TP"] or 0) * int(env["PP_SIZE"] or 1) * int(env["PCP_SIZE"] or 1))
+    return env
+
+
+def result_filename(env: dict[str, str]) -> str:
+    """`RESULT_FILENAME` as the template builds it, with the first 16 hex of the recipe fingerprint."""
+    base = (f"{env['EXP_NAME']}_{env['PRECISION']}_{env['FRAMEWORK']}_tp{env['TP']}-pp{env['PP_SIZE']}"
+            f"-dcp{env['DCP_SIZE']}-pcp{env['PCP_SIZE']}-ep{env['EP_SIZE']}-dpa{env['DP_ATTENTION']}"
+            f"_disagg-{env['DISAGG']}_spec-{env['SPEC_DECODING']}_conc{env['CONC']}_{env['RUNNER_NAME']}")
+    fingerprint = env.get("RECIPE_FINGERPRINT", "")
+    return f"{base}_recipe-{fingerprint[:16]}" if fingerprint else base
+
+
+def benchmark_scripts(env: dict[str, str]) -> list[str]:
+    """The single-node scripts a fleet launcher would pick for this environment, preferred first
+    (`<prefix>_<precision>_<gpu>_<framework><spec>.sh`, then without the framework)."""
+    if env.get("IS_MULTINODE") == "true":
+        return []
+    gpu = env["RUNNER_TYPE"].removeprefix("cluster:").split("-", 1)[0]
+    spec = "_mtp" if env.get("SPEC_DECODING") == "mtp" else ""
+    base = f"benchmarks/single_node/{env['SCENARIO_SUBDIR']}{env['MODEL_PREFIX']}_{env['PRECISION']}_{gpu}"
+    return [f"{base}_{env['FRAMEWORK']}{spec}.sh", f"{base}{spec}.sh"]
+
+
+def launcher_for(runner_name: str) -> str:
+    """`bash ./runners/launch_${RUNNER_NAME%%_*}.sh`."""
+    return f"runners/launch_{runner_name.split('_', 1)[0]}.sh"

@@ -1,0 +1,232 @@
+"""`recipe-bot run` for an InferenceX row: its fleet launcher inside recipe-bot's lifecycle, InferenceX-shaped results."""
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+
+from bot.inferencex.aggregate import AggregateError, aggregate, aggregate_multinode, gpus_from_name
+from bot.inferencex.append_only import recipe_fingerprint
+from bot.inferencex.rowenv import benchmark_scripts, launcher_for, template_env
+from bot.jobs import Case, Job, ServerSpec, SlurmSpec
+from bot.results import CaseResult, JobResult, PointMetrics, PointResult
+from bot.runner import procs
+from bot.runner.budget import Budget
+from bot.runner.hardware import describe_host, git_head
+from bot.runner.proof import prove_teardown
+from bot.runner.server import InferenceServer, tail_lines
+
+GRACE_S = 30.0
+POLL_S = 0.2
+
+
+class RowJob(BaseModel):
+    """A job file for one InferenceX row (what `python -m bot.control.dispatch outputs` writes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    config_key: str
+    runner_label: str
+    backend: str = "local"
+    timeout_s: float = Field(default=6 * 3600, gt=0)
+    row: dict
+    slurm: SlurmSpec | None = None
+    agentx_fast: bool = False
+
+
+def proxy_job(job: RowJob) -> Job:
+    """The row as a native job, only for the Slurm backend's allocation (name, time limit, partition):
+    inside it, `recipe-bot run --backend local` reads the same row job file and runs the row."""
+    env = template_env(job.row, "proxy_0")
+    server = ServerSpec(engine="sglang" if "sglang" in job.row.get("framework", "") else "vllm",
+                        model=job.row["model"], launch_script=launcher_for("proxy_0"))
+    return Job(job_id=job.job_id, kind="sweep", recipe=job.config_key,
+               recipe_fingerprint=job.row.get("recipe-fingerprint") or recipe_fingerprint(job.row),
+               runner_label=job.runner_label, gpus=int(env["GPU_COUNT"] or 0) if job.slurm and job.slurm.gres else 0,
+               cases=[Case(name=job.config_key, servers=[server])], timeout_s=job.timeout_s, slurm=job.slurm)
+
+
+def is_row_job(data: object) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("inferencex"), dict)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def runner_name(repo: Path, runner_label: str) -> str:
+    """GitHub's RUNNER_NAME on a runner; elsewhere the first runner runners.yaml lists for the label."""
+    if os.environ.get("RUNNER_NAME"):
+        return os.environ["RUNNER_NAME"]
+    for directory in ("configs", ".github/configs"):
+        path = repo / directory / "runners.yaml"
+        if path.is_file():
+            names = (yaml.safe_load(path.read_text()) or {}).get("labels", {}).get(runner_label) or []
+            if names:
+                return str(names[0])
+    return f"{runner_label.removeprefix('cluster:')}_0"
+
+
+def _collect(repo: Path, raw_dir: Path, result_filename: str) -> list[str]:
+    """Move what the launcher wrote (result, eval results, server log) into the result directory."""
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    kept = []
+    patterns = [f"{result_filename}.json", f"{result_filename}_*.json", "results*.json", "sample*.jsonl",
+                "server.log", "gpu_metrics*.csv"]
+    for pattern in patterns:
+        for found in sorted(glob.glob(str(repo / pattern))):
+            target = raw_dir / Path(found).name
+            shutil.move(found, target)
+            kept.append(str(target.relative_to(raw_dir.parent)))
+    return kept
+
+
+def _metrics(agg: dict, bench: dict) -> PointMetrics:
+    def stats(name: str) -> dict[str, float]:
+        return {q: float(bench[f"{q}_{name}_ms"]) for q in ("mean", "median", "p90", "p99") if f"{q}_{name}_ms" in bench}
+
+    median_tpot = bench.get("median_tpot_ms")
+    return PointMetrics(
+        completed=int(bench.get("completed", 0)), failed=int(bench.get("failed", 0)),
+        duration_s=float(bench.get("duration", 0.0)), request_throughput=float(bench.get("request_throughput", 0.0)),
+        output_throughput=float(bench["output_throughput"]), total_token_throughput=float(bench["total_token_throughput"]),
+        tput_per_gpu=agg["tput_per_gpu"], output_tput_per_gpu=agg["output_tput_per_gpu"],
+        input_tput_per_gpu=agg["input_tput_per_gpu"],
+        interactivity=1000.0 / float(median_tpot) if median_tpot else None,
+        ttft_ms=stats("ttft"), tpot_ms=stats("tpot"), itl_ms=stats("itl"), e2el_ms=stats("e2el"),
+    )
+
+
+def _multinode_points(out_dir: Path, env: dict[str, str]) -> tuple[str | None, list[PointResult], list[dict]]:
+    """Every `${RESULT_FILENAME}_*.json` the multi-node launcher wrote, aggregated as its template does."""
+    found = sorted((out_dir / "raw").glob(f"{glob.escape(env['RESULT_FILENAME'])}_*.json"))
+    if not found:
+        return f"Run failed: No benchmark result files found for {env['RESULT_FILENAME']}_*.json", [], []
+    points, aggs = [], []
+    for raw in found:
+        gpus = gpus_from_name(raw.name)
+        if gpus is None:
+            continue
+        try:
+            bench = json.loads(raw.read_text())
+            agg = aggregate_multinode(env, bench, *gpus)
+        except (ValueError, AggregateError) as exc:
+            return f"result processing failed for {raw.name}: {exc}", [], []
+        (out_dir / f"agg_{raw.stem}.json").write_text(json.dumps(agg, indent=2) + "\n")
+        aggs.append(agg)
+        points.append(PointResult(point_id=f"c{agg['conc']}", concurrency=agg["conc"], status="passed",
+                                  metrics=_metrics(agg, bench), raw_result_file=str(raw.relative_to(out_dir))))
+    return None, points, aggs
+
+
+def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, repo: Path | None = None,
+                backend: str = "local") -> JobResult:
+    """Run the row's `runners/launch_<fleet>.sh` in its own process group under the job's time limit,
+    prove the teardown, keep the raw files, and add InferenceX's aggregated fields to the result."""
+    repo = (repo or Path.cwd()).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    console = console or Console(stderr=True)
+    row = job.row
+    name = runner_name(repo, job.runner_label)
+    env_row = template_env(row, name, agentx_fast=job.agentx_fast)
+    launcher = launcher_for(name)
+    fingerprint = row.get("recipe-fingerprint") or recipe_fingerprint(row)
+    port = procs.pick_free_port()
+    run_tag = f"{job.job_id}-{uuid.uuid4().hex[:12]}"
+    env = {**os.environ, **env_row, "PORT": str(port), "GITHUB_WORKSPACE": str(repo), procs.RUN_TAG_VAR: run_tag}
+    started_at, t0 = _now(), time.monotonic()
+    point_id = f"c{env_row.get('CONC') or env_row.get('CONC_LIST', '').replace(' ', 'x')}"
+    base = dict(job_id=job.job_id, kind="sweep", recipe=job.config_key, recipe_fingerprint=fingerprint,
+                runner_label=job.runner_label, gpus=int(env_row["GPU_COUNT"] or 0), engine=row.get("framework"),
+                command=f"bash {launcher}", hardware=describe_host(), sha=git_head(repo), started_at=started_at)
+    notes = []
+    if not (repo / launcher).is_file():
+        script = next((s for s in benchmark_scripts(env_row) if (repo / s).is_file()), None)
+        if script is not None:  # run the benchmark script itself, as the launcher would on its host
+            notes.append(f"no fleet launcher {launcher}: ran the benchmark script {script} directly")
+            launcher = script
+    base["command"] = f"bash {launcher}"
+    if not (repo / launcher).is_file():
+        reason = (f"no fleet launcher {launcher} for runner {name!r} (label {job.runner_label!r}) and no "
+                  f"benchmark script ({', '.join(benchmark_scripts(env_row)) or 'multi-node rows need a launcher'})")
+        return JobResult(**base, status="failed", reason=reason, finished_at=_now(), duration_s=0.0,
+                         inferencex={"row": row, "env": env_row, "launcher": launcher})
+    procs.become_subreaper()
+    budget = Budget(job.timeout_s)
+    log_path = out_dir / "launcher.log"
+    console.print(f"InferenceX row {job.job_id}: bash {launcher} (RUNNER_NAME={name}, "
+                  f"CONC={env_row.get('CONC') or env_row.get('CONC_LIST')}, "
+                  f"limit {job.timeout_s:g} s, backend {backend})", highlight=False, markup=False)
+    process = InferenceServer(name="launcher", argv=["bash", launcher], env=env, port=port, log_path=log_path,
+                              cwd=repo, grace_s=GRACE_S)
+    reason = None
+    with budget.signals_handled():
+        process.start()
+        while process.exit_code() is None:
+            if budget.cancel_signal is not None:
+                reason = "cancelled"
+                break
+            if budget.remaining() <= 0:
+                reason = f"time limit of {job.timeout_s:g} s reached; the launcher was stopped"
+                break
+            time.sleep(POLL_S)
+        teardown_started = time.monotonic()
+        code = process.exit_code()
+        report = process.stop()
+    proof, failures = prove_teardown([report], ports=[port], run_tag=run_tag, gpu_before=None,
+                                     started=teardown_started)
+    kept = _collect(repo, out_dir / "raw", env_row["RESULT_FILENAME"])
+    if reason is None and code != 0:
+        reason = f"launcher {launcher} exited with code {code}"
+    info: dict = {"row": row, "env": env_row, "launcher": launcher, "runner_name": name, "raw_files": kept,
+                  "notes": notes}
+    first_conc = (env_row.get("CONC") or env_row.get("CONC_LIST", "0")).split()[0]
+    point = PointResult(point_id=point_id, concurrency=int(first_conc or 0),
+                        status="passed", raw_result_file=None, client=None)
+    points: list[PointResult] = []
+    if reason is None and env_row["EVAL_ONLY"] == "true":
+        if not any(Path(k).name.startswith("results") for k in kept):
+            reason = "Eval-only run failed: no results*.json files found."
+    elif reason is None and env_row.get("IS_MULTINODE") == "true":
+        reason, points, aggs = _multinode_points(out_dir, env_row)
+        if reason is None:
+            info["agg"] = aggs
+    elif reason is None:
+        raw = out_dir / "raw" / f"{env_row['RESULT_FILENAME']}.json"
+        if not raw.is_file():
+            reason = f"Run failed: Benchmark result {env_row['RESULT_FILENAME']}.json not found."
+        else:
+            try:
+                bench = json.loads(raw.read_text())
+                agg = aggregate(env_row, bench)
+            except (ValueError, AggregateError) as exc:
+                reason = f"result processing failed: {exc}"
+            else:
+                agg_path = out_dir / f"agg_{env_row['RESULT_FILENAME']}.json"
+                agg_path.write_text(json.dumps(agg, indent=2) + "\n")
+                info["agg"] = agg
+                info["agg_file"] = agg_path.name
+                point = point.model_copy(update={"metrics": _metrics(agg, bench),
+                                                 "raw_result_file": str(raw.relative_to(out_dir))})
+    points = points or [point]
+    failures = [*failures]
+    if reason is None and failures:
+        reason = "teardown: " + "; ".join(failures)
+    status = "cancelled" if reason == "cancelled" else ("failed" if reason else "passed")
+    if status != "passed":
+        points = [p.model_copy(update={"status": "failed", "reason": reason}) for p in points]
+    case = CaseResult(name=job.config_key, status="passed" if status == "passed" else "failed", reason=reason,
+                      points=points, cleanup=proof, server_logs=[k for k in kept if k.endswith(".log")],
+                      log_tail=tail_lines(log_path) if status != "passed" else None)
+    return JobResult(**base, status=status, reason=reason, finished_at=_now(),
+                     duration_s=round(time.monotonic() - t0, 3), server_launches=1, cases=[case], inferencex=info)
