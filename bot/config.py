@@ -99,6 +99,12 @@ class Report(Strict):
         return {**DEFAULT_THRESHOLDS, **thresholds}
 
 
+class Gate(Strict):
+    """The merge gate: the commands whose plans a PR must pass (at the PR's head commit)."""
+
+    required: list[LabelCommand] = Field(default_factory=lambda: ["/sweep", "/e2e"])
+
+
 class RepoConfig(Strict):
     """What a repository tells recipe-bot; every field has a safe default."""
 
@@ -110,6 +116,7 @@ class RepoConfig(Strict):
     allow_edits: bool = True  # an edited comment is read again (never to start a second run)
     labels: dict[str, LabelCommand] = Field(default_factory=lambda: dict(DEFAULT_LABELS))
     report: Report = Field(default_factory=Report)
+    gate: Gate = Field(default_factory=Gate)
 
     @field_validator("gpu_workflow")
     @classmethod

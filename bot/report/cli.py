@@ -144,12 +144,17 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
 @click.option("--bot-login", help="The login the bot posts as (default: config bot_login, GET /user).")
 @click.option("--check-name", default=post.CHECK_NAME, show_default=True)
 @click.option("--fail-on-failure", is_flag=True, help="Exit 1 when the verdict is failure.")
+@click.option("--gate", "gate_on", is_flag=True,
+              help="Post the merge gate of the head SHA: this run merged with every earlier run on it.")
+@click.option("--required", "required_dir", type=click.Path(path_type=pathlib.Path),
+              help="With --gate: plan JSON file(s) of what the PR requires (a file or a folder).")
 def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                baseline_dir: pathlib.Path | None, base_branch: str | None, workflow: str,
                config_path: pathlib.Path | None,
                out_dir: pathlib.Path, do_post: bool, dry_run: bool, repo: str | None,
                pr: int | None, sha: str | None, run_url: str | None, command_text: str | None,
-               bot_login: str | None, check_name: str, fail_on_failure: bool) -> None:
+               bot_login: str | None, check_name: str, fail_on_failure: bool, gate_on: bool = False,
+               required_dir: pathlib.Path | None = None) -> None:
     """Collect results, compare with the base branch, render English then 简体中文, and post."""
     thresholds, config = _load_thresholds(config_path)
     try:
@@ -169,8 +174,17 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         pr=pr or _most_common([r.pr for r in results]),
         command=command_text or _most_common([r.command for r in results]),
         run_url=_run_url(run_url))
-    report = build.build_report(collection, compare.load_baseline(baseline_dir), thresholds, meta)
+    baseline = compare.load_baseline(baseline_dir)
+    report = build.build_report(collection, baseline, thresholds, meta)
     rendered = render.render_comment(report)
+    gated = None
+    if gate_on:
+        from bot.report import gate_runs
+
+        gated = gate_runs.cli_hook(collection, report, meta, required_dir=required_dir, baseline=baseline,
+                                   thresholds=thresholds, workflow=workflow, out_dir=out_dir,
+                                   bot_login=bot_login, config=config, use_github=do_post and not dry_run)
+        rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + "\n\n" + gated.section + "\n")
 
     out_dir.mkdir(parents=True, exist_ok=True)
     series = chart.series_from(report)
@@ -186,13 +200,17 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
 
     if do_post:
         summary["posted"] = _post(report, rendered, meta, check_name, bot_login, config,
-                                  dry_run)
+                                  dry_run, gated)
     _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     counts = report.counts
     click.echo(f"verdict: {report.verdict.conclusion} · jobs {counts.jobs_total} · "
                f"points {counts.points_total} · regressions {counts.regressions} · "
                f"comment {len(rendered.text):,} chars{' (shortened)' if rendered.shortened else ''}"
                f" · {out_dir}")
+    if gated is not None:
+        summary["gate"] = gated.context
+        click.echo(f"merge gate: {gated.verdict.conclusion} ({gated.verdict.reason})")
+        _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     if fail_on_failure and report.verdict.conclusion == "failure":
         raise SystemExit(1)
 
@@ -212,7 +230,7 @@ def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path) -> path
 
 
 def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str,
-          bot_login: str | None, config: object | None, dry_run: bool) -> dict:
+          bot_login: str | None, config: object | None, dry_run: bool, gated=None) -> dict:
     from bot.github import GitHubClient, GitHubError
 
     if meta.pr is None or not meta.sha:
@@ -224,9 +242,11 @@ def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str
     try:
         client = GitHubClient.from_env(dry_run=dry_run, environ=environ)
         login = _bot_login(bot_login, config, client)
+        check = {"conclusion": report.verdict.conclusion, "title": check_title(report)}
+        if gated is not None:  # the check is the commit's merge gate, not this run's verdict
+            check = {"conclusion": gated.check_conclusion, "title": gated.title, "status": gated.check_status}
         posted = post.post(client, pr=meta.pr, sha=meta.sha, body=rendered.text,
-                           bot_login=login, conclusion=report.verdict.conclusion,
-                           title=check_title(report), summary=render.check_summary(rendered.text),
+                           bot_login=login, **check, summary=render.check_summary(rendered.text),
                            details_url=meta.run_url, check_name=check_name)
     except GitHubError as exc:
         raise click.ClickException(f"posting the report failed: {exc}") from None
