@@ -185,6 +185,25 @@ class GitHubClient:
             return None
         return base64.b64decode(data.get("content") or "").decode("utf-8")
 
+    def list_dir(self, path: str, ref: str) -> list[tuple[str, str]]:
+        """(path, type) of each entry of a folder at `ref`; [] when there is no such folder."""
+        try:
+            _, data = self._call("GET", f"contents/{urllib.parse.quote(path)}", params={"ref": ref})
+        except GitHubError as exc:
+            if exc.status == 404:
+                return []
+            raise
+        return [(e["path"], e["type"]) for e in data] if isinstance(data, list) else []
+
+    def list_pull_files(self, number: int) -> list[str]:
+        """Paths a pull request changes (GitHub lists at most 3000); a rename counts both names."""
+        files = []
+        for entry in self._pages(f"pulls/{number}/files", max_pages=30):
+            files.append(entry["filename"])
+            if entry.get("previous_filename"):
+                files.append(entry["previous_filename"])
+        return files
+
     def get_pull(self, number: int) -> Pull:
         return pull_from_json(self._call("GET", f"pulls/{number}")[1])
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from bot import commands, dispatch, i18n, trust
+from bot import commands, dispatch, gate_events, i18n, trust
 from bot.commands import Command, CommandError
 from bot.config import ConfigError, RepoConfig, read_repo_config
 from bot.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
@@ -259,6 +259,8 @@ def _gpu(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
             reply.refuse("no-previous", command=line)
             return
         line = previous.title.command
+    if gate_events.refuse_unknown_recipes(h, reply, command, pull):
+        return
     h.start_run(reply, pull=pull, command_line=line, requester=actor.login, key=key,
                 approval_needed=h.approval_needed(pull, actor))
 
@@ -310,7 +312,7 @@ def _help(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
 
 ACTIONS: dict[str, Callable[..., None]] = {
     "sweep": _gpu, "e2e": _gpu, "rerun": _gpu, "cancel": _cancel, "ok-to-test": _ok_to_test,
-    "status": _status, "help": _help,
+    "status": _status, "help": _help, "accept-regression": gate_events.accept_regression,
 }
 
 
@@ -339,6 +341,8 @@ RUN_LABELS_ON = {"labeled", "synchronize", "reopened", "ready_for_review"}
 
 
 def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
+    if event.action in gate_events.POST_ON and not h.load_config():
+        gate_events.on_pull_request(h, event)  # the merge gate's check exists on every head SHA
     if event.action not in CANCEL_ON and event.action not in RUN_LABELS_ON:
         h.log(f"pull_request {event.action}: nothing to do")
         return

@@ -1,0 +1,150 @@
+"""The control plane's side of the merge gate: a check on every head SHA, `/accept-regression`, merge queues.
+
+Everything here reads the PR's files as data through the API (bot.plan.remote); nothing from the
+PR is checked out or run.
+"""
+from __future__ import annotations
+
+import pathlib
+import tempfile
+from typing import Any
+
+from bot import commands, i18n
+from bot.plan.model import PlanError, PlanFilters
+from bot.recipes.errors import RecipeError
+from bot.report import gate
+from bot.report.post import CHECK_NAME
+
+POST_ON = frozenset({"opened", "synchronize", "reopened"})
+
+
+def _verdict(required: dict, **fields: Any) -> gate.GateVerdict:
+    missing = tuple((recipe, key) for key, recipe in sorted(required.items()))
+    return gate.GateVerdict(fields.get("conclusion", "pending"), len(required), 0, (), missing, (), ())
+
+
+def _render(verdict: gate.GateVerdict, sha: str, **extra: Any) -> tuple[str, str]:
+    from bot.report.gate_runs import render
+
+    _, title, section = render(verdict, sha=sha, **extra)
+    return title, section
+
+
+def _post_check(client, sha: str, *, conclusion: str | None, title: str, summary: str,
+                details_url: str | None = None) -> None:
+    """Update the latest gate check on sha, or create it; conclusion None leaves it in progress."""
+    status = "completed" if conclusion else "in_progress"
+    existing = [run for run in client.list_check_runs(sha, CHECK_NAME) if run.name == CHECK_NAME]
+    fields = dict(status=status, conclusion=conclusion, title=title[:1000], summary=summary[:60000],
+                  details_url=details_url)
+    if existing:
+        client.update_check_run(max(run.id for run in existing), **fields)
+    else:
+        client.create_check_run(name=CHECK_NAME, head_sha=sha, **fields)
+
+
+def required_filters(config) -> tuple[list[str], list[PlanFilters]]:
+    lines = list(config.gate.required)
+    return lines, [PlanFilters(**commands.parse_single(line).plan_filters()) for line in lines]
+
+
+def on_pull_request(h, event) -> None:
+    """opened / synchronize / reopened: the gate check on the new head, once per head SHA."""
+    from bot.plan import remote
+
+    pull = event.pull
+    if event.action not in POST_ON or pull.closed:
+        return
+    if h.client.list_check_runs(pull.head_sha, CHECK_NAME):
+        h.log(f"the gate check on {pull.head_sha} exists already")
+        return
+    lines, filters = required_filters(h.config)
+    try:
+        catalog = remote.head_catalog(h.client, pull.head_sha)
+        jobs = remote.required_jobs(h.client, catalog=catalog, base_sha=pull.base_sha,
+                                    changed=set(h.client.list_pull_files(pull.number)), filters=filters)
+    except (RecipeError, PlanError) as exc:
+        problems = [str(p) for p in exc.problems] if isinstance(exc, RecipeError) else [str(exc)]
+        title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=problems)
+        _post_check(h.client, pull.head_sha, conclusion="failure", title=title, summary=section)
+        h.client.create_comment(pull.number, i18n.render_bilingual(
+            "control/gate-plan-failed", sha=pull.head_sha, problems=problems) + "\n")
+        h.log(f"the plan of {pull.head_sha} failed: {problems[0]}")
+        return
+    required = gate.required_keys(jobs)
+    if not required:
+        title, section = _render(_verdict({}), pull.head_sha)
+        _post_check(h.client, pull.head_sha, conclusion="success", title=title, summary=section)
+        h.log(f"gate on {pull.head_sha}: no recipe or suite touched")
+        return
+    kinds = {job.kind for job in jobs}
+    command = " and ".join(line for line, one in zip(lines, filters) if one.kind in kinds or one.kind == "all")
+    title, section = _render(_verdict(required), pull.head_sha, reason="planned", command=command)
+    _post_check(h.client, pull.head_sha, conclusion=None, title=title, summary=section)
+    h.log(f"gate on {pull.head_sha}: {len(required)} required point(s)/case(s)")
+
+
+def refuse_unknown_recipes(h, reply, command, pull) -> bool:
+    """`/sweep name` where no recipe of the head commit is called name: refused before any run starts."""
+    from bot.plan import remote
+
+    if command.name != "sweep" or not command.recipes:
+        return False
+    try:
+        catalog = remote.load_catalog(remote.ApiSource(h.client, pull.head_sha))
+    except (RecipeError, PlanError):
+        return False  # the control plane cannot tell; the plan job will say
+    names = catalog.names() + (sorted(catalog.inferencex.configs) if catalog.inferencex else [])
+    unknown = [g for g in command.recipes if not remote.matches_any(g, names)]
+    if not unknown:
+        return False
+    reply.refused = True
+    reply.add("gate-unknown-recipe", command=command.normalized(), unknown=unknown, names=names[:30],
+              more=max(0, len(names) - 30), sha=pull.head_sha)
+    problems = [f"/sweep: no recipe matches {glob!r} at {pull.head_sha[:12]}" for glob in unknown]
+    title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=problems)
+    _post_check(h.client, pull.head_sha, conclusion="failure", title=title, summary=section)
+    h.log(f"refused {command.normalized()}: unknown recipe(s) {', '.join(unknown)}")
+    return True
+
+
+# -- /accept-regression ------------------------------------------------------------------------------
+
+def accept_regression(h, reply, command, actor, pull, approvals, key) -> None:
+    """Pin a maintainer's acknowledgement to the head SHA, then judge the gate again with it."""
+    ack = gate.Ack(pull.head_sha, command.recipes[0], actor.login, command.reason or "")
+    reply.markers.append(gate.ack_marker(ack))
+    acks = gate.read_acks(h.client.list_issue_comments(pull.number), h.bot_login(), pull.head_sha)
+    verdict = regate(h, pull, [*acks, ack])
+    reply.add("accepted-regression", recipe=ack.recipe, reason=ack.reason, by=ack.by, sha=ack.sha,
+              conclusion=verdict.conclusion if verdict else None)
+    h.log(f"{actor.login} accepted regressions of {ack.recipe} on {pull.head_sha}")
+
+
+def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
+    """The gate of pull's head from every finished run's artifacts, with the baseline the report uses."""
+    from bot.report import collect, compare, gate_runs
+    from bot.report.fetch import fetch_baseline
+
+    with tempfile.TemporaryDirectory(prefix="recipe-bot-gate-") as tmp:
+        root = pathlib.Path(tmp)
+        runs = gate_runs.fetch_prior_runs(h.client, workflow=h.config.gpu_workflow, sha=pull.head_sha,
+                                          dest=root / "runs")
+        if not runs:
+            return None
+        (root / "baseline").mkdir()
+        fetch_baseline(h.client, workflow=h.config.gpu_workflow, base_branch=h.default_branch,
+                       dest=root / "baseline")
+        baseline = compare.load_baseline(root / "baseline")
+        thresholds = compare.thresholds_from(h.config)
+        outcomes = [o for run_id, folder in runs
+                    for o in gate_runs.outcomes_of_folder(folder, run_id, pull.head_sha, baseline, thresholds)]
+        latest = max(runs)[1] / "plan" / "required"
+        try:
+            required = collect.load_plan(latest) if latest.is_dir() else []
+        except collect.InputError:
+            required = []
+        result = gate_runs.evaluate(current=outcomes, required_plan=required, sha=pull.head_sha, acks=acks)
+    _post_check(h.client, pull.head_sha, conclusion=result.check_conclusion, title=result.title,
+                summary=result.section)
+    return result.verdict
