@@ -47,6 +47,7 @@ class Run:
     head_sha: str
     event: str = ""
     run_attempt: int = 1
+    head_branch: str = ""  # the branch the workflow file and code came from
 
     @property
     def active(self) -> bool:
@@ -358,7 +359,8 @@ def _run(data: dict[str, Any]) -> Run:
     return Run(id=data["id"], display_title=data.get("display_title") or "", status=data.get("status") or "",
                conclusion=data.get("conclusion"), created_at=_when(data.get("created_at")),
                html_url=data.get("html_url") or "", head_sha=data.get("head_sha") or "",
-               event=data.get("event") or "", run_attempt=data.get("run_attempt") or 1)
+               event=data.get("event") or "", run_attempt=data.get("run_attempt") or 1,
+               head_branch=data.get("head_branch") or "")
 
 
 def _check(data: dict[str, Any]) -> CheckRun:
