@@ -1,0 +1,165 @@
+"""The merge gate's check exists on every head SHA; plan failures and unknown recipes are answered; acks."""
+import json
+
+import pytest
+
+from bot.report import synthetic
+from bot.sandbox.harness import make_seed
+from handle_helpers import BOT, CONFIG, PULLS, ROOT, Harness, bilingual
+
+RUNNERS = "runners:\n  cpu:\n    gpus: 0\n    description: a test host\n"
+
+
+def recipe(concurrency: str = "[1, 4]", name: str = "tiny-cpu") -> str:
+    return f"""name: {name}
+kind: sweep
+runner: cpu
+engine:
+  name: vllm
+  version: "0.32.0"
+model:
+  path: /models/tiny
+  served_name: tiny
+  precision: bf16
+concurrency: {concurrency}
+search_space:
+  - name: tp1
+    tp: 1
+workload:
+  dataset: random
+  isl: 128
+  osl: 32
+  prompts_per_concurrency: 2
+"""
+
+
+MAIN = {
+    "README.md": "# bench\n",
+    ".github/recipe-bot.yaml": CONFIG,
+    ".github/workflows/gpu.yml": (ROOT / ".github/workflows/gpu.yml").read_text(encoding="utf-8"),
+    "recipes/_runners.yaml": RUNNERS,
+    "recipes/tiny-cpu.yaml": recipe(),
+}
+CHECK = "recipe-bot / benchmarks"
+
+
+@pytest.fixture
+def world(sandbox, tmp_path):
+    def make(feature: dict) -> Harness:
+        seed = make_seed(tmp_path / "sandbox", MAIN, feature,
+                         {"pulls": PULLS, "issues": [{"number": 20, "author": "bob", "title": "A bug"}]})
+        return Harness(sandbox(seed), tmp_path)
+    return make
+
+
+def checks(h: Harness, sha: str) -> list[dict]:
+    return [c for c in h.sb.state()["check_runs"] if c["head_sha"] == sha and c["name"] == CHECK]
+
+
+def test_a_push_touching_a_recipe_posts_the_check_in_progress_with_what_is_required(world):
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    h.handle("pull_request", "opened", pull=7, sender="carol")
+    [check] = checks(h, h.head(7))
+    assert (check["status"], check["conclusion"]) == ("in_progress", None), check["summary"]
+    assert "3 required" in check["title"] and "合并门禁" in check["title"]
+    assert "`/sweep`" in check["summary"] and "tp1-c8" in check["summary"]
+    assert h.bot_comments(7) == []
+    # A redelivered event, or the same head seen again, posts nothing new.
+    h.handle("pull_request", "opened", pull=7, sender="carol")
+    assert len(checks(h, h.head(7))) == 1
+
+
+def test_a_pr_touching_nothing_gets_success_without_a_command(world):
+    h = world({"README.md": "# bench, better\n"})
+    h.handle("pull_request", "opened", pull=7, sender="carol")
+    [check] = checks(h, h.head(7))
+    assert (check["status"], check["conclusion"]) == ("completed", "success")
+    assert "no recipe or suite touched" in check["title"] and "未改动任何配方" in check["title"]
+    assert "/sweep" not in check["summary"]
+    assert h.dispatches() == [] and h.bot_comments(7) == []
+
+
+def test_a_plan_failure_fails_the_check_and_answers_in_both_languages(world):
+    broken = recipe().replace("concurrency: [1, 4]", "concurrency: [1, many]")
+    h = world({"recipes/tiny-cpu.yaml": broken})
+    h.handle("pull_request", "opened", pull=7, sender="carol")
+    [check] = checks(h, h.head(7))
+    assert (check["status"], check["conclusion"]) == ("completed", "failure")
+    assert "recipes/tiny-cpu.yaml:11" in check["summary"] and "concurrency" in check["summary"]
+    [comment] = h.bot_comments(7)
+    english, chinese = bilingual(comment["body"])
+    assert "recipes/tiny-cpu.yaml:11" in english and "concurrency" in english
+    assert "规划失败" in chinese and "recipes/tiny-cpu.yaml:11" in chinese
+
+
+def test_each_push_gets_its_own_check(world):
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    h.handle("pull_request", "opened", pull=7, sender="carol")
+    old = h.head(7)
+    new = h.sb.push("feature", {"README.md": "# more\n"}, author="carol")["after"]
+    h.handle("pull_request", "synchronize", pull=7, before=old, after=new, sender="carol")
+    assert len(checks(h, old)) == 1 and len(checks(h, new)) == 1
+
+
+def test_an_unknown_recipe_is_refused_at_comment_time_with_a_failed_check(world):
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    h.on_comment(7, "alice", "/sweep please run it")
+    assert h.dispatches() == []
+    english, chinese = bilingual(h.bot_comments(7)[-1]["body"])
+    assert "`please`" in english and "`tiny-cpu`" in english and "not run" in english
+    assert "未执行" in chinese and "`please`" in chinese
+    [check] = checks(h, h.head(7))
+    assert check["conclusion"] == "failure" and "please" in check["summary"]
+
+
+def test_a_known_recipe_glob_still_dispatches(world):
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    h.on_comment(7, "alice", "/sweep tiny-*")
+    [run] = h.dispatches()
+    assert run["inputs"]["command"] == "/sweep tiny-*"
+
+
+# -- /accept-regression -------------------------------------------------------------------------------
+
+def _artifacts(plan_jobs, results, required) -> list[dict]:
+    dump = lambda jobs: json.dumps({"jobs": [job.model_dump(mode="json") for job in jobs]})  # noqa: E731
+    return [{"name": "plan", "files": {"plan.json": dump(plan_jobs), "required/required-1.json": dump(required)}}] + [
+        {"name": f"result-{r.job_id}", "files": {f"{r.job_id}/result.json": r.model_dump_json()}} for r in results]
+
+
+def test_accept_regression_passes_the_gate_for_this_commit_and_a_push_clears_it(world):
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    head, main = h.head(7), h.sb.state()["repository"]["default_branch_sha"]
+    job = synthetic.sweep_plan("tiny-cpu", concurrencies=(1, 4), sha=head)
+    base = synthetic.run_sweep(job.model_copy(update={"sha": main}), sha=main)
+    h.sb.add_run("gpu.yml", event="push", branch="main", head_sha=main, conclusion="success",
+                 artifacts=_artifacts([job], [base], []))
+    slower = synthetic.run_sweep(job, scale=0.8)  # 20 % less throughput: a regression
+    h.sb.add_run("gpu.yml", inputs={"pr": "7", "sha": head, "command": "/sweep", "requester": "carol",
+                                    "comment_id": "1"}, conclusion="failure",
+                 artifacts=_artifacts([job], [slower], [job]))
+
+    h.on_comment(7, "carol", "/accept-regression tiny-cpu bigger batches")  # write is not enough
+    english, _ = bilingual(h.bot_comments(7)[-1]["body"])
+    assert "maintain" in english and checks(h, head) == []
+
+    # Accepting another recipe's regressions leaves this one failing.
+    h.on_comment(7, "alice", "/accept-regression other-recipe not this one")
+    [check] = checks(h, head)
+    assert check["conclusion"] == "failure" and "tp1-c4" in check["summary"]
+
+    h.on_comment(7, "alice", "/accept-regression tiny-cpu bigger batches trade TTFT for throughput")
+    reply = h.bot_comments(7)[-1]["body"]
+    english, chinese = bilingual(reply)
+    assert "accepted the performance regressions of `tiny-cpu`" in english and "success" in english
+    assert "已接受" in chinese
+    [check] = checks(h, head)
+    assert (check["status"], check["conclusion"]) == ("completed", "success")
+    assert "@alice" in check["summary"] and "bigger batches trade TTFT for throughput" in check["summary"]
+
+    new = h.sb.push("feature", {"README.md": "# more\n"}, author="carol")["after"]
+    h.handle("pull_request", "synchronize", pull=7, before=head, after=new, sender="carol")
+    [fresh] = checks(h, new)
+    assert fresh["conclusion"] is None and "accepted" not in fresh["summary"]
+    from bot.report import gate
+    assert gate.read_acks([type("C", (), c)() for c in h.bot_comments(7)], BOT, new) == []
