@@ -6,6 +6,7 @@ PR is checked out or run.
 from __future__ import annotations
 
 import pathlib
+import re
 import tempfile
 from typing import Any
 
@@ -148,3 +149,75 @@ def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
     _post_check(h.client, pull.head_sha, conclusion=result.check_conclusion, title=result.title,
                 summary=result.section)
     return result.verdict
+
+
+# -- merge queues --------------------------------------------------------------------------------------
+
+_QUEUE_REF = re.compile(r"/pr-(\d+)-[0-9a-f]{40}$")
+
+
+def fingerprints(client, sha: str) -> dict[str, str] | None:
+    """Every recipe's fingerprint at sha; None when the recipes do not load (nothing to compare)."""
+    from bot.plan import remote
+
+    try:
+        return {name: entry.fingerprint for name, entry in remote.head_catalog(client, sha).entries.items()}
+    except (RecipeError, PlanError):
+        return None
+
+
+def handle_merge_group(h, payload: dict) -> None:
+    """`merge_group checks_requested`: reuse the PR head's verdict when the recipes are identical."""
+    group = payload.get("merge_group") or {}
+    sha, ref = str(group.get("head_sha") or ""), str(group.get("head_ref") or "")
+    match = _QUEUE_REF.search(ref)
+    if not re.fullmatch(r"[0-9a-f]{40}", sha) or match is None:
+        h.outcome.failed = f"merge_group: head_sha {sha[:60]!r} / head_ref {ref[:200]!r} is not a merge-queue commit"
+        return
+    if h.load_config():
+        return
+    pull = h.client.get_pull(int(match.group(1)))
+    if h.client.list_check_runs(sha, CHECK_NAME):
+        h.log(f"the gate check on merge group {sha} exists already")
+        return
+    done = [c for c in h.client.list_check_runs(pull.head_sha, CHECK_NAME)
+            if c.name == CHECK_NAME and c.status == "completed" and c.conclusion in ("success", "failure")]
+    same = fingerprints(h.client, sha)
+    if done and same is not None and same == fingerprints(h.client, pull.head_sha):
+        check = max(done, key=lambda c: c.id)
+        run = next((r for r in h.pr_runs(pull.number) if r.title.sha == pull.head_sha), None)
+        url = run.run.html_url if run else check.html_url
+        title, section = _render(_verdict({}), sha, reason="reused", reused_sha=pull.head_sha,
+                                 reused_conclusion=check.conclusion, reused_url=url, reused_id=check.id)
+        _post_check(h.client, sha, conclusion=check.conclusion, title=title, summary=section, details_url=url)
+        h.log(f"merge group {sha}: reused the {check.conclusion} gate of PR #{pull.number} at {pull.head_sha}")
+        return
+    lines = list(h.config.gate.required)
+    title, section = _render(_verdict({}), sha, reason="planned", command=" and ".join(lines))
+    _post_check(h.client, sha, conclusion=None, title=title, summary=section)
+    from bot.dispatch import dispatch_inputs
+
+    for number, line in enumerate(lines):
+        h.client.dispatch_workflow(h.config.gpu_workflow, ref=h.default_branch, inputs=dispatch_inputs(
+            pr=pull.number, sha=sha, command=line, requester="merge-queue", key=f"merge-group-{number}"))
+    h.log(f"merge group {sha}: recipes differ from PR #{pull.number}'s head; dispatched {', '.join(lines)}")
+
+
+def on_merge_group(payload, client, now=None):
+    """The entry point bot.handle.handle_event calls for `merge_group` events."""
+    import datetime as dt
+
+    from bot.events import EventError
+    from bot.handle import Handler, Outcome
+
+    if not isinstance(payload, dict) or not isinstance(payload.get("repository"), dict):
+        raise EventError("the merge_group event has no field 'repository'")
+    if payload.get("action") != "checks_requested":
+        return Outcome(log=[f"merge_group {payload.get('action')}: nothing to do"])
+    repository = payload["repository"]
+    if str(repository.get("full_name", "")).lower() != client.repository.lower():
+        raise EventError(f"the event is for {repository.get('full_name')}, but GITHUB_REPOSITORY is "
+                         f"{client.repository}")
+    h = Handler(client, str(repository.get("default_branch") or "main"), now or dt.datetime.now(dt.timezone.utc))
+    handle_merge_group(h, payload)
+    return h.outcome

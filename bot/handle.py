@@ -402,6 +402,8 @@ def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, la
 def handle_event(event_name: str, payload: Any, client: GitHubClient,
                  now: dt.datetime | None = None) -> Outcome:
     """Act on one event; raises EventError for a payload that is not GitHub's shape."""
+    if event_name == "merge_group":  # the merge gate on a merge-queue commit (bot/gate_events.py)
+        return gate_events.on_merge_group(payload, client, now)
     event = parse_event(event_name, payload)
     if isinstance(event, Ignored):
         return Outcome(log=[event.reason])

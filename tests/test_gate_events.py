@@ -1,5 +1,6 @@
 """The merge gate's check exists on every head SHA; plan failures and unknown recipes are answered; acks."""
 import json
+import pathlib
 
 import pytest
 
@@ -163,3 +164,46 @@ def test_accept_regression_passes_the_gate_for_this_commit_and_a_push_clears_it(
     assert fresh["conclusion"] is None and "accepted" not in fresh["summary"]
     from bot.report import gate
     assert gate.read_acks([type("C", (), c)() for c in h.bot_comments(7)], BOT, new) == []
+
+
+# -- merge queues ----------------------------------------------------------------------------------
+
+def _merge_group(h: Harness, files: dict) -> tuple[str, "pathlib.Path"]:
+    main = h.sb.state()["repository"]["default_branch_sha"]
+    branch = f"gh-readonly-queue/main/pr-7-{main}"
+    sha = h.sb.push(branch, files, author="alice", start_from="feature")["after"]
+    payload = {"action": "checks_requested", "repository": {"full_name": "acme/bench", "default_branch": "main"},
+               "sender": {"login": "alice"},
+               "merge_group": {"head_sha": sha, "head_ref": f"refs/heads/{branch}", "base_sha": main,
+                               "base_ref": "refs/heads/main"}}
+    path = h.tmp / f"merge-group-{sha[:8]}.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return sha, path
+
+
+def _finished_gate(h: Harness, conclusion: str) -> None:
+    h.sb.request("POST", "/repos/acme/bench/check-runs", {
+        "name": CHECK, "head_sha": h.head(7), "status": "completed", "conclusion": conclusion,
+        "output": {"title": "gate", "summary": "gate"}}, user=BOT)
+
+
+@pytest.mark.parametrize("conclusion", ["success", "failure"])
+def test_a_merge_group_with_the_same_recipes_reuses_the_pr_head_verdict(world, conclusion):
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    _finished_gate(h, conclusion)
+    sha, path = _merge_group(h, {"README.md": "# queued with another PR\n"})
+    h.handle("merge_group", "checks_requested", path=path)
+    [check] = checks(h, sha)
+    assert (check["status"], check["conclusion"]) == ("completed", conclusion)
+    assert h.head(7)[:12] in check["summary"] and "reused" in check["summary"]
+    assert h.dispatches() == []
+
+
+def test_a_merge_group_with_other_recipes_runs_what_is_required(world):
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    _finished_gate(h, "success")
+    sha, path = _merge_group(h, {"recipes/tiny-cpu.yaml": recipe("[1, 4, 8, 16]")})
+    h.handle("merge_group", "checks_requested", path=path)
+    [check] = checks(h, sha)
+    assert check["status"] == "in_progress"
+    assert [(r["inputs"]["sha"], r["inputs"]["command"]) for r in h.dispatches()] == [(sha, "/sweep"), (sha, "/e2e")]

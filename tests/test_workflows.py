@@ -92,7 +92,7 @@ def test_control_plane_listens_to_the_events_the_bot_parses():
 def test_control_plane_token_can_do_what_the_bot_does_and_no_more():
     [job] = load("recipe-bot.yml")["jobs"].values()
     assert job["permissions"] == {"contents": "read", "issues": "write", "pull-requests": "write",
-                                  "actions": "write"}
+                                  "actions": "write", "checks": "write"}  # checks: the merge gate
 
 
 def test_gpu_workflow_inputs_are_what_dispatch_sends():
