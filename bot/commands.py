@@ -293,6 +293,19 @@ SPECS: tuple[CommandSpec, ...] = (
         order=1,
     ),
     CommandSpec(
+        name="baseline",
+        usage="/baseline",
+        summary_en="Measure the default branch's own latest commit with its own code (baseline mode of the GPU "
+        "workflow); only such runs become baselines.",
+        summary_zh="用默认分支自己的代码测量其最新提交（GPU workflow 的基线模式）；只有这样的运行才会成为基线。",
+        min_permission="maintain",
+        examples=("/baseline",),
+        starts_gpu_work=False,  # it runs the default branch, never the PR: no PR gating applies
+        author_may_use=False,
+        build=_build_nothing,
+        order=2,
+    ),
+    CommandSpec(
         name="status",
         usage="/status",
         summary_en="List this PR's GPU runs and their states.",

@@ -221,3 +221,19 @@ def on_merge_group(payload, client, now=None):
     h = Handler(client, str(repository.get("default_branch") or "main"), now or dt.datetime.now(dt.timezone.utc))
     handle_merge_group(h, payload)
     return h.outcome
+
+
+# -- /baseline -------------------------------------------------------------------------------------------
+
+def baseline(h, reply, command, actor, pull, approvals, key) -> None:
+    """Dispatch the GPU workflow's baseline mode on the default branch's tip (pr 0: no PR's run)."""
+    from bot.dispatch import dispatch_inputs
+    from bot.report.fetch import BASELINE_COMMAND
+
+    sha = h.client.branch_sha(h.default_branch)
+    run = h.client.dispatch_workflow(h.config.gpu_workflow, ref=h.default_branch, inputs=dispatch_inputs(
+        pr=0, sha=sha, command=BASELINE_COMMAND, requester=actor.login, key=key))
+    reply.dispatched = True
+    h.log(f"dispatched baseline mode of {h.config.gpu_workflow} on {h.default_branch} at {sha}")
+    reply.add("baseline-started", sha=sha, branch=h.default_branch, requester=actor.login,
+              run_url=run.html_url, workflow=h.config.gpu_workflow)

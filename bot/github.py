@@ -196,6 +196,9 @@ class GitHubClient:
             raise
         return [(e["path"], e["type"]) for e in data] if isinstance(data, list) else []
 
+    def branch_sha(self, branch: str) -> str:
+        return self._call("GET", f"branches/{urllib.parse.quote(branch, safe='')}")[1]["commit"]["sha"]
+
     def list_pull_files(self, number: int) -> list[str]:
         """Paths a pull request changes (GitHub lists at most 3000); a rename counts both names."""
         files = []

@@ -313,6 +313,7 @@ def _help(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
 ACTIONS: dict[str, Callable[..., None]] = {
     "sweep": _gpu, "e2e": _gpu, "rerun": _gpu, "cancel": _cancel, "ok-to-test": _ok_to_test,
     "status": _status, "help": _help, "accept-regression": gate_events.accept_regression,
+    "baseline": gate_events.baseline,
 }
 
 

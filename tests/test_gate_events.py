@@ -207,3 +207,20 @@ def test_a_merge_group_with_other_recipes_runs_what_is_required(world):
     [check] = checks(h, sha)
     assert check["status"] == "in_progress"
     assert [(r["inputs"]["sha"], r["inputs"]["command"]) for r in h.dispatches()] == [(sha, "/sweep"), (sha, "/e2e")]
+
+
+def test_baseline_from_a_maintainer_runs_the_default_branch_on_its_own_tip(world):
+    h = world({"README.md": "# x\n"})
+    h.on_comment(7, "carol", "/baseline")  # write is not enough
+    assert h.dispatches() == []
+    h.on_comment(7, "alice", "/baseline")
+    main = h.sb.state()["repository"]["default_branch_sha"]
+    [run] = h.dispatches()
+    assert run["inputs"]["pr"] == "0" and run["inputs"]["sha"] == main and run["inputs"]["command"] == "/baseline"
+    from bot.github import Run
+    from bot.report.fetch import baseline_sha
+    seen = Run(run["id"], run["display_title"], "completed", "success", None, "", run["head_sha"],
+               event=run["event"], head_branch=run["head_branch"])
+    assert baseline_sha(seen, "main") == main
+    english, chinese = bilingual(h.bot_comments(7)[-1]["body"])
+    assert "baseline mode" in english and "基线模式" in chinese
