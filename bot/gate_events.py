@@ -6,12 +6,14 @@ PR is checked out or run.
 from __future__ import annotations
 
 import pathlib
+import posixpath
 import re
 import tempfile
 from typing import Any
 
 from bot import commands, i18n
 from bot.plan.model import PlanError, PlanFilters
+from bot.recipes.catalog import is_recipe_path
 from bot.recipes.errors import RecipeError
 from bot.report import gate
 from bot.report.post import CHECK_NAME
@@ -90,6 +92,11 @@ def refuse_unknown_recipes(h, reply, command, pull) -> bool:
     from bot.plan import remote
 
     if command.name != "sweep" or not command.recipes:
+        return False
+    # Cheap first: a glob that matches a recipe file's name needs no more reads (one listing).
+    stems = [posixpath.splitext(posixpath.basename(path))[0] for path, kind in
+             h.client.list_dir("recipes", pull.head_sha) if kind == "file" and is_recipe_path(path)]
+    if all(remote.matches_any(glob, stems) for glob in command.recipes):
         return False
     try:
         catalog = remote.load_catalog(remote.ApiSource(h.client, pull.head_sha))
