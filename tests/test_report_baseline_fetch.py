@@ -75,7 +75,7 @@ def test_only_successful_runs_of_base_commits_are_fetched(world, tmp_path):
 
 
 def test_the_report_compares_against_the_fetched_baseline(world, tmp_path):
-    sb, scenario, _, _ = world
+    sb, scenario, runs, _ = world
     paths = synthetic.materialize(scenario, tmp_path)
     result = CliRunner().invoke(report_cmd, ["--results", str(paths["results"]), "--jobs", str(paths["plan"]),
                                              "--baseline-from-github", "main", "--out", str(tmp_path / "out"),
@@ -86,6 +86,8 @@ def test_the_report_compares_against_the_fetched_baseline(world, tmp_path):
     assert summary["verdict"] == "success"
     comment = (tmp_path / "out" / "comment.md").read_text(encoding="utf-8")
     assert f"**Base:** `{synthetic.BASE_SHA[:12]}`" in comment
+    # Each baseline names the baseline-mode run and the commit it came from, in both languages.
+    assert f"run [{runs['merged']}](" in comment and f"运行 [{runs['merged']}](" in comment
     # Only the recipe that is new in this PR (qwen3-8b-fp8, 2 points) has no baseline.
     assert "🆕 2 without baseline" in comment
 

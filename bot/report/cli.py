@@ -163,8 +163,9 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         sha = collection.head_sha
     except collect.InputError as exc:
         raise click.ClickException(str(exc)) from None
+    base_runs: list = []
     if base_branch is not None:
-        baseline_dir = _fetch_baseline(base_branch, workflow, baseline_dir or out_dir / "baseline")
+        baseline_dir, base_runs = _fetch_baseline(base_branch, workflow, baseline_dir or out_dir / "baseline")
     if baseline_dir is not None and not baseline_dir.is_dir():
         raise click.ClickException(f"{baseline_dir}: the baseline directory does not exist")
     results = [job.result for job in collection.jobs]
@@ -177,6 +178,9 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     baseline = compare.load_baseline(baseline_dir)
     report = build.build_report(collection, baseline, thresholds, meta)
     rendered = render.render_comment(report)
+    if base_runs:  # every baseline figure names the baseline-mode run and commit it came from
+        rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + "\n\n" + i18n.render_bilingual(
+            "report/baseline-runs", runs=[dataclasses.asdict(r) for r in base_runs], branch=base_branch) + "\n")
     gated = None
     if gate_on:
         from bot.report import gate_runs
@@ -215,7 +219,7 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         raise SystemExit(1)
 
 
-def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path) -> pathlib.Path:
+def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path) -> tuple[pathlib.Path, list]:
     from bot.github import GitHubClient, GitHubError
     from bot.report.fetch import BaselineFetchError, fetch_baseline
 
@@ -226,7 +230,7 @@ def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path) -> path
         raise click.ClickException(f"cannot fetch the baseline of {base_branch}: {exc}") from None
     found = ", ".join(f"run {r.run_id} ({r.sha[:12]})" for r in runs) or "none"
     click.echo(f"baseline from {workflow} on {base_branch}: {found}", err=True)
-    return dest
+    return dest, runs
 
 
 def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str,
