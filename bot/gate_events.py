@@ -58,7 +58,7 @@ def on_pull_request(h, event) -> None:
     pull = event.pull
     if event.action not in POST_ON or pull.closed:
         return
-    if h.client.list_check_runs(pull.head_sha, CHECK_NAME):
+    if any(run.name == CHECK_NAME for run in h.client.list_check_runs(pull.head_sha, CHECK_NAME)):
         h.log(f"the gate check on {pull.head_sha} exists already")
         return
     lines, filters = required_filters(h.config)
@@ -184,7 +184,7 @@ def handle_merge_group(h, payload: dict) -> None:
     if h.load_config():
         return
     pull = h.client.get_pull(int(match.group(1)))
-    if h.client.list_check_runs(sha, CHECK_NAME):
+    if any(run.name == CHECK_NAME for run in h.client.list_check_runs(sha, CHECK_NAME)):
         h.log(f"the gate check on merge group {sha} exists already")
         return
     done = [c for c in h.client.list_check_runs(pull.head_sha, CHECK_NAME)

@@ -135,3 +135,23 @@ def test_a_partial_run_leaves_the_gate_in_progress_with_what_is_missing(pr_world
     assert summary["gate"]["conclusion"] == "pending"
     assert [m["item"] for m in summary["gate"]["missing"]] == ["tp1-c64"]
     assert (checks[-1]["status"], checks[-1]["conclusion"]) == ("in_progress", None)
+
+
+def test_e2e_cases_are_keys_and_a_lost_suite_fails_every_planned_case(tmp_path):
+    from bot.report import build, collect, compare
+    from bot.report.model import Meta
+
+    suite = synthetic.e2e_plan("afd", ["2p2d", "1p1d"], sha=HEAD)
+    ran = synthetic.run_e2e(suite, accuracy={"2p2d": (0.8, 0.8), "1p1d": (0.1, 0.1)})
+    synthetic.write_results(tmp_path / "ran", [ran])
+    (tmp_path / "lost").mkdir()
+
+    def outcomes(folder, run_id):
+        collection = collect.collect(tmp_path / folder, [suite], HEAD)
+        report = build.build_report(collection, compare.Baseline(), {}, Meta(sha=HEAD))
+        return {o.key[1]: o.status for o in gate.outcomes_of(collection, report, run_id, HEAD)}
+
+    assert outcomes("ran", 1) == {"case:2p2d": "passed", "case:1p1d": "failed"}
+    assert outcomes("lost", 2) == {"case:2p2d": "failed", "case:1p1d": "failed"}
+    required = gate.required_keys([suite])
+    assert sorted(k[1] for k in required) == ["case:1p1d", "case:2p2d"]
