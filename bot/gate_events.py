@@ -61,6 +61,10 @@ def on_pull_request(h, event) -> None:
     if any(run.name == CHECK_NAME for run in h.client.list_check_runs(pull.head_sha, CHECK_NAME)):
         h.log(f"the gate check on {pull.head_sha} exists already")
         return
+    if error := h.load_config():  # nothing can be planned under a broken config: the gate says why
+        title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=[str(error)])
+        _post_check(h.client, pull.head_sha, conclusion="failure", title=title, summary=section)
+        return
     lines, filters = required_filters(h.config)
     try:
         catalog = remote.head_catalog(h.client, pull.head_sha)

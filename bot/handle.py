@@ -342,7 +342,7 @@ RUN_LABELS_ON = {"labeled", "synchronize", "reopened", "ready_for_review"}
 
 
 def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
-    if event.action in gate_events.POST_ON and not h.load_config():
+    if event.action in gate_events.POST_ON:
         gate_events.on_pull_request(h, event)  # the merge gate's check exists on every head SHA
     if event.action not in CANCEL_ON and event.action not in RUN_LABELS_ON:
         h.log(f"pull_request {event.action}: nothing to do")

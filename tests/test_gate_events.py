@@ -224,3 +224,12 @@ def test_baseline_from_a_maintainer_runs_the_default_branch_on_its_own_tip(world
     assert baseline_sha(seen, "main") == main
     english, chinese = bilingual(h.bot_comments(7)[-1]["body"])
     assert "baseline mode" in english and "基线模式" in chinese
+
+
+def test_a_broken_config_fails_the_gate_with_the_file_and_field(world):
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    h.sb.push("main", {".github/recipe-bot.yaml": CONFIG + "gate:\n  required: [/status]\n"}, author="alice")
+    h.handle("pull_request", "opened", pull=7, sender="carol", expect=1)
+    [check] = checks(h, h.head(7))
+    assert check["conclusion"] == "failure"
+    assert ".github/recipe-bot.yaml@main:4" in check["summary"] and "gate.required" in check["summary"]
