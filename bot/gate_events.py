@@ -151,9 +151,8 @@ def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
         thresholds = compare.thresholds_from(h.config)
         outcomes = [o for run_id, folder in runs
                     for o in gate_runs.outcomes_of_folder(folder, run_id, pull.head_sha, baseline, thresholds)]
-        latest = max(runs)[1] / "plan" / "required"
         try:
-            required = collect.load_plan(latest) if latest.is_dir() else []
+            required = gate_runs.load_required(max(runs)[1] / "plan" / "required")
         except collect.InputError:
             required = []
         result = gate_runs.evaluate(current=outcomes, required_plan=required, sha=pull.head_sha, acks=acks)

@@ -118,6 +118,7 @@ def test_failing_full_sweep_then_passing_narrow_sweep_leaves_the_check_failing(p
     assert checks[-1]["name"] == "recipe-bot / benchmarks"
     assert (checks[-1]["status"], checks[-1]["conclusion"]) == ("completed", "failure")
     assert "合并门禁" in checks[-1]["title"]
+    assert checks[-1]["summary"].startswith("### Merge gate for") and "`tp1-c64`" in checks[-1]["summary"]
 
     # Measuring the failed point again on the same commit, and passing it, clears it.
     rerun = synthetic.sweep_plan("tiny-cpu", concurrencies=(64,), sha=head, command="/sweep --conc 64")
@@ -155,3 +156,16 @@ def test_e2e_cases_are_keys_and_a_lost_suite_fails_every_planned_case(tmp_path):
     assert outcomes("lost", 2) == {"case:2p2d": "failed", "case:1p1d": "failed"}
     required = gate.required_keys([suite])
     assert sorted(k[1] for k in required) == ["case:1p1d", "case:2p2d"]
+
+
+def test_required_plans_load_one_by_one_so_two_commands_may_plan_one_job_differently(tmp_path):
+    from bot.report.gate_runs import load_required
+
+    full = synthetic.sweep_plan("tiny-cpu", concurrencies=(1, 64), sha=HEAD)
+    lowest = synthetic.sweep_plan("tiny-cpu", concurrencies=(1,), sha=HEAD)
+    (tmp_path / "required").mkdir()
+    synthetic.write_plan(tmp_path / "required" / "required-1.json", [full])
+    synthetic.write_plan(tmp_path / "required" / "required-2.json", [lowest])
+    keys = gate.required_keys(load_required(tmp_path / "required"))
+    assert sorted(k[1] for k in keys) == ["tp1-c1", "tp1-c64"]
+    assert load_required(tmp_path / "absent") == []

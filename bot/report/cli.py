@@ -11,7 +11,7 @@ import tempfile
 import click
 
 from bot import i18n
-from bot.report import build, chart, collect, compare, post, render
+from bot.report import build, chart, collect, compare, marker, post, render
 from bot.report.model import Meta, Report
 
 DEFAULT_CONFIG = pathlib.Path(".github/recipe-bot.yaml")
@@ -246,11 +246,13 @@ def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str
     try:
         client = GitHubClient.from_env(dry_run=dry_run, environ=environ)
         login = _bot_login(bot_login, config, client)
-        check = {"conclusion": report.verdict.conclusion, "title": check_title(report)}
+        check = {"conclusion": report.verdict.conclusion, "title": check_title(report),
+                 "summary": render.check_summary(rendered.text)}
         if gated is not None:  # the check is the commit's merge gate, not this run's verdict
-            check = {"conclusion": gated.check_conclusion, "title": gated.title, "status": gated.check_status}
+            check = {"conclusion": gated.check_conclusion, "title": gated.title, "status": gated.check_status,
+                     "summary": render.check_summary(gated.section + "\n\n" + marker.strip(rendered.text))}
         posted = post.post(client, pr=meta.pr, sha=meta.sha, body=rendered.text,
-                           bot_login=login, **check, summary=render.check_summary(rendered.text),
+                           bot_login=login, **check,
                            details_url=meta.run_url, check_name=check_name)
     except GitHubError as exc:
         raise click.ClickException(f"posting the report failed: {exc}") from None

@@ -77,6 +77,15 @@ def outcomes_of_folder(folder: pathlib.Path, run_id: int, sha: str, baseline: Ba
     return gate.outcomes_of(collection, report, run_id, sha)
 
 
+def load_required(path: pathlib.Path | None) -> list:
+    """The required plans: one file, or every JSON file of a folder, each loaded on its own (two
+    required commands may plan the same job id differently, say /sweep and /sweep --scope lowest)."""
+    if path is None or not path.exists():
+        return []
+    files = sorted(path.rglob("*.json")) if path.is_dir() else [path]
+    return [job for file in files for job in collect.load_plan(file)]
+
+
 def render(verdict: gate.GateVerdict, *, sha: str, command: str | None = None,
            **extra: object) -> tuple[dict, str, str]:
     ctx = {**gate.context(verdict, sha=sha, command=command), **extra}
@@ -99,7 +108,7 @@ def for_report(collection, report, *, sha: str, pr: int | None, required_dir: pa
     """What `recipe-bot report --gate` posts: this run plus every earlier run on `sha`."""
     run_id = current_run_id()
     current = gate.outcomes_of(collection, report, run_id, sha)
-    required = collect.load_plan(required_dir) if required_dir is not None and required_dir.exists() else []
+    required = load_required(required_dir)
     prior: list[gate.Outcome] = []
     acks: list[gate.Ack] = []
     if client is not None:
