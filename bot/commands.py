@@ -290,7 +290,7 @@ SPECS: tuple[CommandSpec, ...] = (
         starts_gpu_work=False,
         author_may_use=False,
         build=_build_accept_regression,
-        order=1,
+        order=3,  # after any run it shares a comment with: its marker must follow the dispatch ack
     ),
     CommandSpec(
         name="baseline",

@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-from bot.report import synthetic
+from bot.report import gate, synthetic
 from bot.sandbox.harness import make_seed
 from handle_helpers import BOT, CONFIG, PULLS, ROOT, Harness, bilingual
 
@@ -233,3 +233,17 @@ def test_a_broken_config_fails_the_gate_with_the_file_and_field(world):
     [check] = checks(h, h.head(7))
     assert check["conclusion"] == "failure"
     assert ".github/recipe-bot.yaml@main:4" in check["summary"] and "gate.required" in check["summary"]
+
+
+def test_accept_regression_next_to_a_sweep_keeps_the_dispatch_ack_readable(world):
+    from bot import dispatch
+    from bot.github import Comment
+
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    comment_id = h.comment(7, "alice", "/accept-regression tiny-cpu known\n/sweep")
+    h.handle("issue_comment", "created", comment_id=comment_id)
+    [reply] = h.bot_comments(7)
+    ledger = dispatch.read_ledger([Comment(reply["id"], BOT, reply["body"], None)], BOT)
+    assert ledger.acked(str(comment_id), h.head(7))
+    assert [a.recipe for a in gate.read_acks([Comment(reply["id"], BOT, reply["body"], None)], BOT, h.head(7))] \
+        == ["tiny-cpu"]
