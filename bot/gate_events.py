@@ -68,8 +68,11 @@ def on_pull_request(h, event) -> None:
     lines, filters = required_filters(h.config)
     try:
         catalog = remote.head_catalog(h.client, pull.head_sha)
-        jobs = remote.required_jobs(h.client, catalog=catalog, base_sha=pull.base_sha,
-                                    changed=set(h.client.list_pull_files(pull.number)), filters=filters)
+        changed = set(h.client.list_pull_files(pull.number))
+        jobs = remote.required_jobs(h.client, catalog=catalog, base_sha=pull.base_sha, changed=changed,
+                                    filters=filters)
+        configs = remote.touched_inferencex_keys(h.client, catalog=catalog, base_sha=pull.base_sha,
+                                                 changed=changed)
     except (RecipeError, PlanError) as exc:
         problems = [str(p) for p in exc.problems] if isinstance(exc, RecipeError) else [str(exc)]
         title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=problems)
@@ -78,13 +81,14 @@ def on_pull_request(h, event) -> None:
             "control/gate-plan-failed", sha=pull.head_sha, problems=problems) + "\n")
         h.log(f"the plan of {pull.head_sha} failed: {problems[0]}")
         return
-    required = gate.required_keys(jobs)
+    # InferenceX configs the PR touches are required too: never "nothing touched" for them.
+    required = {**gate.required_keys(jobs), **{("inferencex", key): key for key in configs}}
     if not required:
         title, section = _render(_verdict({}), pull.head_sha)
         _post_check(h.client, pull.head_sha, conclusion="success", title=title, summary=section)
         h.log(f"gate on {pull.head_sha}: no recipe or suite touched")
         return
-    kinds = {job.kind for job in jobs}
+    kinds = {job.kind for job in jobs} | ({"sweep"} if configs else set())
     command = " and ".join(line for line, one in zip(lines, filters) if one.kind in kinds or one.kind == "all")
     title, section = _render(_verdict(required), pull.head_sha, reason="planned", command=command)
     _post_check(h.client, pull.head_sha, conclusion=None, title=title, summary=section)

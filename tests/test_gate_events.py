@@ -247,3 +247,21 @@ def test_accept_regression_next_to_a_sweep_keeps_the_dispatch_ack_readable(world
     assert ledger.acked(str(comment_id), h.head(7))
     assert [a.recipe for a in gate.read_acks([Comment(reply["id"], BOT, reply["body"], None)], BOT, h.head(7))] \
         == ["tiny-cpu"]
+
+
+def test_an_inferencex_change_is_required_never_nothing_touched(sandbox, tmp_path):
+    fixture = ROOT / "tests" / "fixtures" / "inferencex"
+    main = {**MAIN, "configs/nvidia-master.yaml": (fixture / "nvidia-master.sample.yaml").read_text(),
+            "configs/amd-master.yaml": (fixture / "amd-master.sample.yaml").read_text(),
+            "configs/runners.yaml": (fixture / "runners.yaml").read_text(),
+            "perf-changelog.yaml": (fixture / "perf-changelog.sample.yaml").read_text(),
+            "runners/launch_b200-dgxc.sh": "#!/bin/bash\nexport MODEL=$MODEL_PATH\n"}
+    changed = main["configs/nvidia-master.yaml"].replace("sglang:v0.5.14-cu130", "sglang:v0.5.15-cu130")
+    assert changed != main["configs/nvidia-master.yaml"]
+    seed = make_seed(tmp_path / "sandbox", main, {"configs/nvidia-master.yaml": changed},
+                     {"pulls": PULLS, "issues": []})
+    h = Harness(sandbox(seed), tmp_path)
+    h.handle("pull_request", "opened", pull=7, sender="carol")
+    [check] = checks(h, h.head(7))
+    assert check["status"] == "in_progress", check["summary"]
+    assert "qwen3.5-fp4-b200-sglang" in check["summary"] and "`/sweep`" in check["summary"]

@@ -48,8 +48,25 @@ class ApiSource:
 
 
 def head_catalog(client, head_sha: str) -> Catalog:
-    """The head commit's recipes; raises RecipeError naming file, line and field."""
-    return load_catalog(ApiSource(client, head_sha), inferencex=False)
+    """The head commit's recipes and InferenceX configs; raises RecipeError naming file, line and field."""
+    return load_catalog(ApiSource(client, head_sha))
+
+
+def touched_inferencex_keys(client, *, catalog: Catalog, base_sha: str, changed: set[str]) -> list[str]:
+    """InferenceX config keys with rows to run for this PR (the plan job plans the same rows)."""
+    if catalog.inferencex is None:
+        return []
+    from bot.plan.inferencex_plan import plan_inferencex
+    from bot.plan.model import Plan
+
+    filters = PlanFilters()
+    plan = Plan(base=base_sha[:12], head=catalog.source.label, filters=filters)
+    plan_inferencex(plan, catalog.inferencex, catalog.source, ApiSource(client, base_sha), changed, filters)
+    if plan.inferencex is None:
+        return []
+    entries = [entry for matrix in plan.inferencex.matrices for entry in matrix.include]
+    entries += [plan.inferencex.canary] if plan.inferencex.canary else []
+    return sorted({entry.recipe for entry in entries})
 
 
 def required_jobs(client, *, catalog: Catalog, base_sha: str, changed: set[str],
