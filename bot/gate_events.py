@@ -52,7 +52,20 @@ def required_filters(config) -> tuple[list[str], list[PlanFilters]]:
 
 
 def on_pull_request(h, event) -> None:
-    """opened / synchronize / reopened: the gate check on the new head, once per head SHA."""
+    """opened / synchronize / reopened: the gate check on the new head, once per head SHA.
+
+    A GitHub failure here is reported (exit 1) but does not stop the rest of the event's handling
+    (cancelling superseded runs, label runs)."""
+    from bot.github import GitHubError
+
+    try:
+        _on_pull_request(h, event)
+    except GitHubError as exc:
+        h.log(f"the gate check on {event.pull.head_sha} could not be posted: {exc}")
+        h.outcome.failed = f"merge gate: {exc}"
+
+
+def _on_pull_request(h, event) -> None:
     from bot.plan import remote
 
     pull = event.pull
