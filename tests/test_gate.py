@@ -169,3 +169,18 @@ def test_required_plans_load_one_by_one_so_two_commands_may_plan_one_job_differe
     keys = gate.required_keys(load_required(tmp_path / "required"))
     assert sorted(k[1] for k in keys) == ["tp1-c1", "tp1-c64"]
     assert load_required(tmp_path / "absent") == []
+
+
+def test_a_large_report_with_the_gate_stays_within_the_comment_limit(tmp_path):
+    from bot.report import render
+
+    scenario = synthetic.many_points(3000)
+    paths = synthetic.materialize(scenario, tmp_path)
+    synthetic.write_plan(tmp_path / "required.json", scenario.plan)
+    result = CliRunner().invoke(report_cmd, [
+        "--results", str(paths["results"]), "--jobs", str(paths["plan"]), "--sha", synthetic.HEAD_SHA,
+        "--gate", "--required", str(tmp_path / "required.json"), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    comment = (tmp_path / "out" / "comment.md").read_text(encoding="utf-8")
+    assert "### Merge gate for" in comment and "合并门禁" in comment
+    assert len(comment) <= render.COMMENT_BUDGET

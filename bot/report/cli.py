@@ -177,10 +177,6 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         run_url=_run_url(run_url))
     baseline = compare.load_baseline(baseline_dir)
     report = build.build_report(collection, baseline, thresholds, meta)
-    rendered = render.render_comment(report)
-    if base_runs:  # every baseline figure names the baseline-mode run and commit it came from
-        rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + "\n\n" + i18n.render_bilingual(
-            "report/baseline-runs", runs=[dataclasses.asdict(r) for r in base_runs], branch=base_branch) + "\n")
     gated = None
     if gate_on:
         from bot.report import gate_runs
@@ -188,7 +184,17 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         gated = gate_runs.cli_hook(collection, report, meta, required_dir=required_dir, baseline=baseline,
                                    thresholds=thresholds, workflow=workflow, out_dir=out_dir,
                                    bot_login=bot_login, config=config, use_github=do_post and not dry_run)
-        rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + "\n\n" + gated.section + "\n")
+    # Sections after the report: where each baseline came from, and the commit's merge gate. The
+    # report is rendered into what is left of the comment budget, so the whole stays postable.
+    extra = ""
+    if base_runs:
+        extra += "\n\n" + i18n.render_bilingual(
+            "report/baseline-runs", runs=[dataclasses.asdict(r) for r in base_runs], branch=base_branch)
+    if gated is not None:
+        extra += "\n\n" + gated.section
+    rendered = render.render_comment(report, limit=render.COMMENT_BUDGET - len(extra))
+    if extra:
+        rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + extra + "\n")
 
     out_dir.mkdir(parents=True, exist_ok=True)
     series = chart.series_from(report)
