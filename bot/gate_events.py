@@ -264,3 +264,55 @@ def baseline(h, reply, command, actor, pull, approvals, key) -> None:
     h.log(f"dispatched baseline mode of {h.config.gpu_workflow} on {h.default_branch} at {sha}")
     reply.add("baseline-started", sha=sha, branch=h.default_branch, requester=actor.login,
               run_url=run.html_url, workflow=h.config.gpu_workflow)
+
+
+# -- the GPU workflow's side: a plan job that failed --------------------------------------------------
+
+def plan_problems(path: pathlib.Path) -> list[str]:
+    """The planner's errors (`recipe-bot plan --format json` prints {"errors": [...]}); never raises."""
+    import json
+
+    from bot.recipes.errors import RecipeProblem
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        errors = data.get("errors") if isinstance(data, dict) else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        errors = None
+    if not isinstance(errors, list) or not errors:
+        return ["the plan job failed before it could say why; its log in the run has the details"]
+    problems = []
+    for error in errors[:30]:
+        if isinstance(error, dict) and "file" in error:
+            problems.append(str(RecipeProblem(str(error.get("file")), error.get("line"), error.get("field"),
+                                              str(error.get("message", "")), tuple(error.get("accepted") or ()))))
+        elif isinstance(error, dict):
+            problems.append(str(error.get("message", error)))
+    return problems
+
+
+def _main(argv: list[str]) -> int:
+    """`python -m bot.gate_events plan-failed SHA PLAN_JSON [RUN_URL]`: fail the gate with the reason."""
+    import sys
+
+    from bot.github import GitHubClient, GitHubError
+
+    if len(argv) not in (3, 4) or argv[0] != "plan-failed" or not re.fullmatch(r"[0-9a-f]{40}", argv[1]):
+        print("usage: python -m bot.gate_events plan-failed SHA(40 hex) PLAN_JSON [RUN_URL]", file=sys.stderr)
+        return 2
+    sha, problems = argv[1], plan_problems(pathlib.Path(argv[2]))
+    title, section = _render(_verdict({}), sha, reason="plan-failed", problems=problems)
+    try:
+        _post_check(GitHubClient.from_env(), sha, conclusion="failure", title=title, summary=section,
+                    details_url=argv[3] if len(argv) == 4 else None)
+    except GitHubError as exc:
+        print(f"recipe-bot: cannot fail the merge gate on {sha}: {exc}", file=sys.stderr)
+        return 1
+    print(f"recipe-bot: merge gate on {sha[:12]} failed: {problems[0]}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(_main(sys.argv[1:]))

@@ -265,3 +265,26 @@ def test_an_inferencex_change_is_required_never_nothing_touched(sandbox, tmp_pat
     [check] = checks(h, h.head(7))
     assert check["status"] == "in_progress", check["summary"]
     assert "qwen3.5-fp4-b200-sglang" in check["summary"] and "`/sweep`" in check["summary"]
+
+
+@pytest.mark.parametrize("errors, expected", [
+    ({"errors": [{"file": "recipes/tiny-cpu.yaml", "line": 11, "field": "concurrency", "message": "not a list",
+                  "accepted": []}]}, "recipes/tiny-cpu.yaml:11: field `concurrency`: not a list"),
+    ({"errors": [{"message": "no recipe matches 'nosuch'", "accepted": ["tiny-cpu"]}]}, "no recipe matches"),
+    (None, "failed before it could say why"),
+], ids=["recipe-error", "plan-error", "nothing-kept"])
+def test_a_failed_plan_job_fails_the_gate_with_the_reason(world, tmp_path, errors, expected):
+    import subprocess
+    import sys
+
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    path = tmp_path / "plan.json"
+    if errors is not None:
+        path.write_text(json.dumps(errors), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "bot.gate_events", "plan-failed", h.head(7), str(path),
+                             "https://example.invalid/run/1"], env=h.env, capture_output=True, text=True,
+                            timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    [check] = checks(h, h.head(7))
+    assert check["conclusion"] == "failure" and expected in check["summary"]
+    assert "规划失败" in check["summary"]

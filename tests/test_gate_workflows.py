@@ -31,3 +31,10 @@ def test_the_control_plane_answers_merge_queues():
     doc = load("recipe-bot.yml")
     assert doc["on"]["merge_group"] == {"types": ["checks_requested"]}
     assert {"opened", "synchronize", "reopened"} <= set(doc["on"]["pull_request_target"]["types"])
+
+
+def test_a_failed_pr_plan_fails_the_gate_and_baseline_runs_do_not_post():
+    job = load("gpu.yml")["jobs"]["plan-failed"]
+    assert job["needs"] == "plan" and job["if"] == "failure() && inputs.pr != '' && inputs.pr != '0'"
+    assert job["permissions"] == {"contents": "read", "checks": "write", "actions": "read"}
+    assert "bot.gate_events plan-failed" in job["steps"][-1]["run"]
