@@ -102,8 +102,8 @@ def _on_pull_request(h, event) -> None:
         h.log(f"gate on {pull.head_sha}: no recipe or suite touched")
         return
     kinds = {job.kind for job in jobs} | ({"sweep"} if configs else set())
-    command = " and ".join(line for line, one in zip(lines, filters) if one.kind in kinds or one.kind == "all")
-    title, section = _render(_verdict(required), pull.head_sha, reason="planned", command=command)
+    needed = [line for line, one in zip(lines, filters) if one.kind in kinds or one.kind == "all"]
+    title, section = _render(_verdict(required), pull.head_sha, reason="planned", commands=needed)
     _post_check(h.client, pull.head_sha, conclusion=None, title=title, summary=section)
     h.log(f"gate on {pull.head_sha}: {len(required)} required point(s)/case(s)")
 
@@ -220,7 +220,7 @@ def handle_merge_group(h, payload: dict) -> None:
         h.log(f"merge group {sha}: reused the {check.conclusion} gate of PR #{pull.number} at {pull.head_sha}")
         return
     lines = list(h.config.gate.required)
-    title, section = _render(_verdict({}), sha, reason="planned", command=" and ".join(lines))
+    title, section = _render(_verdict({}), sha, reason="planned", commands=lines)
     _post_check(h.client, sha, conclusion=None, title=title, summary=section)
     from bot.dispatch import dispatch_inputs
 

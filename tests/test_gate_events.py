@@ -205,7 +205,7 @@ def test_a_merge_group_with_other_recipes_runs_what_is_required(world):
     sha, path = _merge_group(h, {"recipes/tiny-cpu.yaml": recipe("[1, 4, 8, 16]")})
     h.handle("merge_group", "checks_requested", path=path)
     [check] = checks(h, sha)
-    assert check["status"] == "in_progress"
+    assert check["status"] == "in_progress" and "run them with `/sweep` and `/e2e`" in check["summary"]
     assert [(r["inputs"]["sha"], r["inputs"]["command"]) for r in h.dispatches()] == [(sha, "/sweep"), (sha, "/e2e")]
 
 

@@ -171,11 +171,11 @@ def read_acks(comments: Iterable[object], bot_login: str, head_sha: str) -> list
 
 # -- what people read ------------------------------------------------------------------------------
 
-def context(verdict: GateVerdict, *, sha: str, command: str | None = None) -> dict[str, object]:
+def context(verdict: GateVerdict, *, sha: str, commands: Sequence[str] = ()) -> dict[str, object]:
     """The template context of the gate's check text and of its section in the report."""
     return {
         "conclusion": verdict.conclusion, "reason": verdict.reason, "sha": sha,
-        "required": verdict.required, "passed": verdict.passed, "command": command,
+        "required": verdict.required, "passed": verdict.passed, "commands": list(commands),
         "failing": [{"recipe": o.recipe, "item": o.key[1], "status": o.status, "run_id": o.run_id}
                     for o in verdict.failing[:30]],
         "more_failing": max(0, len(verdict.failing) - 30),

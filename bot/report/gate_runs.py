@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from bot import i18n
 from bot.dispatch import parse_run_title
@@ -86,24 +86,24 @@ def load_required(path: pathlib.Path | None) -> list:
     return [job for file in files for job in collect.load_plan(file)]
 
 
-def render(verdict: gate.GateVerdict, *, sha: str, command: str | None = None,
+def render(verdict: gate.GateVerdict, *, sha: str, commands: Sequence[str] = (),
            **extra: object) -> tuple[dict, str, str]:
-    ctx = {**gate.context(verdict, sha=sha, command=command), **extra}
+    ctx = {**gate.context(verdict, sha=sha, commands=commands), **extra}
     title = " / ".join(i18n.render("gate/title", lang, **ctx) for lang in i18n.LANGUAGES)
     return ctx, title, i18n.render_bilingual("gate/section", **ctx)
 
 
 def evaluate(*, current: list[gate.Outcome], required_plan: list, sha: str,
              prior: list[gate.Outcome] = (), acks: list[gate.Ack] = (),
-             command: str | None = None) -> GateResult:
+             commands: Sequence[str] = ()) -> GateResult:
     verdict = gate.decide([*prior, *current], gate.required_keys(required_plan), sha, acks)
-    ctx, title, section = render(verdict, sha=sha, command=command)
+    ctx, title, section = render(verdict, sha=sha, commands=commands)
     return GateResult(verdict, ctx, title, section)
 
 
 def for_report(collection, report, *, sha: str, pr: int | None, required_dir: pathlib.Path | None,
                baseline: Baseline, thresholds: Mapping[str, float], workflow: str,
-               out_dir: pathlib.Path, bot_login: str | None, command: str | None,
+               out_dir: pathlib.Path, bot_login: str | None, commands: Sequence[str],
                client=None) -> GateResult:
     """What `recipe-bot report --gate` posts: this run plus every earlier run on `sha`."""
     run_id = current_run_id()
@@ -118,7 +118,7 @@ def for_report(collection, report, *, sha: str, pr: int | None, required_dir: pa
         if pr is not None and bot_login:
             acks = gate.read_acks(client.list_issue_comments(pr), bot_login, sha)
     return evaluate(current=current, required_plan=required, sha=sha, prior=prior, acks=acks,
-                    command=command or "/sweep")
+                    commands=commands)
 
 
 def required_commands(config: object | None) -> list[str]:
@@ -148,7 +148,7 @@ def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | Non
     try:
         return for_report(collection, report, sha=meta.sha, pr=meta.pr, required_dir=required_dir,
                           baseline=baseline, thresholds=thresholds, workflow=workflow, out_dir=out_dir,
-                          bot_login=bot_login, command=" + ".join(required_commands(config)), client=client)
+                          bot_login=bot_login, commands=required_commands(config), client=client)
     except (GitHubError, BaselineFetchError) as exc:
         raise click.ClickException(f"cannot read the earlier runs of {meta.sha[:12]}: {exc}") from None
     except collect.InputError as exc:
