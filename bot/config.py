@@ -138,6 +138,12 @@ class PrJobs(Strict):
     allow_persistent_runners: bool = False  # run PR jobs on a self-hosted runner not marked ephemeral
 
 
+class Gate(Strict):
+    """The merge gate: the commands whose plans a PR must pass (at the PR's head commit)."""
+
+    required: list[LabelCommand] = Field(default_factory=lambda: ["/sweep", "/e2e"])
+
+
 class RepoConfig(Strict):
     """What a repository tells recipe-bot; every field has a safe default."""
 
@@ -151,6 +157,7 @@ class RepoConfig(Strict):
     report: Report = Field(default_factory=Report)
     checklist: Checklist | None = None  # the PR_REVIEW_CHECKLIST sign-off; on when the section exists
     pr_jobs: PrJobs = Field(default_factory=PrJobs)
+    gate: Gate = Field(default_factory=Gate)
 
     @field_validator("gpu_workflow")
     @classmethod

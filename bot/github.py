@@ -49,6 +49,7 @@ class Run:
     head_sha: str
     event: str = ""
     run_attempt: int = 1
+    head_branch: str = ""  # the branch the workflow file and code came from
 
     @property
     def active(self) -> bool:
@@ -209,6 +210,28 @@ class GitHubClient:
         if not isinstance(data, dict) or data.get("type") != "file":
             return None
         return base64.b64decode(data.get("content") or "").decode("utf-8")
+
+    def list_dir(self, path: str, ref: str) -> list[tuple[str, str]]:
+        """(path, type) of each entry of a folder at `ref`; [] when there is no such folder."""
+        try:
+            _, data = self._call("GET", f"contents/{urllib.parse.quote(path)}", params={"ref": ref})
+        except GitHubError as exc:
+            if exc.status == 404:
+                return []
+            raise
+        return [(e["path"], e["type"]) for e in data] if isinstance(data, list) else []
+
+    def branch_sha(self, branch: str) -> str:
+        return self._call("GET", f"branches/{urllib.parse.quote(branch, safe='')}")[1]["commit"]["sha"]
+
+    def list_pull_paths(self, number: int) -> list[str]:
+        """Paths a pull request changes (GitHub lists at most 3000); a rename counts both names."""
+        files = []
+        for entry in self._pages(f"pulls/{number}/files", max_pages=30):
+            files.append(entry["filename"])
+            if entry.get("previous_filename"):
+                files.append(entry["previous_filename"])
+        return files
 
     def get_pull(self, number: int) -> Pull:
         return pull_from_json(self._call("GET", f"pulls/{number}")[1])
@@ -400,7 +423,8 @@ def _run(data: dict[str, Any]) -> Run:
     return Run(id=data["id"], display_title=data.get("display_title") or "", status=data.get("status") or "",
                conclusion=data.get("conclusion"), created_at=_when(data.get("created_at")),
                html_url=data.get("html_url") or "", head_sha=data.get("head_sha") or "",
-               event=data.get("event") or "", run_attempt=data.get("run_attempt") or 1)
+               event=data.get("event") or "", run_attempt=data.get("run_attempt") or 1,
+               head_branch=data.get("head_branch") or "")
 
 
 def _check(data: dict[str, Any]) -> CheckRun:

@@ -41,6 +41,7 @@ class Command:
     failed: bool = False
     sha_prefix: str | None = None
     topic: str | None = None  # /help <topic>
+    reason: str | None = None  # /accept-regression <recipe> <reason ...>
 
     @property
     def spec(self) -> CommandSpec:
@@ -66,7 +67,7 @@ class Command:
     def normalized(self) -> str:
         """The canonical command line: what is dispatched and what the run title shows."""
         words = [f"/{self.name}"]
-        words += self.recipes if self.name == "sweep" else ()
+        words += self.recipes if self.name in ("sweep", "accept-regression") else ()
         words += self.cases if self.name == "e2e" else ()
         if self.conc:
             words += ["--conc", ",".join(str(c) for c in self.conc)]
@@ -82,6 +83,8 @@ class Command:
             words.append(self.sha_prefix)
         if self.topic:
             words.append(self.topic)
+        if self.reason:
+            words.append(self.reason)
         return " ".join(words)
 
 
@@ -195,6 +198,11 @@ def _build_ok_to_test(p: argparse.ArgumentParser) -> None:
     p.add_argument("sha", type=_sha_prefix)
 
 
+def _build_accept_regression(p: argparse.ArgumentParser) -> None:
+    p.add_argument("recipes", nargs=1, type=_names("recipe"))
+    p.add_argument("reason", nargs="+")
+
+
 def _build_help(p: argparse.ArgumentParser) -> None:
     p.add_argument("topic", nargs="?", type=lambda v: v.lstrip("/"), choices=None)
 
@@ -271,6 +279,33 @@ SPECS: tuple[CommandSpec, ...] = (
         author_may_use=False,
         build=_build_ok_to_test,
         order=0,
+    ),
+    CommandSpec(
+        name="accept-regression",
+        usage="/accept-regression <recipe> <reason>",
+        summary_en="Accept the performance regressions of one recipe on the current head commit, with the "
+        "reason; the merge gate then passes and shows it. A new push clears it.",
+        summary_zh="接受某个配方在当前头提交上的性能回退并写明原因；合并门禁随即通过并显示该确认。"
+        "新的 push 会清除它。",
+        min_permission="maintain",
+        examples=("/accept-regression tiny-cpu expected: larger batch trades TTFT for throughput",),
+        starts_gpu_work=False,
+        author_may_use=False,
+        build=_build_accept_regression,
+        order=3,  # after any run it shares a comment with: its marker must follow the dispatch ack
+    ),
+    CommandSpec(
+        name="baseline",
+        usage="/baseline",
+        summary_en="Measure the default branch's own latest commit with its own code (baseline mode of the GPU "
+        "workflow); only such runs become baselines.",
+        summary_zh="用默认分支自己的代码测量其最新提交（GPU workflow 的基线模式）；只有这样的运行才会成为基线。",
+        min_permission="maintain",
+        examples=("/baseline",),
+        starts_gpu_work=False,  # it runs the default branch, never the PR: no PR gating applies
+        author_may_use=False,
+        build=_build_nothing,
+        order=2,
     ),
     CommandSpec(
         name="status",
@@ -399,6 +434,7 @@ def parse_command_line(verb: str, rest: str, line: int = 1) -> Command:
         failed=getattr(ns, "what", None) == "failed",
         sha_prefix=getattr(ns, "sha", None),
         topic=getattr(ns, "topic", None),
+        reason=" ".join(getattr(ns, "reason", None) or ()) or None,
     )
 
 

@@ -12,7 +12,7 @@ import click
 
 from bot import i18n
 from bot.control import approvals as approval_sources
-from bot.control import commands, dispatch, trust
+from bot.control import commands, dispatch, gate_events, trust
 from bot.checklist import hooks as checklist_hooks
 from bot.control.commands import Command, CommandError
 from bot.config import ConfigError, RepoConfig, read_repo_config
@@ -291,6 +291,8 @@ def _gpu(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
             reply.refuse("no-previous", command=line)
             return
         line = previous.title.command
+    if gate_events.refuse_unknown_recipes(h, reply, command, pull):
+        return
     h.start_run(reply, pull=pull, command_line=line, requester=actor.login, key=key,
                 approval_needed=h.approval_needed(pull, actor))
 
@@ -342,7 +344,8 @@ def _help(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
 
 ACTIONS: dict[str, Callable[..., None]] = {
     "sweep": _gpu, "e2e": _gpu, "rerun": _gpu, "cancel": _cancel, "ok-to-test": _ok_to_test,
-    "status": _status, "help": _help,
+    "status": _status, "help": _help, "accept-regression": gate_events.accept_regression,
+    "baseline": gate_events.baseline,
 }
 
 
@@ -372,6 +375,8 @@ RUN_LABELS_ON = {"labeled", "synchronize", "reopened", "ready_for_review"}
 
 def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
     checklist_hooks.on_pull_request(h, event)  # every new head SHA gets its sign-off check
+    if event.action in gate_events.POST_ON:
+        gate_events.on_pull_request(h, event)  # the merge gate's check exists on every head SHA
     if event.action not in CANCEL_ON and event.action not in RUN_LABELS_ON:
         h.log(f"pull_request {event.action}: nothing to do")
         return
@@ -433,6 +438,8 @@ def handle_event(event_name: str, payload: Any, client: GitHubClient,
     """Act on one event; raises EventError for a payload that is not GitHub's shape."""
     if event_name == "workflow_run":  # a GPU run ended: judge the sign-off on its SHA again
         return checklist_hooks.on_workflow_run(Handler, client, payload, now).outcome
+    if event_name == "merge_group":  # the merge gate on a merge-queue commit (bot/control/gate_events.py)
+        return gate_events.on_merge_group(Handler, payload, client, now)
     event = parse_event(event_name, payload)
     if isinstance(event, Ignored):
         return Outcome(log=[event.reason])

@@ -11,7 +11,7 @@ import tempfile
 import click
 
 from bot import i18n
-from bot.report import build, chart, collect, compare, post, render
+from bot.report import build, chart, collect, compare, marker, post, render
 from bot.report.model import Meta, Report
 
 DEFAULT_CONFIG = pathlib.Path(".github/recipe-bot.yaml")
@@ -144,12 +144,17 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
 @click.option("--bot-login", help="The login the bot posts as (default: config bot_login, GET /user).")
 @click.option("--check-name", default=post.CHECK_NAME, show_default=True)
 @click.option("--fail-on-failure", is_flag=True, help="Exit 1 when the verdict is failure.")
+@click.option("--gate", "gate_on", is_flag=True,
+              help="Post the merge gate of the head SHA: this run merged with every earlier run on it.")
+@click.option("--required", "required_dir", type=click.Path(path_type=pathlib.Path),
+              help="With --gate: plan JSON file(s) of what the PR requires (a file or a folder).")
 def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                baseline_dir: pathlib.Path | None, base_branch: str | None, workflow: str,
                config_path: pathlib.Path | None,
                out_dir: pathlib.Path, do_post: bool, dry_run: bool, repo: str | None,
                pr: int | None, sha: str | None, run_url: str | None, command_text: str | None,
-               bot_login: str | None, check_name: str, fail_on_failure: bool) -> None:
+               bot_login: str | None, check_name: str, fail_on_failure: bool, gate_on: bool = False,
+               required_dir: pathlib.Path | None = None) -> None:
     """Collect results, compare with the base branch, render English then 简体中文, and post."""
     thresholds, config = _load_thresholds(config_path)
     try:
@@ -158,8 +163,9 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         sha = collection.head_sha
     except collect.InputError as exc:
         raise click.ClickException(str(exc)) from None
+    base_runs: list = []
     if base_branch is not None:
-        baseline_dir = _fetch_baseline(base_branch, workflow, baseline_dir or out_dir / "baseline")
+        baseline_dir, base_runs = _fetch_baseline(base_branch, workflow, baseline_dir or out_dir / "baseline")
     if baseline_dir is not None and not baseline_dir.is_dir():
         raise click.ClickException(f"{baseline_dir}: the baseline directory does not exist")
     results = [job.result for job in collection.jobs]
@@ -169,8 +175,26 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         pr=pr or _most_common([r.pr for r in results]),
         command=command_text or _most_common([r.command for r in results]),
         run_url=_run_url(run_url))
-    report = build.build_report(collection, compare.load_baseline(baseline_dir), thresholds, meta)
-    rendered = render.render_comment(report)
+    baseline = compare.load_baseline(baseline_dir)
+    report = build.build_report(collection, baseline, thresholds, meta)
+    gated = None
+    if gate_on:
+        from bot.report import gate_runs
+
+        gated = gate_runs.cli_hook(collection, report, meta, required_dir=required_dir, baseline=baseline,
+                                   thresholds=thresholds, workflow=workflow, out_dir=out_dir,
+                                   bot_login=bot_login, config=config, use_github=do_post and not dry_run)
+    # Sections after the report: where each baseline came from, and the commit's merge gate. The
+    # report is rendered into what is left of the comment budget, so the whole stays postable.
+    extra = ""
+    if base_runs:
+        extra += "\n\n" + i18n.render_bilingual(
+            "report/baseline-runs", runs=[dataclasses.asdict(r) for r in base_runs], branch=base_branch)
+    if gated is not None:
+        extra += "\n\n" + gated.section
+    rendered = render.render_comment(report, limit=render.COMMENT_BUDGET - len(extra))
+    if extra:
+        rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + extra + "\n")
 
     out_dir.mkdir(parents=True, exist_ok=True)
     series = chart.series_from(report)
@@ -186,18 +210,22 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
 
     if do_post:
         summary["posted"] = _post(report, rendered, meta, check_name, bot_login, config,
-                                  dry_run)
+                                  dry_run, gated)
     _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     counts = report.counts
     click.echo(f"verdict: {report.verdict.conclusion} · jobs {counts.jobs_total} · "
                f"points {counts.points_total} · regressions {counts.regressions} · "
                f"comment {len(rendered.text):,} chars{' (shortened)' if rendered.shortened else ''}"
                f" · {out_dir}")
+    if gated is not None:
+        summary["gate"] = gated.context
+        click.echo(f"merge gate: {gated.verdict.conclusion} ({gated.verdict.reason})")
+        _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     if fail_on_failure and report.verdict.conclusion == "failure":
         raise SystemExit(1)
 
 
-def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path) -> pathlib.Path:
+def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path) -> tuple[pathlib.Path, list]:
     from bot.github import GitHubClient, GitHubError
     from bot.report.fetch import BaselineFetchError, fetch_baseline
 
@@ -208,11 +236,11 @@ def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path) -> path
         raise click.ClickException(f"cannot fetch the baseline of {base_branch}: {exc}") from None
     found = ", ".join(f"run {r.run_id} ({r.sha[:12]})" for r in runs) or "none"
     click.echo(f"baseline from {workflow} on {base_branch}: {found}", err=True)
-    return dest
+    return dest, runs
 
 
 def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str,
-          bot_login: str | None, config: object | None, dry_run: bool) -> dict:
+          bot_login: str | None, config: object | None, dry_run: bool, gated=None) -> dict:
     from bot.github import GitHubClient, GitHubError
 
     if meta.pr is None or not meta.sha:
@@ -224,9 +252,13 @@ def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str
     try:
         client = GitHubClient.from_env(dry_run=dry_run, environ=environ)
         login = _bot_login(bot_login, config, client)
+        check = {"conclusion": report.verdict.conclusion, "title": check_title(report),
+                 "summary": render.check_summary(rendered.text)}
+        if gated is not None:  # the check is the commit's merge gate, not this run's verdict
+            check = {"conclusion": gated.check_conclusion, "title": gated.title, "status": gated.check_status,
+                     "summary": render.check_summary(gated.section + "\n\n" + marker.strip(rendered.text))}
         posted = post.post(client, pr=meta.pr, sha=meta.sha, body=rendered.text,
-                           bot_login=login, conclusion=report.verdict.conclusion,
-                           title=check_title(report), summary=render.check_summary(rendered.text),
+                           bot_login=login, **check,
                            details_url=meta.run_url, check_name=check_name)
     except GitHubError as exc:
         raise click.ClickException(f"posting the report failed: {exc}") from None

@@ -97,8 +97,8 @@ def decide(comments: Sequence[CommentLike], bot_login: str, body: str) -> Sticky
 
 
 def post(client: ReportClient, *, pr: int, sha: str, body: str, bot_login: str,
-         conclusion: str, title: str, summary: str, details_url: str | None = None,
-         check_name: str = CHECK_NAME) -> Posted:
+         conclusion: str | None, title: str, summary: str, details_url: str | None = None,
+         check_name: str = CHECK_NAME, status: str = "completed") -> Posted:
     """Write the sticky comment, then complete the check run on `sha` with the verdict."""
     decision = decide(client.list_issue_comments(pr), bot_login, body)
     if decision.action == "edit" and decision.comment_id is not None:
@@ -112,10 +112,11 @@ def post(client: ReportClient, *, pr: int, sha: str, body: str, bot_login: str,
                if run.name == check_name and run.status in _INCOMPLETE]
     if pending:
         run_id = max(run.id for run in pending)
-        client.update_check_run(run_id, status="completed", conclusion=conclusion, title=title,
+        client.update_check_run(run_id, status=status, conclusion=conclusion, title=title,
                                 summary=summary, details_url=details_url)
         return Posted(decision, comment_id, run_id, "completed")
-    run_id = client.create_check_run(name=check_name, head_sha=sha, status="completed",
+    # The merge gate leaves the check in progress while required points are still unmeasured.
+    run_id = client.create_check_run(name=check_name, head_sha=sha, status=status,
                                      conclusion=conclusion, title=title, summary=summary,
                                      details_url=details_url)
     return Posted(decision, comment_id, run_id, "created")

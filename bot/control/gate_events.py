@@ -1,0 +1,320 @@
+"""The control plane's side of the merge gate: a check on every head SHA, `/accept-regression`, merge queues.
+
+Everything here reads the PR's files as data through the API (bot.plan.remote); nothing from the
+PR is checked out or run.
+"""
+from __future__ import annotations
+
+import pathlib
+import posixpath
+import re
+import tempfile
+from typing import Any
+
+from bot import i18n
+from bot.control import commands
+from bot.plan.model import PlanError, PlanFilters
+from bot.recipes.catalog import is_recipe_path
+from bot.recipes.errors import RecipeError
+from bot.report import gate
+from bot.report.post import CHECK_NAME
+
+POST_ON = frozenset({"opened", "synchronize", "reopened"})
+
+
+def _verdict(required: dict, **fields: Any) -> gate.GateVerdict:
+    missing = tuple((recipe, key) for key, recipe in sorted(required.items()))
+    return gate.GateVerdict(fields.get("conclusion", "pending"), len(required), 0, (), missing, (), ())
+
+
+def _render(verdict: gate.GateVerdict, sha: str, **extra: Any) -> tuple[str, str]:
+    from bot.report.gate_runs import render
+
+    _, title, section = render(verdict, sha=sha, **extra)
+    return title, section
+
+
+def _post_check(client, sha: str, *, conclusion: str | None, title: str, summary: str,
+                details_url: str | None = None) -> None:
+    """Update the latest gate check on sha, or create it; conclusion None leaves it in progress."""
+    status = "completed" if conclusion else "in_progress"
+    existing = [run for run in client.list_check_runs(sha, CHECK_NAME) if run.name == CHECK_NAME]
+    fields = dict(status=status, conclusion=conclusion, title=title[:1000], summary=summary[:60000],
+                  details_url=details_url)
+    if existing:
+        client.update_check_run(max(run.id for run in existing), **fields)
+    else:
+        client.create_check_run(name=CHECK_NAME, head_sha=sha, **fields)
+
+
+def required_filters(config) -> tuple[list[str], list[PlanFilters]]:
+    lines = list(config.gate.required)
+    return lines, [PlanFilters(**commands.parse_single(line).plan_filters()) for line in lines]
+
+
+def on_pull_request(h, event) -> None:
+    """opened / synchronize / reopened: the gate check on the new head, once per head SHA.
+
+    A GitHub failure here is reported (exit 1) but does not stop the rest of the event's handling
+    (cancelling superseded runs, label runs)."""
+    from bot.github import GitHubError
+
+    try:
+        _on_pull_request(h, event)
+    except GitHubError as exc:
+        h.log(f"the gate check on {event.pull.head_sha} could not be posted: {exc}")
+        h.outcome.failed = f"merge gate: {exc}"
+
+
+def _on_pull_request(h, event) -> None:
+    from bot.plan import remote
+
+    pull = event.pull
+    if event.action not in POST_ON or pull.closed:
+        return
+    if any(run.name == CHECK_NAME for run in h.client.list_check_runs(pull.head_sha, CHECK_NAME)):
+        h.log(f"the gate check on {pull.head_sha} exists already")
+        return
+    if error := h.load_config():  # nothing can be planned under a broken config: the gate says why
+        title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=[str(error)])
+        _post_check(h.client, pull.head_sha, conclusion="failure", title=title, summary=section)
+        return
+    lines, filters = required_filters(h.config)
+    try:
+        catalog = remote.head_catalog(h.client, pull.head_sha)
+        changed = set(h.client.list_pull_paths(pull.number))
+        jobs = remote.required_jobs(h.client, catalog=catalog, base_sha=pull.base_sha, changed=changed,
+                                    filters=filters)
+        configs = remote.touched_inferencex_keys(h.client, catalog=catalog, base_sha=pull.base_sha,
+                                                 changed=changed)
+    except (RecipeError, PlanError) as exc:
+        problems = [str(p) for p in exc.problems] if isinstance(exc, RecipeError) else [str(exc)]
+        title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=problems)
+        _post_check(h.client, pull.head_sha, conclusion="failure", title=title, summary=section)
+        h.client.create_comment(pull.number, i18n.render_bilingual(
+            "control/gate-plan-failed", sha=pull.head_sha, problems=problems) + "\n")
+        h.log(f"the plan of {pull.head_sha} failed: {problems[0]}")
+        return
+    # InferenceX configs the PR touches are required too: never "nothing touched" for them.
+    required = {**gate.required_keys(jobs), **{("inferencex", key): key for key in configs}}
+    if not required:
+        title, section = _render(_verdict({}), pull.head_sha)
+        _post_check(h.client, pull.head_sha, conclusion="success", title=title, summary=section)
+        h.log(f"gate on {pull.head_sha}: no recipe or suite touched")
+        return
+    kinds = {job.kind for job in jobs} | ({"sweep"} if configs else set())
+    needed = [line for line, one in zip(lines, filters) if one.kind in kinds or one.kind == "all"]
+    title, section = _render(_verdict(required), pull.head_sha, reason="planned", commands=needed)
+    _post_check(h.client, pull.head_sha, conclusion=None, title=title, summary=section)
+    h.log(f"gate on {pull.head_sha}: {len(required)} required point(s)/case(s)")
+
+
+def refuse_unknown_recipes(h, reply, command, pull) -> bool:
+    """`/sweep name` where no recipe of the head commit is called name: refused before any run starts."""
+    from bot.plan import remote
+
+    if command.name != "sweep" or not command.recipes:
+        return False
+    # Cheap first: a glob that matches a recipe file's name needs no more reads (one listing).
+    stems = [posixpath.splitext(posixpath.basename(path))[0] for path, kind in
+             h.client.list_dir("recipes", pull.head_sha) if kind == "file" and is_recipe_path(path)]
+    if all(remote.matches_any(glob, stems) for glob in command.recipes):
+        return False
+    try:
+        catalog = remote.load_catalog(remote.ApiSource(h.client, pull.head_sha))
+    except (RecipeError, PlanError):
+        return False  # the control plane cannot tell; the plan job will say
+    names = catalog.names() + (sorted(catalog.inferencex.configs) if catalog.inferencex else [])
+    unknown = [g for g in command.recipes if not remote.matches_any(g, names)]
+    if not unknown:
+        return False
+    reply.refused = True
+    reply.add("gate-unknown-recipe", command=command.normalized(), unknown=unknown, names=names[:30],
+              more=max(0, len(names) - 30), sha=pull.head_sha)
+    problems = [f"/sweep: no recipe matches {glob!r} at {pull.head_sha[:12]}" for glob in unknown]
+    title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=problems)
+    _post_check(h.client, pull.head_sha, conclusion="failure", title=title, summary=section)
+    h.log(f"refused {command.normalized()}: unknown recipe(s) {', '.join(unknown)}")
+    return True
+
+
+# -- /accept-regression ------------------------------------------------------------------------------
+
+def accept_regression(h, reply, command, actor, pull, approvals, key) -> None:
+    """Pin a maintainer's acknowledgement to the head SHA, then judge the gate again with it."""
+    ack = gate.Ack(pull.head_sha, command.recipes[0], actor.login, command.reason or "")
+    reply.markers.append(gate.ack_marker(ack))
+    acks = gate.read_acks(h.client.list_issue_comments(pull.number), h.bot_login(), pull.head_sha)
+    verdict = regate(h, pull, [*acks, ack])
+    reply.add("accepted-regression", recipe=ack.recipe, reason=ack.reason, by=ack.by, sha=ack.sha,
+              conclusion=verdict.conclusion if verdict else None)
+    h.log(f"{actor.login} accepted regressions of {ack.recipe} on {pull.head_sha}")
+
+
+def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
+    """The gate of pull's head from every finished run's artifacts, with the baseline the report uses."""
+    from bot.report import collect, compare, gate_runs
+    from bot.report.fetch import fetch_baseline
+
+    with tempfile.TemporaryDirectory(prefix="recipe-bot-gate-") as tmp:
+        root = pathlib.Path(tmp)
+        runs = gate_runs.fetch_prior_runs(h.client, workflow=h.config.gpu_workflow, sha=pull.head_sha,
+                                          dest=root / "runs")
+        if not runs:
+            return None
+        (root / "baseline").mkdir()
+        fetch_baseline(h.client, workflow=h.config.gpu_workflow, base_branch=h.default_branch,
+                       dest=root / "baseline")
+        baseline = compare.load_baseline(root / "baseline")
+        thresholds = compare.thresholds_from(h.config)
+        outcomes = [o for run_id, folder in runs
+                    for o in gate_runs.outcomes_of_folder(folder, run_id, pull.head_sha, baseline, thresholds)]
+        try:
+            required = gate_runs.load_required(max(runs)[1] / "plan" / "required")
+        except collect.InputError:
+            required = []
+        result = gate_runs.evaluate(current=outcomes, required_plan=required, sha=pull.head_sha, acks=acks)
+    _post_check(h.client, pull.head_sha, conclusion=result.check_conclusion, title=result.title,
+                summary=result.section)
+    return result.verdict
+
+
+# -- merge queues --------------------------------------------------------------------------------------
+
+_QUEUE_REF = re.compile(r"/pr-(\d+)-[0-9a-f]{40}$")
+
+
+def fingerprints(client, sha: str) -> dict[str, str] | None:
+    """Every recipe's fingerprint at sha; None when the recipes do not load (nothing to compare)."""
+    from bot.plan import remote
+
+    try:
+        return {name: entry.fingerprint for name, entry in remote.head_catalog(client, sha).entries.items()}
+    except (RecipeError, PlanError):
+        return None
+
+
+def handle_merge_group(h, payload: dict) -> None:
+    """`merge_group checks_requested`: reuse the PR head's verdict when the recipes are identical."""
+    group = payload.get("merge_group") or {}
+    sha, ref = str(group.get("head_sha") or ""), str(group.get("head_ref") or "")
+    match = _QUEUE_REF.search(ref)
+    if not re.fullmatch(r"[0-9a-f]{40}", sha) or match is None:
+        h.outcome.failed = f"merge_group: head_sha {sha[:60]!r} / head_ref {ref[:200]!r} is not a merge-queue commit"
+        return
+    if h.load_config():
+        return
+    pull = h.client.get_pull(int(match.group(1)))
+    if any(run.name == CHECK_NAME for run in h.client.list_check_runs(sha, CHECK_NAME)):
+        h.log(f"the gate check on merge group {sha} exists already")
+        return
+    done = [c for c in h.client.list_check_runs(pull.head_sha, CHECK_NAME)
+            if c.name == CHECK_NAME and c.status == "completed" and c.conclusion in ("success", "failure")]
+    same = fingerprints(h.client, sha)
+    if done and same is not None and same == fingerprints(h.client, pull.head_sha):
+        check = max(done, key=lambda c: c.id)
+        run = next((r for r in h.pr_runs(pull.number) if r.title.sha == pull.head_sha), None)
+        url = run.run.html_url if run else check.html_url
+        title, section = _render(_verdict({}), sha, reason="reused", reused_sha=pull.head_sha,
+                                 reused_conclusion=check.conclusion, reused_url=url, reused_id=check.id)
+        _post_check(h.client, sha, conclusion=check.conclusion, title=title, summary=section, details_url=url)
+        h.log(f"merge group {sha}: reused the {check.conclusion} gate of PR #{pull.number} at {pull.head_sha}")
+        return
+    lines = list(h.config.gate.required)
+    title, section = _render(_verdict({}), sha, reason="planned", commands=lines)
+    _post_check(h.client, sha, conclusion=None, title=title, summary=section)
+    from bot.control.dispatch import dispatch_inputs
+
+    for number, line in enumerate(lines):
+        h.client.dispatch_workflow(h.config.gpu_workflow, ref=h.default_branch, inputs=dispatch_inputs(
+            pr=pull.number, sha=sha, command=line, requester="merge-queue", key=f"merge-group-{number}"))
+    h.log(f"merge group {sha}: recipes differ from PR #{pull.number}'s head; dispatched {', '.join(lines)}")
+
+
+def on_merge_group(make_handler, payload, client, now=None):
+    """The entry point bot.control.handle.handle_event calls for `merge_group` events; it passes its
+    Handler class in, so that this module needs nothing above it (bot/checklist/hooks.py does the same)."""
+    import datetime as dt
+
+    from bot.control.events import EventError
+
+    if not isinstance(payload, dict) or not isinstance(payload.get("repository"), dict):
+        raise EventError("the merge_group event has no field 'repository'")
+    repository = payload["repository"]
+    h = make_handler(client, str(repository.get("default_branch") or "main"), now or dt.datetime.now(dt.timezone.utc))
+    if payload.get("action") != "checks_requested":
+        h.log(f"merge_group {payload.get('action')}: nothing to do")
+        return h.outcome
+    if str(repository.get("full_name", "")).lower() != client.repository.lower():
+        raise EventError(f"the event is for {repository.get('full_name')}, but GITHUB_REPOSITORY is "
+                         f"{client.repository}")
+    handle_merge_group(h, payload)
+    return h.outcome
+
+
+# -- /baseline -------------------------------------------------------------------------------------------
+
+def baseline(h, reply, command, actor, pull, approvals, key) -> None:
+    """Dispatch the GPU workflow's baseline mode on the default branch's tip (pr 0: no PR's run)."""
+    from bot.control.dispatch import dispatch_inputs
+    from bot.report.fetch import BASELINE_COMMAND
+
+    sha = h.client.branch_sha(h.default_branch)
+    run = h.client.dispatch_workflow(h.config.gpu_workflow, ref=h.default_branch, inputs=dispatch_inputs(
+        pr=0, sha=sha, command=BASELINE_COMMAND, requester=actor.login, key=key))
+    reply.dispatched = True
+    h.log(f"dispatched baseline mode of {h.config.gpu_workflow} on {h.default_branch} at {sha}")
+    reply.add("baseline-started", sha=sha, branch=h.default_branch, requester=actor.login,
+              run_url=run.html_url, workflow=h.config.gpu_workflow)
+
+
+# -- the GPU workflow's side: a plan job that failed --------------------------------------------------
+
+def plan_problems(path: pathlib.Path) -> list[str]:
+    """The planner's errors (`recipe-bot plan --format json` prints {"errors": [...]}); never raises."""
+    import json
+
+    from bot.recipes.errors import RecipeProblem
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        errors = data.get("errors") if isinstance(data, dict) else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        errors = None
+    if not isinstance(errors, list) or not errors:
+        return ["the plan job failed before it could say why; its log in the run has the details"]
+    problems = []
+    for error in errors[:30]:
+        if isinstance(error, dict) and "file" in error:
+            problems.append(str(RecipeProblem(str(error.get("file")), error.get("line"), error.get("field"),
+                                              str(error.get("message", "")), tuple(error.get("accepted") or ()))))
+        elif isinstance(error, dict):
+            problems.append(str(error.get("message", error)))
+    return problems
+
+
+def _main(argv: list[str]) -> int:
+    """`python -m bot.control.gate_events plan-failed SHA PLAN_JSON [RUN_URL]`: fail the gate with the reason."""
+    import sys
+
+    from bot.github import GitHubClient, GitHubError
+
+    if len(argv) not in (3, 4) or argv[0] != "plan-failed" or not re.fullmatch(r"[0-9a-f]{40}", argv[1]):
+        print("usage: python -m bot.control.gate_events plan-failed SHA(40 hex) PLAN_JSON [RUN_URL]", file=sys.stderr)
+        return 2
+    sha, problems = argv[1], plan_problems(pathlib.Path(argv[2]))
+    title, section = _render(_verdict({}), sha, reason="plan-failed", problems=problems)
+    try:
+        _post_check(GitHubClient.from_env(), sha, conclusion="failure", title=title, summary=section,
+                    details_url=argv[3] if len(argv) == 4 else None)
+    except GitHubError as exc:
+        print(f"recipe-bot: cannot fail the merge gate on {sha}: {exc}", file=sys.stderr)
+        return 1
+    print(f"recipe-bot: merge gate on {sha[:12]} failed: {problems[0]}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(_main(sys.argv[1:]))

@@ -1,0 +1,181 @@
+"""The merge gate at report time: this run's results merged with every earlier run on the same head SHA.
+
+The earlier runs' `plan` and `result-*` artifacts are fetched through the API (as the baseline is),
+each run is judged against the same baseline and thresholds, and bot.report.gate merges them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+from collections.abc import Mapping, Sequence
+
+from bot import i18n
+from bot.control.dispatch import parse_run_title
+from bot.report import build, collect, gate
+from bot.report.compare import Baseline
+from bot.report.fetch import RESULT_ARTIFACT_PREFIX, extract_safely
+from bot.report.model import Meta
+
+PLAN_ARTIFACT = "plan"
+LATEST = 1 << 62  # a run without GITHUB_RUN_ID (a local report) counts as the newest
+
+
+@dataclasses.dataclass(frozen=True)
+class GateResult:
+    verdict: gate.GateVerdict
+    context: dict
+    title: str
+    section: str  # bilingual Markdown
+
+    @property
+    def check_status(self) -> str:
+        return "in_progress" if self.verdict.conclusion == "pending" else "completed"
+
+    @property
+    def check_conclusion(self) -> str | None:
+        return None if self.verdict.conclusion == "pending" else self.verdict.conclusion
+
+
+def current_run_id(environ: Mapping[str, str] | None = None) -> int:
+    value = (os.environ if environ is None else environ).get("GITHUB_RUN_ID", "")
+    return int(value) if value.isdigit() else LATEST
+
+
+def fetch_prior_runs(client, *, workflow: str, sha: str, dest: pathlib.Path,
+                     exclude_run_id: int | None = None) -> list[tuple[int, pathlib.Path]]:
+    """Download plan and results of every finished run of `workflow` that measured `sha`."""
+    fetched = []
+    for run in client.list_workflow_runs(workflow, pages=3):
+        title = parse_run_title(run.display_title)
+        if title is None or title.sha != sha or run.id == exclude_run_id or run.active:
+            continue
+        folder = dest / f"run-{run.id}"
+        for artifact in client.list_run_artifacts(run.id):
+            if artifact.expired:
+                continue
+            if artifact.name == PLAN_ARTIFACT:
+                extract_safely(client.download_artifact(artifact.id), folder / "plan")
+            elif artifact.name.startswith(RESULT_ARTIFACT_PREFIX):
+                extract_safely(client.download_artifact(artifact.id), folder / "results" / artifact.name)
+        fetched.append((run.id, folder))
+    return fetched
+
+
+def outcomes_of_folder(folder: pathlib.Path, run_id: int, sha: str, baseline: Baseline,
+                       thresholds: Mapping[str, float]) -> list[gate.Outcome]:
+    """One earlier run, judged as its own report would judge it (unreadable parts are failures)."""
+    plan_file = folder / "plan" / "plan.json"
+    results = folder / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    try:
+        plan = collect.load_plan(plan_file) if plan_file.is_file() else []
+    except collect.InputError:
+        plan = []
+    collection = collect.collect(results, plan, sha)
+    report = build.build_report(collection, baseline, thresholds, Meta(sha=sha))
+    return gate.outcomes_of(collection, report, run_id, sha)
+
+
+def load_required(path: pathlib.Path | None) -> list:
+    """The required plans: one file, or every JSON file of a folder, each loaded on its own (two
+    required commands may plan the same job id differently, say /sweep and /sweep --scope lowest)."""
+    if path is None or not path.exists():
+        return []
+    files = sorted(path.rglob("*.json")) if path.is_dir() else [path]
+    return [job for file in files for job in collect.load_plan(file)]
+
+
+def render(verdict: gate.GateVerdict, *, sha: str, commands: Sequence[str] = (),
+           **extra: object) -> tuple[dict, str, str]:
+    ctx = {**gate.context(verdict, sha=sha, commands=commands), **extra}
+    title = " / ".join(i18n.render("gate/title", lang, **ctx) for lang in i18n.LANGUAGES)
+    return ctx, title, i18n.render_bilingual("gate/section", **ctx)
+
+
+def evaluate(*, current: list[gate.Outcome], required_plan: list, sha: str,
+             prior: list[gate.Outcome] = (), acks: list[gate.Ack] = (),
+             commands: Sequence[str] = ()) -> GateResult:
+    verdict = gate.decide([*prior, *current], gate.required_keys(required_plan), sha, acks)
+    ctx, title, section = render(verdict, sha=sha, commands=commands)
+    return GateResult(verdict, ctx, title, section)
+
+
+def for_report(collection, report, *, sha: str, pr: int | None, required_dir: pathlib.Path | None,
+               baseline: Baseline, thresholds: Mapping[str, float], workflow: str,
+               out_dir: pathlib.Path, bot_login: str | None, commands: Sequence[str],
+               client=None) -> GateResult:
+    """What `recipe-bot report --gate` posts: this run plus every earlier run on `sha`."""
+    run_id = current_run_id()
+    current = gate.outcomes_of(collection, report, run_id, sha)
+    required = load_required(required_dir)
+    prior: list[gate.Outcome] = []
+    acks: list[gate.Ack] = []
+    if client is not None:
+        for prior_id, folder in fetch_prior_runs(client, workflow=workflow, sha=sha,
+                                                 dest=out_dir / "gate-runs", exclude_run_id=run_id):
+            prior += outcomes_of_folder(folder, prior_id, sha, baseline, thresholds)
+        if pr is not None and bot_login:
+            acks = gate.read_acks(client.list_issue_comments(pr), bot_login, sha)
+    return evaluate(current=current, required_plan=required, sha=sha, prior=prior, acks=acks,
+                    commands=commands)
+
+
+def required_commands(config: object | None) -> list[str]:
+    gate_config = getattr(config, "gate", None)
+    return list(gate_config.required) if gate_config is not None else ["/sweep", "/e2e"]
+
+
+def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | None, baseline: Baseline,
+             thresholds: Mapping[str, float], workflow: str, out_dir: pathlib.Path,
+             bot_login: str | None, config: object | None, use_github: bool) -> GateResult:
+    """`recipe-bot report --gate`: reads GitHub only when it will post (GITHUB_* as in Actions)."""
+    import click
+
+    from bot.github import GitHubClient, GitHubError
+    from bot.report.fetch import BaselineFetchError
+    from bot.report.post import ACTIONS_BOT
+
+    if not meta.sha:
+        raise click.ClickException("--gate needs the head SHA (--sha, or results that carry it)")
+    client = None
+    if use_github:
+        environ = dict(os.environ)
+        if meta.repository:
+            environ["GITHUB_REPOSITORY"] = meta.repository
+        client = GitHubClient.from_env(environ=environ)
+        bot_login = bot_login or getattr(config, "bot_login", None) or ACTIONS_BOT
+    try:
+        return for_report(collection, report, sha=meta.sha, pr=meta.pr, required_dir=required_dir,
+                          baseline=baseline, thresholds=thresholds, workflow=workflow, out_dir=out_dir,
+                          bot_login=bot_login, commands=required_commands(config), client=client)
+    except (GitHubError, BaselineFetchError) as exc:
+        raise click.ClickException(f"cannot read the earlier runs of {meta.sha[:12]}: {exc}") from None
+    except collect.InputError as exc:
+        raise click.ClickException(f"--required: {exc}") from None
+
+
+def _main(argv: list[str]) -> int:
+    """`python -m bot.report.gate_runs required-commands CONFIG`: one required command a line."""
+    import sys
+
+    from bot.config import ConfigError, load_config
+
+    if len(argv) != 2 or argv[0] != "required-commands":
+        print("usage: python -m bot.report.gate_runs required-commands CONFIG.yaml", file=sys.stderr)
+        return 2
+    path = pathlib.Path(argv[1])
+    try:
+        config = load_config(path.read_text(encoding="utf-8"), str(path)) if path.is_file() else None
+    except ConfigError as exc:
+        print(f"{exc}\n{exc} (配置无效)", file=sys.stderr)
+        return 1
+    for line in required_commands(config):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(_main(sys.argv[1:]))
