@@ -104,11 +104,13 @@ def test_gpu_workflow_inputs_are_what_dispatch_sends():
 
 def test_gpu_run_name_renders_the_title_the_bot_parses():
     run_name = load("gpu.yml")["run-name"]
-    values = {"pr": "7", "sha": "a" * 40, "requester": "alice", "command": "/sweep llama* --conc 4,8"}
+    values = {"pr": "7", "sha": "a" * 40, "requester": "alice", "command": "/sweep llama* --conc 4,8",
+              "comment_id": "label-gpu"}
     rendered = re.sub(r"\$\{\{\s*inputs\.(\w+)\s*\}\}", lambda m: values[m.group(1)], run_name)
-    assert rendered == dispatch.run_title(7, "a" * 40, "alice", "/sweep llama* --conc 4,8")
+    assert rendered == dispatch.run_title(7, "a" * 40, "alice", "/sweep llama* --conc 4,8", "label-gpu")
     title = dispatch.parse_run_title(rendered)
-    assert (title.pr, title.sha, title.requester, title.command) == (7, "a" * 40, "alice", "/sweep llama* --conc 4,8")
+    assert (title.pr, title.sha, title.requester, title.command, title.key) == \
+        (7, "a" * 40, "alice", "/sweep llama* --conc 4,8", "label-gpu")
 
 
 def test_plan_job_has_no_secrets_and_a_read_only_token():
