@@ -158,8 +158,9 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         sha = collection.head_sha
     except collect.InputError as exc:
         raise click.ClickException(str(exc)) from None
+    skipped: list[str] = []
     if base_branch is not None:
-        baseline_dir = _fetch_baseline(base_branch, workflow, baseline_dir or out_dir / "baseline")
+        baseline_dir = _fetch_baseline(base_branch, workflow, baseline_dir or out_dir / "baseline", skipped)
     if baseline_dir is not None and not baseline_dir.is_dir():
         raise click.ClickException(f"{baseline_dir}: the baseline directory does not exist")
     results = [job.result for job in collection.jobs]
@@ -169,7 +170,10 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         pr=pr or _most_common([r.pr for r in results]),
         command=command_text or _most_common([r.command for r in results]),
         run_url=_run_url(run_url))
-    report = build.build_report(collection, compare.load_baseline(baseline_dir), thresholds, meta)
+    baseline = compare.load_baseline(baseline_dir)
+    if skipped:  # artifacts refused at download count as skipped base files, each with its reason
+        baseline = dataclasses.replace(baseline, unreadable=tuple(skipped) + baseline.unreadable)
+    report = build.build_report(collection, baseline, thresholds, meta)
     rendered = render.render_comment(report)
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -197,17 +201,20 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         raise SystemExit(1)
 
 
-def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path) -> pathlib.Path:
+def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path, skipped: list[str]) -> pathlib.Path:
     from bot.github import GitHubClient, GitHubError
     from bot.report.fetch import BaselineFetchError, fetch_baseline
 
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        runs = fetch_baseline(GitHubClient.from_env(), workflow=workflow, base_branch=base_branch, dest=dest)
+        runs = fetch_baseline(GitHubClient.from_env(), workflow=workflow, base_branch=base_branch, dest=dest,
+                              problems=skipped)
     except (GitHubError, BaselineFetchError) as exc:
         raise click.ClickException(f"cannot fetch the baseline of {base_branch}: {exc}") from None
     found = ", ".join(f"run {r.run_id} ({r.sha[:12]})" for r in runs) or "none"
     click.echo(f"baseline from {workflow} on {base_branch}: {found}", err=True)
+    for problem in skipped:
+        click.echo(f"baseline artifact skipped: {problem}", err=True)
     return dest
 
 
