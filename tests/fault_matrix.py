@@ -95,7 +95,7 @@ class Cell:
         lines = [ln for ln in self.first.stderr.splitlines() if ln.strip()]
         if self.first.code is None:
             return "killed"
-        return lines[-1][:160] if lines else ""
+        return lines[-1] if lines else ""
 
 
 def _handler(h: Harness, event: str, path: pathlib.Path, env: dict[str, str]) -> subprocess.Popen:
