@@ -173,3 +173,14 @@ def test_the_planners_json_for_a_command_becomes_runnable_job_files(tmp_path):
     for entry in include:
         job = Job.model_validate_json((tmp_path / "jobs" / f"{entry['job_id']}.json").read_text(encoding="utf-8"))
         assert job.runner_label == entry["runner_label"]
+
+
+def test_the_control_plane_serialises_the_events_of_one_request_without_cancelling():
+    doc = load("recipe-bot.yml")
+    concurrency = doc["concurrency"]
+    assert concurrency["cancel-in-progress"] is False  # a cancelled handler would drop a command
+    group = concurrency["group"]
+    # per PR, and within it per request: the comment (created and edited), the review, the push, the label
+    for part in ("github.event.issue.number", "github.event.pull_request.number", "github.event.comment.id",
+                 "github.event.review.id", "github.event.after", "github.event.label.name"):
+        assert part in group, part
