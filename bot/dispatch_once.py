@@ -45,11 +45,12 @@ def find_runs(client: GitHubClient, workflow: str, pr: int, key: str, sha: str |
 
 def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, sha: str, command: str,
           requester: str, key: str, bot_login: str, ledger: dispatch.Ledger, claim_body: Callable[[str], str],
-          per_sha: bool) -> Started:
+          per_sha: bool, started_at: dt.datetime) -> Started:
     """Claim, look, dispatch at most once, look again. Raises dispatch.HeadMoved and GitHubError.
 
     `per_sha`: the key may run once per head SHA (a label), not once in all (a comment).
     `claim_body(marker)`: the claim comment's text, with the marker as its first line.
+    `started_at`: when the handler read the ledger (every comment); later claims are read back by time.
     """
     out = Started()
     match_sha = sha if per_sha else None
@@ -61,7 +62,7 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
     claim = ledger.claim(key, match_sha)
     resumed = claim is not None
     if claim is None:
-        claim = _take_claim(client, pr, key, sha, bot_login, claim_body, match_sha, out)
+        claim = _take_claim(client, pr, key, sha, bot_login, claim_body, match_sha, started_at, out)
         if claim is None:
             return out
     else:
@@ -98,7 +99,8 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
 
 
 def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: str,
-                claim_body: Callable[[str], str], match_sha: str | None, out: Started) -> dispatch.Claim | None:
+                claim_body: Callable[[str], str], match_sha: str | None, started_at: dt.datetime,
+                out: Started) -> dispatch.Claim | None:
     nonce = secrets.token_hex(6)
     mine: int | None = None
     try:
@@ -107,8 +109,9 @@ def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: st
         if not exc.ambiguous:
             raise
         out.log.append(f"writing the claim of {key} failed ambiguously ({exc}); reading it back")
-    # Read every comment back: the oldest claim wins (comment ids only grow), whoever wrote it.
-    ledger = dispatch.read_ledger(client.list_issue_comments(pr), bot_login)
+    # Read the claims back: the oldest wins (comment ids only grow), whoever wrote it. The full ledger
+    # read before had none, so only comments written since then can hold one: read by time.
+    ledger = dispatch.read_ledger(client.list_issue_comments(pr, since=started_at - CLOCK_SLACK), bot_login)
     first = ledger.claim(key, match_sha)
     if first is None:
         raise GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
@@ -142,12 +145,25 @@ def _cancel_twins(client: GitHubClient, workflow: str, pr: int, key: str, sha: s
     out.run = DispatchedRun(keep.id, keep.html_url)
 
 
-def create_reply(client: GitHubClient, number: int, body: str, bot_login: str) -> None:
-    """Post a reply; when the answer is lost, look for it instead of posting a second one."""
+def create_reply(client: GitHubClient, number: int, body: str, bot_login: str,
+                 started_at: dt.datetime) -> list[str]:
+    """Post a reply once: when the answer is lost, look for it instead of posting a second one; when
+    another handler of the same event replied too, the later reply deletes itself. Returns log lines."""
+    mine: int | None = None
     try:
-        client.create_comment(number, body)
+        mine = client.create_comment(number, body)
     except GitHubError as exc:
         if not exc.ambiguous:
             raise
-        if not any(c.user == bot_login and c.body.strip() == body.strip() for c in client.list_issue_comments(number)):
-            raise
+    header = body.split("\n", 1)[0]
+    if client.dry_run or not header.startswith("<!-- recipe-bot:"):
+        return []
+    twins = [c for c in client.list_issue_comments(number, since=started_at - CLOCK_SLACK)
+             if c.user == bot_login and c.body.split("\n", 1)[0] == header]
+    if mine is None and not twins:
+        raise GitHubError(f"posting the reply on #{number} failed and no reply is there")
+    first = min(c.id for c in twins) if twins else mine
+    if mine is not None and first is not None and first < mine:
+        client.delete_comment(mine)
+        return [f"another handler already replied (comment {first}); removed this one's duplicate {mine}"]
+    return []

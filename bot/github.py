@@ -262,8 +262,10 @@ class GitHubClient:
             raise
         return data.get("state") == "active"
 
-    def list_issue_comments(self, number: int) -> list[Comment]:
-        return [_comment(c) for c in self._pages(f"issues/{number}/comments")]
+    def list_issue_comments(self, number: int, since: dt.datetime | None = None) -> list[Comment]:
+        """Every comment, oldest first; with `since`, those created or edited at that time or later."""
+        params = {"since": since.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")} if since else None
+        return [_comment(c) for c in self._pages(f"issues/{number}/comments", params)]
 
     def list_workflow_runs(self, workflow: str, *, event: str | None = "workflow_dispatch",
                            pages: int | None = None, since: dt.datetime | None = None) -> list[Run]:

@@ -65,6 +65,7 @@ class Handler:
 
     def __init__(self, client: GitHubClient, default_branch: str, now: dt.datetime):
         self.client, self.default_branch, self.now = client, default_branch, now
+        self.started = dt.datetime.now(dt.timezone.utc)  # the real clock: comments are read back from here
         self.outcome = Outcome()
         self.config: RepoConfig = RepoConfig()
         self._permissions: dict[str, Permission] = {}
@@ -158,7 +159,8 @@ class Handler:
             started = dispatch_once.start(
                 self.client, workflow=self.config.gpu_workflow, default_branch=self.default_branch,
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
-                bot_login=self.bot_login(), ledger=self.ledger, claim_body=claim_body, per_sha=label is not None)
+                bot_login=self.bot_login(), ledger=self.ledger, claim_body=claim_body, per_sha=label is not None,
+                started_at=self.started)
         except dispatch.HeadMoved as moved:
             if moved.claim_id is not None:
                 reply.claims.append(moved.claim_id)
@@ -202,7 +204,8 @@ class Handler:
         if comment_id is not None:
             self.client.react(comment_id, reply.reaction)
         if not reply.claims:
-            dispatch_once.create_reply(self.client, number, reply.render(), self.bot_login())
+            for line in dispatch_once.create_reply(self.client, number, reply.render(), self.bot_login(), self.started):
+                self.log(line)
             return
         # The reply replaces the claim (an idempotent edit): a delivery after a failure here
         # resumes the claim again, finds the run, and writes the same reply.
