@@ -10,11 +10,10 @@ from typing import Any
 
 import click
 
-from bot import commands, dispatch, dispatch_once, i18n, trust
+from bot import commands, dispatch, dispatch_once, github_failures, i18n, trust
 from bot.commands import Command, CommandError
 from bot.config import ConfigError, RepoConfig, read_repo_config
 from bot.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
-from bot import github_failures
 from bot.github import GitHubClient, GitHubError
 from bot.trust import Actor, Approval, Decision, Permission
 
