@@ -150,18 +150,20 @@ def create_reply(client: GitHubClient, number: int, body: str, bot_login: str,
     """Post a reply once: when the answer is lost, look for it instead of posting a second one; when
     another handler of the same event replied too, the later reply deletes itself. Returns log lines."""
     mine: int | None = None
+    lost: GitHubError | None = None
     try:
         mine = client.create_comment(number, body)
     except GitHubError as exc:
         if not exc.ambiguous:
             raise
+        lost = exc
     header = body.split("\n", 1)[0]
     if client.dry_run or not header.startswith("<!-- recipe-bot:"):
         return []
     twins = [c for c in client.list_issue_comments(number, since=started_at - CLOCK_SLACK)
              if c.user == bot_login and c.body.split("\n", 1)[0] == header]
-    if mine is None and not twins:
-        raise GitHubError(f"posting the reply on #{number} failed and no reply is there")
+    if lost is not None and not twins:
+        raise GitHubError(f"{lost}; the reply is not there, so it was not posted", lost.status) from None
     first = min(c.id for c in twins) if twins else mine
     if mine is not None and first is not None and first < mine:
         client.delete_comment(mine)
