@@ -101,3 +101,19 @@ def test_bad_artifacts_are_skipped_and_listed_while_the_good_one_is_the_baseline
     assert "**Base files skipped:** " in english and "result-slip" in english and "points outside" in english
     assert "less than or equal to" in english or "plausible" in english  # the 1e308 file, and why
     assert "跳过的基线文件" in chinese
+
+
+def test_a_folder_named_like_a_result_file_is_one_skipped_file_not_a_crash(tmp_path):
+    from bot.report import collect, compare
+
+    scenario = synthetic.passing_sweep()
+    for side, results in (("head", scenario.results), ("base", scenario.baseline)):
+        synthetic.write_results(tmp_path / side, results)
+        (tmp_path / side / "clash" / "result.json").mkdir(parents=True)  # a directory, where a file was meant
+    collection = collect.collect(tmp_path / "head")
+    [clash] = [job for job in collection.jobs if job.source == "clash/result.json"]
+    assert clash.result.status == "failed" and "cannot be read" in clash.result.reason
+    assert len(collection.jobs) == len(scenario.results) + 1  # the good results are all there
+    baseline = compare.load_baseline(tmp_path / "base")
+    assert [u.split(":")[0] for u in baseline.unreadable] == ["clash/result.json"]
+    assert baseline.shas  # the good base files still count
