@@ -88,9 +88,11 @@ def approval_marker(sha: str, by: str) -> str:
     return f"<!-- recipe-bot:ok-to-test sha={sha} by={by} -->"
 
 
-def claim_marker(key: str, sha: str, nonce: str) -> str:
-    """Written before a dispatch: the request's lock, and its record if the handler dies after it."""
-    return f"<!-- recipe-bot:claim comment={key} sha={sha} nonce={nonce} -->"
+def claim_marker(key: str, sha: str, nonce: str, holder: str = "") -> str:
+    """Written before a dispatch: the request's lock, and its record if the handler dies after it.
+    `holder`: the Actions run (`<run id>.<attempt>`) of the handler that wrote it, when there is one."""
+    run = f" run={holder}" if holder else ""
+    return f"<!-- recipe-bot:claim comment={key} sha={sha} nonce={nonce}{run} -->"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +102,7 @@ class Claim:
     sha: str
     nonce: str
     created_at: dt.datetime | None
+    holder: str = ""  # `<run id>.<attempt>` of the handler's Actions run; "" outside Actions
 
 
 @dataclasses.dataclass
@@ -137,7 +140,8 @@ def read_ledger(comments: Iterable[Comment], bot_login: str) -> Ledger:
                 ledger.approvals.append(Approval(fields["sha"], fields["by"]))
             elif kind == "claim" and {"comment", "sha", "nonce"} <= set(fields):
                 ledger.claims.setdefault(fields["comment"], []).append(
-                    Claim(comment.id, fields["comment"], fields["sha"], fields["nonce"], comment.created_at))
+                    Claim(comment.id, fields["comment"], fields["sha"], fields["nonce"], comment.created_at,
+                          fields.get("run", "")))
     for claims in ledger.claims.values():
         claims.sort(key=lambda c: c.comment_id)
     return ledger

@@ -6,13 +6,16 @@ dispatching, a handler writes a *claim* comment (dispatch.claim_marker) and read
 back: only the oldest claim of a key may dispatch, so two handlers of one event at once start one
 run. The claim is also the acknowledgement recorded before the dispatch: a handler killed after it
 leaves the claim behind, and the next delivery resumes it: it looks for the key's run and
-dispatches only when there is none, then turns the claim into the reply. A failed dispatch whose
+dispatches only when there is none, then turns the claim into the reply. A claim names the Actions
+run of the handler that wrote it; a later handler resumes it only once that run is over (or is an
+earlier attempt of its own run), so it never races a holder that is still working. A failed dispatch whose
 answer was lost (5xx, time-out) is never repeated blindly: the key's run is looked for instead.
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import secrets
 from collections.abc import Callable
 
@@ -45,14 +48,16 @@ def find_runs(client: GitHubClient, workflow: str, pr: int, key: str, sha: str |
 
 def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, sha: str, command: str,
           requester: str, key: str, bot_login: str, ledger: dispatch.Ledger, claim_body: Callable[[str], str],
-          per_sha: bool, started_at: dt.datetime) -> Started:
+          per_sha: bool, started_at: dt.datetime, holder: str | None = None) -> Started:
     """Claim, look, dispatch at most once, look again. Raises dispatch.HeadMoved and GitHubError.
 
     `per_sha`: the key may run once per head SHA (a label), not once in all (a comment).
     `claim_body(marker)`: the claim comment's text, with the marker as its first line.
     `started_at`: when the handler read the ledger (every comment); later claims are read back by time.
+    `holder`: this handler's Actions run, `<run id>.<attempt>` (default: from GITHUB_RUN_ID/_ATTEMPT).
     """
     out = Started()
+    holder = this_run() if holder is None else holder
     match_sha = sha if per_sha else None
     if client.dry_run:  # nothing is written, so there is nothing to claim or to find
         out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
@@ -62,9 +67,14 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
     claim = ledger.claim(key, match_sha)
     resumed = claim is not None
     if claim is None:
-        claim = _take_claim(client, pr, key, sha, bot_login, claim_body, match_sha, started_at, out)
+        claim = _take_claim(client, pr, key, sha, bot_login, claim_body, match_sha, started_at, holder, out)
         if claim is None:
             return out
+    elif not holder_gone(client, claim.holder, holder):
+        out.lost = True
+        out.log.append(f"request {key} is being handled by run {claim.holder} (claim comment {claim.comment_id}); "
+                       "leaving it to that run")
+        return out
     else:
         out.log.append(f"resuming request {key} (claim comment {claim.comment_id})")
     out.claim_id = claim.comment_id
@@ -98,13 +108,38 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
     return out
 
 
+def this_run(environ: dict[str, str] | None = None) -> str:
+    """`<run id>.<attempt>` of the Actions run this handler is, or "" outside Actions."""
+    env = os.environ if environ is None else environ
+    run_id, attempt = env.get("GITHUB_RUN_ID", ""), env.get("GITHUB_RUN_ATTEMPT", "") or "1"
+    return f"{run_id}.{attempt}" if run_id.isdigit() and attempt.isdigit() else ""
+
+
+def holder_gone(client: GitHubClient, theirs: str, mine: str) -> bool:
+    """Whether the handler that wrote a claim is over, so that its request may be resumed."""
+    if not theirs:
+        return True  # written outside Actions: nothing to ask; the check after dispatch covers a race
+    their_run = theirs.partition(".")[0]
+    if their_run == mine.partition(".")[0]:
+        return True  # a re-run of the same job: the attempt that wrote the claim has ended
+    try:
+        run = client.get_run(int(their_run))
+    except ValueError:
+        return True
+    except GitHubError as exc:
+        if exc.status == 404:  # deleted, or another repository's run id: no one is holding it
+            return True
+        raise
+    return not run.active and run.status == "completed"
+
+
 def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: str,
                 claim_body: Callable[[str], str], match_sha: str | None, started_at: dt.datetime,
-                out: Started) -> dispatch.Claim | None:
+                holder: str, out: Started) -> dispatch.Claim | None:
     nonce = secrets.token_hex(6)
     mine: int | None = None
     try:
-        mine = client.create_comment(pr, claim_body(dispatch.claim_marker(key, sha, nonce)))
+        mine = client.create_comment(pr, claim_body(dispatch.claim_marker(key, sha, nonce, holder)))
     except GitHubError as exc:
         if not exc.ambiguous:
             raise

@@ -99,19 +99,31 @@ class Cell:
 
 
 def _handler(h: Harness, event: str, path: pathlib.Path, env: dict[str, str]) -> subprocess.Popen:
+    """`recipe-bot handle` as one run of recipe-bot.yml: the run is in progress while it works, as on
+    GitHub, so a claim it writes names a run that another handler can ask about."""
+    run = h.sb.add_run("recipe-bot.yml", event=event, status="in_progress", conclusion=None)
     args = [sys.executable, "-c", "from bot.cli import main; main(prog_name='recipe-bot')",
             "handle", "--event-name", event, "--event-path", str(path)]
-    return subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(args, env={**env, "GITHUB_RUN_ID": str(run["id"]), "GITHUB_RUN_ATTEMPT": "1"},
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.actions_run = run["id"]  # type: ignore[attr-defined]
+    return proc
 
 
-def _finish(proc: subprocess.Popen, started: float, timeout: float = 60) -> Delivery:
+def _finish(proc: subprocess.Popen, started: float, h: Harness, timeout: float = 60) -> Delivery:
     out, err = proc.communicate(timeout=timeout)
+    _ended(h, proc)
     return Delivery(proc.returncode, err, time.perf_counter() - started)
+
+
+def _ended(h: Harness, proc: subprocess.Popen) -> None:
+    """GitHub marks the job's run completed when the process exits (or its runner loses it)."""
+    h.sb.set_run(proc.actions_run, conclusion="success" if proc.returncode == 0 else "failure")
 
 
 def _deliver(h: Harness, event: str, path: pathlib.Path, env: dict[str, str]) -> Delivery:
     started = time.perf_counter()
-    return _finish(_handler(h, event, path, env), started)
+    return _finish(_handler(h, event, path, env), started, h)
 
 
 def _kill_at_reply(h: Harness, command: Command, event: str, path: pathlib.Path, env: dict[str, str]) -> Delivery:
@@ -126,6 +138,7 @@ def _kill_at_reply(h: Harness, command: Command, event: str, path: pathlib.Path,
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     _, err = proc.communicate(timeout=10)
+    _ended(h, proc)
     return Delivery(None, err, time.perf_counter() - started)
 
 
@@ -218,7 +231,7 @@ def run_cell(matrix: Matrix, command_name: str, fault: str) -> Cell:
     elif fault == "two-handlers":
         t0 = time.perf_counter()
         procs = [_handler(h, event, path, env) for _ in range(2)]
-        both = [_finish(p, t0) for p in procs]
+        both = [_finish(p, t0, h) for p in procs]
         first = Delivery(max(d.code or 0 for d in both), "\n".join(d.stderr for d in both),
                          max(d.seconds for d in both))
     else:
