@@ -178,14 +178,14 @@ class GitHubClient:
                 return send()
             except GithubException as exc:
                 message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
-                status, headers = exc.status, dict(exc.headers or {})
+                status, headers, said = exc.status, dict(exc.headers or {}), str(message or "")
                 line = f"{verb} {label}: HTTP {status}: {str(message or '').strip()[:200]}"
             except requests.RequestException as exc:  # no answer: refused, reset, timed out
-                status, headers = None, {}
+                status, headers, said = None, {}, ""
                 kind = "timed out" if isinstance(exc, requests.Timeout) else "no answer from GitHub"
                 line = f"{verb} {label}: {kind} ({type(exc).__name__})"
             verdict = github_retry.decide(status=status, headers=headers, safe=safe, attempt=attempt,
-                                          waited_s=self.waited_s, policy=self.policy)
+                                          waited_s=self.waited_s, policy=self.policy, message=said)
             if not verdict.retry:
                 ambiguous = status is None or status >= 500
                 throttled = verdict.wait_s if verdict.throttled else None

@@ -63,7 +63,8 @@ class Verdict:
     throttled: bool = False  # a rate limit: the wait is GitHub's, not ours
 
 
-def rate_limit_wait(status: int | None, headers: Mapping[str, str], now: float | None = None) -> float | None:
+def rate_limit_wait(status: int | None, headers: Mapping[str, str], now: float | None = None,
+                    message: str = "") -> float | None:
     """Seconds GitHub asks us to wait, for a rate-limit answer; None when the answer is no rate limit."""
     if status not in RATE_LIMIT_STATUSES:
         return None
@@ -81,15 +82,15 @@ def rate_limit_wait(status: int | None, headers: Mapping[str, str], now: float |
             return max(0.0, float(h["x-ratelimit-reset"]) - (now if now is not None else time.time()))
         except ValueError:
             return None
-    if status == 429:
+    if status == 429 or "rate limit" in message.lower():
         return 60.0  # GitHub's advice for a secondary limit without a header: wait at least a minute
     return None  # a 403 without rate-limit headers is a permission problem: never retried
 
 
 def decide(*, status: int | None, headers: Mapping[str, str], safe: bool, attempt: int, waited_s: float,
-           policy: RetryPolicy, rng: random.Random | None = None) -> Verdict:
+           policy: RetryPolicy, rng: random.Random | None = None, message: str = "") -> Verdict:
     """Whether to send a failed request again (`status` None: no answer: connection error or time-out)."""
-    limited = rate_limit_wait(status, headers)
+    limited = rate_limit_wait(status, headers, message=message)
     if limited is not None:
         if attempt + 1 >= policy.attempts or waited_s + limited > policy.budget_s:
             return Verdict(False, limited, throttled=True)

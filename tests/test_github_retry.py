@@ -18,13 +18,16 @@ NOW = 1_700_000_000.0
                  id="primary-limit-reset"),
     pytest.param(429, {}, 60.0, id="429-without-header-waits-a-minute"),
     pytest.param(403, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0, id="http-date-in-the-past"),
+    pytest.param(403, {}, 60.0, id="secondary-limit-named-only-in-the-message"),
     # negative cases: not a rate limit
     pytest.param(403, {}, None, id="403-without-headers-is-a-permission-problem"),
     pytest.param(403, {"X-RateLimit-Remaining": "12", "X-RateLimit-Reset": "1"}, None, id="403-with-quota-left"),
     pytest.param(502, {"Retry-After": "3"}, None, id="5xx-is-no-rate-limit"),
 ])
-def test_rate_limit_wait_reads_githubs_headers(status, headers, expected):
-    assert rate_limit_wait(status, headers, now=NOW) == expected
+def test_rate_limit_wait_reads_githubs_headers(request, status, headers, expected):
+    message = "You have exceeded a secondary rate limit." if "message" in request.node.callspec.id else \
+        "Resource not accessible by integration"
+    assert rate_limit_wait(status, headers, now=NOW, message=message) == expected
 
 
 @pytest.mark.parametrize(("status", "headers", "safe", "attempt", "waited", "retry", "throttled"), [
