@@ -7,24 +7,39 @@ import datetime as dt
 import json
 import os
 import sys
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 import github
+import requests
 from github import Auth, GithubException
 
+from bot import github_retry
 from bot.control.events import Pull, pull_from_json
 
 ACTIVE_RUN_STATES = frozenset({"queued", "in_progress", "waiting", "requested", "pending"})
 
 
 class GitHubError(RuntimeError):
-    """A GitHub call failed; the message names the call, the status and GitHub's own message."""
+    """A GitHub call failed; the message names the call, the status and GitHub's own message.
 
-    def __init__(self, message: str, status: int | None = None):
+    `ambiguous`: the request may have taken effect although it failed (a 5xx, a time-out, a dropped
+    connection), so a non-idempotent write must be checked, not repeated. `throttled_s`: GitHub
+    rate-limited the bot and asked for that many seconds, more than the retry budget allows.
+    """
+
+    def __init__(self, message: str, status: int | None = None, *, ambiguous: bool = False,
+                 throttled_s: float | None = None):
         super().__init__(message)
         self.status = status
+        self.ambiguous = ambiguous
+        self.throttled_s = throttled_s
+
+    @property
+    def throttled(self) -> bool:
+        return self.throttled_s is not None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,18 +145,20 @@ class GitHubClient:
     """
 
     def __init__(self, *, base_url: str, token: str, repository: str, dry_run: bool = False,
-                 out: TextIO | None = None, timeout: int = 30):
+                 out: TextIO | None = None, policy: github_retry.RetryPolicy | None = None):
         self.repository = repository
         self.base_url = base_url.rstrip("/")
         self.dry_run = dry_run
         self._out = out if out is not None else sys.stdout
         self.request_count = 0
+        self.policy = policy or github_retry.RetryPolicy()
+        self.waited_s = 0.0  # time spent waiting for retries, all requests together
         # One handle makes a handful of writes: PyGithub's default 1 s pause between writes
-        # would dominate its wall time, and GitHub's secondary limits are far away.
+        # would dominate its wall time, and GitHub's secondary limits are far away. PyGithub's
+        # own retry (urllib3's) is off: it would repeat POSTs; _call owns the policy.
         self._gh = github.Github(
-            base_url=self.base_url, auth=Auth.Token(token), per_page=100, timeout=timeout,
-            seconds_between_requests=None, seconds_between_writes=None, lazy=True,
-            retry=github.GithubRetry(total=3),
+            base_url=self.base_url, auth=Auth.Token(token), per_page=100, timeout=self.policy.timeout_s,
+            seconds_between_requests=None, seconds_between_writes=None, lazy=True, retry=None,
         )
         self._requester = self._gh.requester
         self._repo_path = "/repos/" + "/".join(urllib.parse.quote(p, safe="") for p in repository.split("/"))
@@ -157,8 +174,12 @@ class GitHubClient:
         repository = env["GITHUB_REPOSITORY"]
         if repository.count("/") != 1:
             raise GitHubError(f"GITHUB_REPOSITORY={repository!r} is not owner/name")
+        try:
+            policy = github_retry.RetryPolicy.from_env(env)
+        except ValueError as exc:
+            raise GitHubError(str(exc)) from None
         return cls(base_url=env.get("GITHUB_API_URL") or "https://api.github.com",
-                   token=env["GITHUB_TOKEN"], repository=repository, dry_run=dry_run, out=out)
+                   token=env["GITHUB_TOKEN"], repository=repository, dry_run=dry_run, out=out, policy=policy)
 
     # -- transport -------------------------------------------------------------------------
 
@@ -168,22 +189,50 @@ class GitHubClient:
         return self.base_url + (path if path.startswith("/") else f"{self._repo_path}/{path}")
 
     def _call(self, verb: str, path: str, *, params: dict[str, Any] | None = None,
-              body: Any = None) -> tuple[dict[str, Any], Any]:
-        self.request_count += 1
-        try:
-            return self._requester.requestJsonAndCheck(verb, self._url(path), parameters=params, input=body)
-        except GithubException as exc:
-            message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
-            raise GitHubError(f"{verb} {path}: HTTP {exc.status}: {message}", exc.status) from None
+              body: Any = None, safe: bool | None = None) -> tuple[dict[str, Any], Any]:
+        """One request, repeated only when that is safe (github_retry); every failure is a GitHubError."""
+        url = self._url(path)
+        return self._attempts(verb, path, safe=verb == "GET" if safe is None else safe, send=lambda: (
+            self._requester.requestJsonAndCheck(verb, url, parameters=params, input=body)))
+
+    def _attempts(self, verb: str, path: str, *, safe: bool, send: Callable[[], Any]) -> Any:
+        label = path if len(path) < 120 else path[:117] + "..."
+        attempt = 0
+        while True:
+            self.request_count += 1
+            try:
+                return send()
+            except GithubException as exc:
+                message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
+                status, headers, said = exc.status, dict(exc.headers or {}), str(message or "")
+                line = f"{verb} {label}: HTTP {status}: {str(message or '').strip()[:200]}"
+            except requests.RequestException as exc:  # no answer: refused, reset, timed out
+                status, headers, said = None, {}, ""
+                kind = "timed out" if isinstance(exc, requests.Timeout) else "no answer from GitHub"
+                line = f"{verb} {label}: {kind} ({type(exc).__name__})"
+            verdict = github_retry.decide(status=status, headers=headers, safe=safe, attempt=attempt,
+                                          waited_s=self.waited_s, policy=self.policy, message=said)
+            if not verdict.retry:
+                ambiguous = status is None or status >= 500
+                throttled = verdict.wait_s if verdict.throttled else None
+                if throttled is not None:
+                    line += f" (GitHub asks to wait {throttled:.0f} s; the retry budget is {self.policy.budget_s:.0f} s)"
+                elif attempt:
+                    line += f" (after {attempt + 1} attempts)"
+                raise GitHubError(line, status, ambiguous=ambiguous, throttled_s=throttled) from None
+            time.sleep(verdict.wait_s)
+            self.waited_s += verdict.wait_s
+            attempt += 1
 
     def _pages(self, path: str, params: dict[str, Any] | None = None, *, key: str | None = None,
-               max_pages: int = 10) -> Iterator[dict[str, Any]]:
+               max_pages: int | None = None) -> Iterator[dict[str, Any]]:
+        """Every page (a list GitHub caps is read to its end: idempotency must not miss an old entry)."""
         params = {"per_page": 100, **(params or {})}
         url: str | None = path
-        for _ in range(max_pages):
-            if url is None:
-                return
+        pages = 0
+        while url is not None and (max_pages is None or pages < max_pages):
             headers, data = self._call("GET", url, params=params)
+            pages += 1
             yield from (data.get(key, []) if key else data) or []
             url, params = _next_link(headers.get("link", "")), None
 
@@ -293,15 +342,26 @@ class GitHubClient:
                        _when(r.get("submitted_at")))
                 for r in self._pages(f"pulls/{number}/reviews")]
 
-    def list_issue_comments(self, number: int) -> list[Comment]:
-        return [_comment(c) for c in self._pages(f"issues/{number}/comments")]
+    def list_issue_comments(self, number: int, since: dt.datetime | None = None) -> list[Comment]:
+        """Every comment, oldest first; with `since`, those created or edited at that time or later."""
+        params = {"since": since.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")} if since else None
+        return [_comment(c) for c in self._pages(f"issues/{number}/comments", params)]
 
     def list_workflow_runs(self, workflow: str, *, event: str | None = "workflow_dispatch",
-                           pages: int = 1) -> list[Run]:
-        """The workflow's runs, newest first (one page of 100 unless asked for more)."""
+                           pages: int | None = None, since: dt.datetime | None = None) -> list[Run]:
+        """The workflow's runs, newest first: every page, or those created at `since` or later."""
+        return list(self.iter_workflow_runs(workflow, event=event, pages=pages, since=since))
+
+    def iter_workflow_runs(self, workflow: str, *, event: str | None = "workflow_dispatch",
+                           pages: int | None = None, since: dt.datetime | None = None) -> Iterator[Run]:
+        """Lazily, page by page, newest first; stops at the first run older than `since`."""
         params = {"event": event} if event else {}
-        return [_run(r) for r in self._pages(f"actions/workflows/{urllib.parse.quote(workflow)}/runs",
-                                             params, key="workflow_runs", max_pages=pages)]
+        for data in self._pages(f"actions/workflows/{urllib.parse.quote(workflow)}/runs",
+                                params, key="workflow_runs", max_pages=pages):
+            run = _run(data)
+            if since is not None and run.created_at is not None and run.created_at < since:
+                return
+            yield run
 
     def get_run(self, run_id: int) -> Run:
         return _run(self._call("GET", f"actions/runs/{run_id}")[1])
@@ -316,13 +376,15 @@ class GitHubClient:
 
     def download_artifact(self, artifact_id: int) -> bytes:
         """The artifact's zip archive (GitHub answers with a redirect to storage; it is followed)."""
-        self.request_count += 1
-        try:
+        def send() -> bytes:
             _, _, chunks = self._requester.getStream(
                 self._url(f"actions/artifacts/{artifact_id}/zip"), chunk_size=1 << 16)
             return b"".join(chunks)
-        except GithubException as exc:
-            raise GitHubError(f"GET artifact {artifact_id}: HTTP {exc.status}", exc.status) from None
+
+        try:
+            return self._attempts("GET", f"artifact {artifact_id}", safe=True, send=send)
+        except GitHubError:
+            raise
         except Exception as exc:  # requests' HTTPError from the storage redirect
             raise GitHubError(f"GET artifact {artifact_id}: {exc}") from None
 
@@ -343,16 +405,25 @@ class GitHubClient:
 
     def edit_comment(self, comment_id: int, body: str) -> None:
         self._write({"action": "comment", "op": "edit", "comment_id": comment_id, "body": body},
-                    lambda: self._call("PATCH", f"issues/comments/{comment_id}", body={"body": body}))
+                    lambda: self._call("PATCH", f"issues/comments/{comment_id}", body={"body": body}, safe=True))
+
+    def delete_comment(self, comment_id: int) -> None:
+        def perform() -> None:
+            try:
+                self._call("DELETE", f"issues/comments/{comment_id}", safe=True)
+            except GitHubError as exc:
+                if exc.status != 404:  # already gone (a repeated DELETE whose first answer was lost)
+                    raise
+        self._write({"action": "comment", "op": "delete", "comment_id": comment_id}, perform)
 
     def react(self, comment_id: int, content: str) -> None:
         self._write({"action": "react", "comment_id": comment_id, "content": content},
                     lambda: self._call("POST", f"issues/comments/{comment_id}/reactions",
-                                       body={"content": content}))
+                                       body={"content": content}, safe=True))
 
     def add_labels(self, number: int, labels: list[str]) -> None:
         self._write({"action": "label", "op": "add", "pr": number, "labels": labels},
-                    lambda: self._call("POST", f"issues/{number}/labels", body={"labels": labels}))
+                    lambda: self._call("POST", f"issues/{number}/labels", body={"labels": labels}, safe=True))
 
     def remove_label(self, number: int, label: str) -> None:
         self._write({"action": "label", "op": "remove", "pr": number, "label": label},
@@ -396,8 +467,13 @@ class GitHubClient:
         return DispatchedRun()
 
     def cancel_run(self, run_id: int) -> None:
-        self._write({"action": "cancel", "run_id": run_id},
-                    lambda: self._call("POST", f"actions/runs/{run_id}/cancel"))
+        def perform() -> None:
+            try:
+                self._call("POST", f"actions/runs/{run_id}/cancel", safe=True)
+            except GitHubError as exc:
+                if exc.status != 409:  # completed meanwhile, or cancelled by a repeat whose answer was lost
+                    raise
+        self._write({"action": "cancel", "run_id": run_id}, perform)
 
     def rerun_failed_jobs(self, run_id: int) -> None:
         self._write({"action": "rerun", "run_id": run_id, "failed_only": True},

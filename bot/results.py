@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -13,8 +13,14 @@ RESULT_SCHEMA_VERSION = 1
 JobStatus = Literal["passed", "failed", "cancelled", "lost", "skipped"]
 
 
+# No real benchmark measures a billion tokens/s per request or waits 11 days for a token: a value
+# past this is a broken file (1e308, Infinity), and it never reaches a comparison or the chart.
+METRIC_LIMIT = 1e9
+
+
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN and Infinity are refused everywhere (JSON has no such numbers; Python writes them anyway).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class RequestSamples(Model):
@@ -54,6 +60,19 @@ class PointMetrics(Model):
     # Every figure InferenceX's process_result.py derives from the raw file, under its names
     # (seconds for *_ms fields, *_intvty = 1000 / TPOT, std devs included); see inferencex_figures.
     inferencex: dict[str, float | None] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _plausible(self) -> "PointMetrics":
+        values = [(name, getattr(self, name)) for name in (
+            "completed", "failed", "duration_s", "request_throughput", "output_throughput",
+            "total_token_throughput", "tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu",
+            "interactivity")]
+        values += [(f"{name}.{key}", value) for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
+                   for key, value in getattr(self, name).items()]
+        for name, value in values:
+            if value is not None and not 0 <= value <= METRIC_LIMIT:
+                raise ValueError(f"{name} = {value!r} is not a plausible measurement (0 to {METRIC_LIMIT:g})")
+        return self
 
 
 class PointResult(Model):

@@ -114,7 +114,11 @@ def test_other_events_are_ignored_with_a_reason(name, action):
     (lambda d: d["issue"].__setitem__("number", "7"), "issue.number should be int"),
     (lambda d: d.pop("repository"), "repository.full_name"),
     (lambda d: d["sender"].pop("login"), "sender.login"),
-], ids=["no-comment-id", "number-as-string", "no-repository", "no-sender-login"])
+    (lambda d: d.__setitem__("action", ["created"]), "action should be str, not list"),
+    (lambda d: d.__setitem__("action", {"x": 1}), "action should be str, not dict"),
+    (lambda d: d.pop("action"), "action should be str, not NoneType"),
+], ids=["no-comment-id", "number-as-string", "no-repository", "no-sender-login", "action-a-list",
+        "action-an-object", "no-action"])
 def test_malformed_payload_names_the_field(mutate, fragment):
     data = on_pull(payload("issue_comment", "created"))
     mutate(data)

@@ -26,10 +26,14 @@ def test_authorized_sweep_dispatches_once_with_the_head_sha_and_acknowledges(h):
     assert "Started `/sweep tiny* --conc 4,8`" in english and head[:12] in english
     assert "已为 @carol" in chinese and head[:12] in chinese
     writes = [(w["method"], w["operation"]) for w in h.writes(before)]
-    assert writes == [("POST", "actions/create-workflow-dispatch"),
+    # The claim comment is written before the dispatch and becomes the reply (dispatch_once).
+    assert writes == [("POST", "issues/create-comment"),
+                      ("POST", "actions/create-workflow-dispatch"),
                       ("POST", "reactions/create-for-issue-comment"),
-                      ("POST", "issues/create-comment")]
-    assert len(h.requests(before)) <= 9  # 9: one listing of recipes/ that refuses unknown recipe names
+                      ("PATCH", "issues/update-comment")]
+    # 8 before the claim; the claim, its read-back and the check after dispatch add 3; one listing of
+    # recipes/ refuses unknown recipe names (the merge gate).
+    assert len(h.requests(before)) <= 12
 
 
 def test_the_same_event_delivered_twice_starts_one_run(h):

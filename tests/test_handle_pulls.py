@@ -20,7 +20,8 @@ def test_a_sweep_label_dispatches_its_configured_command(h):
     assert f"<!-- recipe-bot:ack comment=label-sweep-enabled sha={h.head(7)} -->" in ack["body"].splitlines()
     english, _ = bilingual(ack["body"])
     assert "label `sweep-enabled`" in english
-    assert [w["operation"] for w in h.writes(before)] == ["actions/create-workflow-dispatch", "issues/create-comment"]
+    assert [w["operation"] for w in h.writes(before)] == ["issues/create-comment", "actions/create-workflow-dispatch",
+                                                          "issues/update-comment"]  # claim, dispatch, reply
 
 
 def test_a_redelivered_label_event_runs_once(h):

@@ -19,11 +19,13 @@ def sweep(h, pr=7, user="alice", body="/sweep"):
 
 
 def test_dispatched_runs_carry_the_title_the_bot_matches(h):
-    run_id = sweep(h, body="/sweep --scope full")
+    h.on_comment(7, "alice", "/sweep --scope full")
+    run_id = max(runs(h))
+    comment_id = max(c["id"] for c in h.sb.state()["comments"] if c["user"] == "alice")
     listed = h.sb.request("GET", "/repos/acme/bench/actions/workflows/gpu.yml/runs", user="alice")
     [run] = [r for r in listed["workflow_runs"] if r["id"] == run_id]
     title = dispatch.parse_run_title(run["display_title"])
-    assert title == dispatch.RunTitle(7, h.head(7), "alice", "/sweep --scope full")
+    assert title == dispatch.RunTitle(7, h.head(7), "alice", "/sweep --scope full", str(comment_id))
 
 
 def test_cancel_stops_the_prs_active_runs_and_lists_them(h):

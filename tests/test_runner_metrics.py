@@ -8,7 +8,6 @@ the file itself.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -80,10 +79,11 @@ def test_sglang_json_lines_use_the_last_line_and_its_names(tmp_path: Path) -> No
     assert metrics.interactivity == 250.0
 
 
-def test_infinity_written_as_a_string_is_a_number(raw: dict) -> None:
-    raw["request_throughput"] = "inf"
+def test_infinity_written_as_a_string_is_read_then_refused_naming_the_key(raw: dict) -> None:
+    raw["request_throughput"] = "inf"  # vLLM's InfEncoder: read as a number, but no result may carry it
 
-    assert math.isinf(parse_bench_result(raw, gpus=1).request_throughput)
+    with pytest.raises(BenchResultError, match="request_throughput: Input should be a finite number"):
+        parse_bench_result(raw, gpus=1, source="raw.json")
 
 
 def test_missing_median_tpot_leaves_interactivity_empty(raw: dict) -> None:

@@ -104,11 +104,13 @@ def test_gpu_workflow_inputs_are_what_dispatch_sends():
 
 def test_gpu_run_name_renders_the_title_the_bot_parses():
     run_name = load("gpu.yml")["run-name"]
-    values = {"pr": "7", "sha": "a" * 40, "requester": "alice", "command": "/sweep llama* --conc 4,8"}
+    values = {"pr": "7", "sha": "a" * 40, "requester": "alice", "command": "/sweep llama* --conc 4,8",
+              "comment_id": "label-gpu"}
     rendered = re.sub(r"\$\{\{\s*inputs\.(\w+)\s*\}\}", lambda m: values[m.group(1)], run_name)
-    assert rendered == dispatch.run_title(7, "a" * 40, "alice", "/sweep llama* --conc 4,8")
+    assert rendered == dispatch.run_title(7, "a" * 40, "alice", "/sweep llama* --conc 4,8", "label-gpu")
     title = dispatch.parse_run_title(rendered)
-    assert (title.pr, title.sha, title.requester, title.command) == (7, "a" * 40, "alice", "/sweep llama* --conc 4,8")
+    assert (title.pr, title.sha, title.requester, title.command, title.key) == \
+        (7, "a" * 40, "alice", "/sweep llama* --conc 4,8", "label-gpu")
 
 
 def test_plan_job_has_no_secrets_and_a_read_only_token():
@@ -172,3 +174,14 @@ def test_the_planners_json_for_a_command_becomes_runnable_job_files(tmp_path):
     for entry in include:
         job = Job.model_validate_json((tmp_path / "jobs" / f"{entry['job_id']}.json").read_text(encoding="utf-8"))
         assert job.runner_label == entry["runner_label"]
+
+
+def test_the_control_plane_serialises_the_events_of_one_request_without_cancelling():
+    doc = load("recipe-bot.yml")
+    concurrency = doc["concurrency"]
+    assert concurrency["cancel-in-progress"] is False  # a cancelled handler would drop a command
+    group = concurrency["group"]
+    # per PR, and within it per request: the comment (created and edited), the review, the push, the label
+    for part in ("github.event.issue.number", "github.event.pull_request.number", "github.event.comment.id",
+                 "github.event.review.id", "github.event.after", "github.event.label.name"):
+        assert part in group, part

@@ -11,14 +11,16 @@ from collections.abc import Iterable
 from bot.github import Comment, DispatchedRun, GitHubClient, Run
 from bot.control.trust import Approval
 
-# The GPU workflow's `run-name:` renders exactly this, so runs can be matched to a PR and a commit
-# (the REST API does not return a run's inputs). tests/test_workflows.py pins the two together.
-RUN_TITLE = "recipe-bot pr-{pr} {sha} by {requester}: {command}"
-_RUN_TITLE = re.compile(r"^recipe-bot pr-(\d+) ([0-9a-f]{40}) by (\S+): (/.*)$")
+# The GPU workflow's `run-name:` renders exactly this, so runs can be matched to a PR, a commit and
+# the request key that asked for them (the REST API does not return a run's inputs): the key is how
+# a dispatch that may or may not have happened is found again. tests/test_workflows.py pins the two.
+RUN_TITLE = "recipe-bot pr-{pr} {sha} by {requester} [{key}]: {command}"
+# Titles without the key (runs dispatched before it was added) still parse, with key "".
+_RUN_TITLE = re.compile(r"^recipe-bot pr-(\d+) ([0-9a-f]{40}) by (\S+?)(?: \[([^\]\s]*)\])?: (/.*)$")
 
 # Markers sit on the first lines of the bot's own comments, before any text a user could have
 # influenced, and count only in comments the bot's login wrote.
-_MARKER = re.compile(r"^<!-- recipe-bot:(ack|reply|ok-to-test) ((?:[a-z_]+=[^\s=]+ ?)+)-->$")
+_MARKER = re.compile(r"^<!-- recipe-bot:(ack|reply|ok-to-test|claim) ((?:[a-z_]+=[^\s=]+ ?)+)-->$")
 _KEY = re.compile(r"^[A-Za-z0-9._%:-]{1,200}$")
 
 
@@ -28,6 +30,7 @@ class RunTitle:
     sha: str
     requester: str
     command: str
+    key: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,15 +39,15 @@ class PrRun:
     title: RunTitle
 
 
-def run_title(pr: int, sha: str, requester: str, command: str) -> str:
-    return RUN_TITLE.format(pr=pr, sha=sha, requester=requester, command=command)
+def run_title(pr: int, sha: str, requester: str, command: str, key: str = "") -> str:
+    return RUN_TITLE.format(pr=pr, sha=sha, requester=requester, command=command, key=key)
 
 
 def parse_run_title(title: str) -> RunTitle | None:
     match = _RUN_TITLE.match(title or "")
     if not match:
         return None
-    return RunTitle(int(match.group(1)), match.group(2), match.group(3), match.group(4))
+    return RunTitle(int(match.group(1)), match.group(2), match.group(3), match.group(5), match.group(4) or "")
 
 
 def pr_runs(runs: Iterable[Run], pr: int) -> list[PrRun]:
@@ -85,6 +88,23 @@ def approval_marker(sha: str, by: str) -> str:
     return f"<!-- recipe-bot:ok-to-test sha={sha} by={by} -->"
 
 
+def claim_marker(key: str, sha: str, nonce: str, holder: str = "") -> str:
+    """Written before a dispatch: the request's lock, and its record if the handler dies after it.
+    `holder`: the Actions run (`<run id>.<attempt>`) of the handler that wrote it, when there is one."""
+    run = f" run={holder}" if holder else ""
+    return f"<!-- recipe-bot:claim comment={key} sha={sha} nonce={nonce}{run} -->"
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    comment_id: int
+    key: str
+    sha: str
+    nonce: str
+    created_at: dt.datetime | None
+    holder: str = ""  # `<run id>.<attempt>` of the handler's Actions run; "" outside Actions
+
+
 @dataclasses.dataclass
 class Ledger:
     """What the bot's own earlier comments on a PR say it already did."""
@@ -92,6 +112,7 @@ class Ledger:
     acks: dict[str, set[str]] = dataclasses.field(default_factory=dict)  # key → dispatched SHAs
     replies: set[tuple[str, str]] = dataclasses.field(default_factory=set)  # (key, digest)
     approvals: list[Approval] = dataclasses.field(default_factory=list)  # oldest first
+    claims: dict[str, list[Claim]] = dataclasses.field(default_factory=dict)  # key → claims, oldest first
 
     def acked(self, key: str, sha: str | None = None) -> bool:
         shas = self.acks.get(key, set())
@@ -99,6 +120,10 @@ class Ledger:
 
     def replied(self, key: str, body_digest: str) -> bool:
         return (key, body_digest) in self.replies
+
+    def claim(self, key: str, sha: str | None = None) -> Claim | None:
+        """The first claim of `key` (at `sha`): the one handler that may dispatch for it."""
+        return next((c for c in self.claims.get(key, []) if sha is None or c.sha == sha), None)
 
 
 def read_ledger(comments: Iterable[Comment], bot_login: str) -> Ledger:
@@ -113,6 +138,12 @@ def read_ledger(comments: Iterable[Comment], bot_login: str) -> Ledger:
                 ledger.replies.add((fields["comment"], fields["digest"]))
             elif kind == "ok-to-test" and "sha" in fields and "by" in fields:
                 ledger.approvals.append(Approval(fields["sha"], fields["by"]))
+            elif kind == "claim" and {"comment", "sha", "nonce"} <= set(fields):
+                ledger.claims.setdefault(fields["comment"], []).append(
+                    Claim(comment.id, fields["comment"], fields["sha"], fields["nonce"], comment.created_at,
+                          fields.get("run", "")))
+    for claims in ledger.claims.values():
+        claims.sort(key=lambda c: c.comment_id)
     return ledger
 
 
@@ -131,6 +162,7 @@ class HeadMoved(Exception):
     def __init__(self, authorized_sha: str, head_sha: str, state: str = "open"):
         super().__init__(f"head moved from {authorized_sha} to {head_sha}")
         self.authorized_sha, self.head_sha, self.state = authorized_sha, head_sha, state
+        self.claim_id: int | None = None  # set when a claim comment was written for the request
 
 
 def dispatch_inputs(*, pr: int, sha: str, command: str, requester: str, key: str) -> dict[str, str]:
@@ -162,10 +194,12 @@ def cancel_active(client: GitHubClient, workflow: str, pr: int, *, keep_sha: str
     return doomed
 
 
-def last_run_by(runs: Iterable[Run], requester: str) -> dt.datetime | None:
-    """When `requester` last started a GPU run (any PR), for the cooldown."""
+def last_run_by(runs: Iterable[Run], requester: str, *, exclude_key: str | None = None) -> dt.datetime | None:
+    """When `requester` last started a GPU run (any PR), for the cooldown; a run of the request being
+    resumed (`exclude_key`) does not count against it."""
     times = [r.created_at for r in runs
-             if r.created_at is not None and (t := parse_run_title(r.display_title)) and t.requester == requester]
+             if r.created_at is not None and (t := parse_run_title(r.display_title)) and t.requester == requester
+             and not (exclude_key and t.key == exclude_key)]
     return max(times, default=None)
 
 

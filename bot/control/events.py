@@ -90,6 +90,9 @@ def parse_event(event_name: str, payload: Any) -> Event | Ignored:
     if not isinstance(payload, dict):
         raise EventError("the event payload must be a JSON object")
     action = payload.get("action")
+    handled = ("issue_comment", "pull_request", "pull_request_target", "pull_request_review")
+    if event_name in handled and not isinstance(action, str):
+        raise EventError(f"the event payload field action should be str, not {type(action).__name__}")
     if event_name == "issue_comment":
         if action not in COMMENT_ACTIONS:
             return Ignored(f"issue_comment {action}: nothing to do")
@@ -143,7 +146,7 @@ def pull_from_json(data: dict, where: str = "pull_request") -> Pull:
         base_repo=_get(wrapped, f"{where}.base.repo.full_name", str),
         base_ref=_get(wrapped, f"{where}.base.ref", str),
         base_sha=_get(wrapped, f"{where}.base.sha", str),
-        labels=tuple(label["name"] for label in data.get("labels") or () if isinstance(label, dict)
+        labels=tuple(label["name"] for label in _list(data.get("labels")) if isinstance(label, dict)
                      and isinstance(label.get("name"), str)),
         updated_at=str(data.get("updated_at") or ""),
     )
@@ -209,3 +212,7 @@ def _pull_request(payload: dict, action: str) -> PullRequestEvent:
         sender_is_bot=sender_is_bot,
         label=label,
     )
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []

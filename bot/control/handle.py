@@ -12,7 +12,7 @@ import click
 
 from bot import i18n
 from bot.control import approvals as approval_sources
-from bot.control import commands, dispatch, gate_events, trust
+from bot.control import commands, dispatch, dispatch_once, gate_events, github_failures, trust
 from bot.checklist import hooks as checklist_hooks
 from bot.control.commands import Command, CommandError
 from bot.config import ConfigError, RepoConfig, read_repo_config
@@ -31,6 +31,8 @@ class Reply:
     sections: list[tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=list)
     dispatched: bool = False
     refused: bool = False
+    claims: list[int] = dataclasses.field(default_factory=list)  # claim comments the reply replaces
+    silent: bool = False  # another handler owns this event's reply
 
     def add(self, template: str, **context: Any) -> None:
         self.sections.append((f"control/{template}", context))
@@ -65,6 +67,7 @@ class Handler:
 
     def __init__(self, client: GitHubClient, default_branch: str, now: dt.datetime):
         self.client, self.default_branch, self.now = client, default_branch, now
+        self.started = dt.datetime.now(dt.timezone.utc)  # the real clock: comments are read back from here
         self.outcome = Outcome()
         self.config: RepoConfig = RepoConfig()
         self._permissions: dict[str, Permission] = {}
@@ -73,6 +76,9 @@ class Handler:
         self._all_runs: list | None = None
         self._config_read, self._config_error = False, None
         self._review_approvals: list[Approval] | None = None
+        self._bot: str | None = None
+        self.ledger = dispatch.Ledger()
+        self.request_key: str | None = None  # the request being decided (its own run is no cooldown)
 
     def log(self, message: str) -> None:
         self.outcome.log.append(message)
@@ -94,10 +100,12 @@ class Handler:
     def bot_login(self) -> str:
         if self.config.bot_login:
             return self.config.bot_login
-        try:
-            return self.client.authenticated_login()
-        except GitHubError:  # an installation token or GITHUB_TOKEN may not read /user
-            return FALLBACK_BOT_LOGIN
+        if self._bot is None:
+            try:
+                self._bot = self.client.authenticated_login()
+            except GitHubError:  # an installation token or GITHUB_TOKEN may not read /user
+                self._bot = FALLBACK_BOT_LOGIN
+        return self._bot
 
     def permission(self, login: str) -> Permission:
         if login not in self._permissions:
@@ -155,7 +163,7 @@ class Handler:
         decision = trust.decide(command.name, **args)
         if decision.allowed and gpu and not failed_only and not trust.cooldown_exempt(decision) \
                 and self.config.cooldown_seconds:
-            last = dispatch.last_run_by(self.all_runs(), actor.login)
+            last = dispatch.last_run_by(self.all_runs(), actor.login, exclude_key=self.request_key)
             decision = trust.decide(command.name, **args, cooldown_s=self.config.cooldown_seconds,
                                     last_run_at=last, now=self.now)
         if decision.allowed and gpu and not failed_only and not actor.trusted and not author_ok:
@@ -169,21 +177,39 @@ class Handler:
 
     def start_run(self, reply: Reply, *, pull: Pull, command_line: str, requester: str, key: str,
                   approval_needed: bool, label: str | None = None) -> None:
+        def claim_body(marker: str) -> str:
+            return marker + "\n" + i18n.render_bilingual("control/starting", command=command_line,
+                                                          sha=pull.head_sha, requester=requester) + "\n"
+
         try:
-            run = dispatch.dispatch(self.client, workflow=self.config.gpu_workflow,
-                                    default_branch=self.default_branch, pr=pull.number,
-                                    authorized_sha=pull.head_sha, command=command_line,
-                                    requester=requester, key=key)
+            started = dispatch_once.start(
+                self.client, workflow=self.config.gpu_workflow, default_branch=self.default_branch,
+                pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
+                bot_login=self.bot_login(), ledger=self.ledger, claim_body=claim_body, per_sha=label is not None,
+                started_at=self.started)
         except dispatch.HeadMoved as moved:
+            if moved.claim_id is not None:
+                reply.claims.append(moved.claim_id)
             self.log(f"refused {command_line}: {moved}")
             reply.refuse("head-moved", command=command_line, authorized_sha=moved.authorized_sha,
                          head_sha=moved.head_sha, state=moved.state, approval_needed=approval_needed)
             return
+        for line in started.log:
+            self.log(line)
+        if started.lost:
+            reply.silent = True
+            return
+        if started.claim_id is not None:
+            reply.claims.append(started.claim_id)
+        run = started.run
         reply.dispatched = True
         reply.markers.append(dispatch.ack_marker(key, pull.head_sha))
-        self.outcome.dispatched.append(dispatch.dispatch_inputs(
-            pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key))
-        self.log(f"dispatched {self.config.gpu_workflow} for PR #{pull.number} at {pull.head_sha}: {command_line}")
+        if not started.dispatched_now:
+            self.log(f"request {key} resumed: its run was already started")
+        else:
+            self.outcome.dispatched.append(dispatch.dispatch_inputs(
+                pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key))
+            self.log(f"dispatched {self.config.gpu_workflow} for PR #{pull.number} at {pull.head_sha}: {command_line}")
         reply.add("dispatched", command=command_line, sha=pull.head_sha, requester=requester,
                   run_url=run.html_url, workflow=self.config.gpu_workflow, pr=pull.number, label=label,
                   approval_needed=approval_needed)
@@ -198,9 +224,21 @@ class Handler:
         reply.refuse(decision.reason, **context)
 
     def post(self, number: int, reply: Reply, comment_id: int | None = None) -> None:
+        if reply.silent:
+            self.log("another handler of this request replies; this one stays silent")
+            return
         if comment_id is not None:
             self.client.react(comment_id, reply.reaction)
-        self.client.create_comment(number, reply.render())
+        if not reply.claims:
+            for line in dispatch_once.create_reply(self.client, number, reply.render(), self.bot_login(), self.started):
+                self.log(line)
+            return
+        # The reply replaces the claim (an idempotent edit): a delivery after a failure here
+        # resumes the claim again, finds the run, and writes the same reply.
+        self.client.edit_comment(reply.claims[0], reply.render())
+        for extra in reply.claims[1:]:
+            self.client.edit_comment(extra, "\n".join(reply.markers) + "\n" + i18n.render_bilingual(
+                "control/see-reply", comment_id=reply.claims[0]) + "\n")
 
 
 # -- comments ------------------------------------------------------------------------------------
@@ -221,7 +259,7 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     if event.edited and not h.config.allow_edits:
         h.log("edited comments are not read (allow_edits: false)")
         return
-    ledger = dispatch.read_ledger(h.client.list_issue_comments(event.number), bot)
+    ledger = h.ledger = dispatch.read_ledger(h.client.list_issue_comments(event.number), bot)
     body_digest = dispatch.digest(event.body)
     reply = Reply(markers=[dispatch.reply_marker(event.key, body_digest)])
     if ledger.replied(event.key, body_digest):
@@ -260,6 +298,7 @@ def _run_commands(h: Handler, event: CommentEvent, parsed: tuple[Command, ...], 
         needed = h.min_permission(command.name)
         actor = h.actor(event.sender, needed=needed) if needed > Permission.NONE or \
             command.spec.starts_gpu_work else Actor(event.sender, Permission.NONE)
+        h.request_key = event.key
         decision = h.decide(command, actor, pull, approvals)
         if decision.allowed and event.edited and event.author != event.sender:
             author = h.actor(event.author, needed=needed)
@@ -399,6 +438,7 @@ def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
     if event.sender == bot:
         triggers = []  # the bot's own label or push never starts a run by itself
     ledger = dispatch.read_ledger(h.client.list_issue_comments(pull.number), bot) if triggers else None
+    h.ledger = ledger or h.ledger
     if ledger is not None and ledger.replied(key, body_digest):
         h.log(f"pull_request {event.action} at {pull.head_sha} was already handled")
         triggers = []
@@ -423,6 +463,7 @@ def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, la
         h.log(f"label {label} already ran on {pull.head_sha}")
         return
     actor = h.actor(event.sender, needed=h.min_permission(command.name))
+    h.request_key = key
     decision = h.decide(command, actor, pull, ledger.approvals)
     if not decision.allowed:
         h.refusal(reply, line, decision, login=event.sender, pull=pull)
@@ -446,10 +487,13 @@ def handle_event(event_name: str, payload: Any, client: GitHubClient,
     if event.repository.lower() != client.repository.lower():
         raise EventError(f"the event is for {event.repository}, but GITHUB_REPOSITORY is {client.repository}")
     h = Handler(client, event.default_branch, now or dt.datetime.now(dt.timezone.utc))
-    if isinstance(event, CommentEvent):
-        handle_comment(h, event)
-    else:
-        handle_pull_request(h, event)
+    try:
+        if isinstance(event, CommentEvent):
+            handle_comment(h, event)
+        else:
+            handle_pull_request(h, event)
+    except GitHubError as exc:
+        github_failures.report(h, event, exc)
     return h.outcome
 
 

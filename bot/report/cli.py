@@ -164,8 +164,10 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     except collect.InputError as exc:
         raise click.ClickException(str(exc)) from None
     base_runs: list = []
+    skipped: list[str] = []
     if base_branch is not None:
-        baseline_dir, base_runs = _fetch_baseline(base_branch, workflow, baseline_dir or out_dir / "baseline")
+        baseline_dir, base_runs = _fetch_baseline(base_branch, workflow, baseline_dir or out_dir / "baseline",
+                                                  skipped)
     if baseline_dir is not None and not baseline_dir.is_dir():
         raise click.ClickException(f"{baseline_dir}: the baseline directory does not exist")
     results = [job.result for job in collection.jobs]
@@ -176,6 +178,8 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         command=command_text or _most_common([r.command for r in results]),
         run_url=_run_url(run_url))
     baseline = compare.load_baseline(baseline_dir)
+    if skipped:  # artifacts refused at download count as skipped base files, each with its reason
+        baseline = dataclasses.replace(baseline, unreadable=tuple(skipped) + baseline.unreadable)
     report = build.build_report(collection, baseline, thresholds, meta)
     gated = None
     if gate_on:
@@ -225,17 +229,21 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         raise SystemExit(1)
 
 
-def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path) -> tuple[pathlib.Path, list]:
+def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
+                    skipped: list[str]) -> tuple[pathlib.Path, list]:
     from bot.github import GitHubClient, GitHubError
     from bot.report.fetch import BaselineFetchError, fetch_baseline
 
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        runs = fetch_baseline(GitHubClient.from_env(), workflow=workflow, base_branch=base_branch, dest=dest)
+        runs = fetch_baseline(GitHubClient.from_env(), workflow=workflow, base_branch=base_branch, dest=dest,
+                              problems=skipped)
     except (GitHubError, BaselineFetchError) as exc:
         raise click.ClickException(f"cannot fetch the baseline of {base_branch}: {exc}") from None
     found = ", ".join(f"run {r.run_id} ({r.sha[:12]})" for r in runs) or "none"
     click.echo(f"baseline from {workflow} on {base_branch}: {found}", err=True)
+    for problem in skipped:
+        click.echo(f"baseline artifact skipped: {problem}", err=True)
     return dest, runs
 
 

@@ -131,8 +131,10 @@ def load_baseline(directory: pathlib.Path | None) -> Baseline:
     for file in sorted(directory.rglob(RESULT_FILE)):
         try:
             result = JobResult.model_validate_json(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, pydantic.ValidationError):
-            unreadable.append(file.relative_to(directory).as_posix())
+        except (OSError, UnicodeDecodeError, pydantic.ValidationError) as exc:
+            why = (f"{exc.errors()[0]['msg']} at {'.'.join(map(str, exc.errors()[0]['loc']))}"
+                   if isinstance(exc, pydantic.ValidationError) else type(exc).__name__)
+            unreadable.append(f"{file.relative_to(directory).as_posix()}: {why}")
             continue
         if result.sha and result.sha not in shas:
             shas.append(result.sha)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import pathlib
+import shutil
 import zipfile
 
 from bot.control.dispatch import parse_run_title
@@ -31,19 +32,68 @@ class BaselineFetchError(RuntimeError):
     pass
 
 
-def extract_safely(archive: bytes, dest: pathlib.Path) -> int:
-    """Unzip an artifact into dest; a member that would land outside dest is refused, not written."""
-    dest = dest.resolve()
-    with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+class ArtifactRejected(BaselineFetchError):
+    """One artifact that cannot be used (not a zip, a member outside, too large); the others still count."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What one artifact may expand to: results are small JSON files, so the caps are generous."""
+
+    max_total_bytes: int = 256 << 20
+    max_members: int = 10_000
+    max_ratio: float = 200.0  # uncompressed / compressed, per member (a zip bomb is thousands)
+
+
+def extract_safely(archive: bytes, dest: pathlib.Path, limits: Limits = Limits()) -> int:
+    """Unzip an artifact into dest, all or nothing; raises ArtifactRejected naming why.
+
+    Checked before anything is written: a member that would land outside dest (zip slip), too many
+    members, a total or a compression ratio past the limits. The archive's own sizes are not
+    trusted: reading stops at the declared size plus one byte. Written to a scratch folder first,
+    so a failure half-way (a file and a folder of one name) leaves nothing behind.
+    """
+    try:
+        zipped = zipfile.ZipFile(io.BytesIO(archive))
+    except Exception as exc:  # zipfile meets corrupt bytes with a zoo of types (IndexError, struct.error, ...)
+        raise ArtifactRejected(f"not a zip archive ({type(exc).__name__}: {exc})") from None
+    with zipped:
         members = [m for m in zipped.infolist() if not m.is_dir()]
+        if len(members) > limits.max_members:
+            raise ArtifactRejected(f"{len(members)} members, more than {limits.max_members}")
+        dest = dest.resolve()
+        total = 0
         for member in members:
             target = (dest / member.filename).resolve()
-            if not target.is_relative_to(dest):
-                raise BaselineFetchError(f"artifact member {member.filename!r} points outside {dest}")
-        for member in members:
-            target = dest / member.filename
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(zipped.read(member))
+            if not target.is_relative_to(dest) or target == dest:
+                raise ArtifactRejected(f"member {member.filename!r} points outside the artifact folder")
+            total += member.file_size
+            if member.file_size > limits.max_ratio * max(member.compress_size, 1) and member.file_size > 1 << 20:
+                raise ArtifactRejected(f"member {member.filename!r} expands {member.file_size:,} bytes from "
+                                       f"{member.compress_size:,} (ratio limit {limits.max_ratio:g})")
+        if total > limits.max_total_bytes:
+            raise ArtifactRejected(f"expands to {total:,} bytes, more than {limits.max_total_bytes:,}")
+        scratch = dest.with_name(dest.name + ".partial")
+        shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            for member in members:
+                target = scratch / member.filename
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zipped.open(member) as source:
+                    data = source.read(member.file_size + 1)
+                if len(data) > member.file_size:
+                    raise ArtifactRejected(f"member {member.filename!r} is larger than its header says")
+                target.write_bytes(data)
+            if dest.exists():
+                raise ArtifactRejected(f"{dest.name} exists already (two artifacts of one name)")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            scratch.rename(dest)
+        except ArtifactRejected:
+            raise
+        except Exception as exc:  # corrupt data, unsupported compression, a file where a folder must go
+            raise ArtifactRejected(f"cannot be extracted ({type(exc).__name__}: {exc})") from None
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     return len(members)
 
 
@@ -61,15 +111,19 @@ def baseline_sha(run, base_branch: str) -> str | None:
 
 
 def fetch_baseline(client, *, workflow: str, base_branch: str, dest: pathlib.Path, runs_wanted: int = 3,
-                   max_candidates: int = 200) -> list[BaselineRun]:
+                   max_candidates: int | None = None, problems: list[str] | None = None) -> list[BaselineRun]:
     """Download the results of the newest successful baseline-mode runs of the base branch.
 
     A baseline run measured the commit it ran from (bot.report.fetch.baseline_sha), and that commit
     must still be part of the base branch. Several runs give the report its noise estimate.
+    Runs are read page by page until enough are found. An artifact that cannot be used is skipped and
+    described in `problems`; the others still count.
     """
     picked: list[BaselineRun] = []
     merged: dict[str, bool] = {}
-    for run in client.list_workflow_runs(workflow, event=None, pages=2)[:max_candidates]:
+    for index, run in enumerate(client.iter_workflow_runs(workflow, event=None)):
+        if max_candidates is not None and index >= max_candidates:
+            break
         if run.status != "completed" or run.conclusion != "success":
             continue
         sha = baseline_sha(run, base_branch)
@@ -81,10 +135,25 @@ def fetch_baseline(client, *, workflow: str, base_branch: str, dest: pathlib.Pat
             continue
         artifacts = [a for a in client.list_run_artifacts(run.id)
                      if a.name.startswith(RESULT_ARTIFACT_PREFIX) and not a.expired]
+        used = 0
         for artifact in artifacts:
-            extract_safely(client.download_artifact(artifact.id), dest / f"run-{run.id}" / artifact.name)
-        if artifacts:
-            picked.append(BaselineRun(run.id, sha, run.html_url, len(artifacts)))
+            folder = dest / f"run-{run.id}" / _safe_name(artifact.name, artifact.id)
+            if folder.exists():  # two artifacts of one name: both are kept, apart
+                folder = folder.with_name(f"{folder.name}-{artifact.id}")
+            try:
+                extract_safely(client.download_artifact(artifact.id), folder)
+                used += 1
+            except ArtifactRejected as exc:
+                if problems is not None:
+                    problems.append(f"run {run.id} artifact {artifact.name!r}: {exc}")
+        if used:
+            picked.append(BaselineRun(run.id, sha, run.html_url, used))
         if len(picked) >= runs_wanted:
             break
     return picked
+
+
+def _safe_name(name: str, artifact_id: int) -> str:
+    """A folder name from an artifact name: no separators, no dot-dot; the id when nothing is left."""
+    cleaned = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).strip(".")
+    return cleaned or f"artifact-{artifact_id}"

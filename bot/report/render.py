@@ -243,6 +243,7 @@ def view(report: Report, limits: Limits = Limits(), views: _Views | None = None)
         "run_url": _link(meta.run_url), "artifacts_url": _link(meta.artifacts_url),
         "base_shas": [s[:12] for s in meta.base_shas],
         "unreadable_baseline": len(meta.unreadable_baseline),
+        "unreadable_baseline_why": "; ".join(meta.unreadable_baseline[:3])[:300],
         "thresholds": [{"metric": k, "pct": f"{meta.thresholds[k]:g}%"}
                        for k in views.gated if k in meta.thresholds],
         "gated": views.gated,

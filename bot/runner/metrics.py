@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pydantic
+
 from bot.results import PointMetrics, RequestSamples
 
 DISTRIBUTIONS = ("ttft", "tpot", "itl", "e2el")
@@ -167,21 +169,26 @@ def parse_bench_result(raw: dict[str, Any], *, gpus: int, expected_requests: int
         input_tput = total_tput - output_tput
     dists = {metric: _distribution(raw, metric) for metric in DISTRIBUTIONS}
     median_tpot = dists["tpot"].get("median")
-    return PointMetrics(
-        completed=completed,
-        failed=failed,
-        duration_s=duration,
-        request_throughput=_number(raw, "request_throughput", source),
-        output_throughput=output_tput,
-        total_token_throughput=total_tput,
-        tput_per_gpu=total_tput / per,
-        output_tput_per_gpu=output_tput / per,
-        input_tput_per_gpu=input_tput / per,
-        interactivity=1000.0 / median_tpot if median_tpot else None,
-        ttft_ms=dists["ttft"],
-        tpot_ms=dists["tpot"],
-        itl_ms=dists["itl"],
-        e2el_ms=dists["e2el"],
-        requests=parse_requests(raw),
-        inferencex=inferencex_figures(raw, gpus=gpus),
-    )
+    try:
+        return PointMetrics(
+            completed=completed,
+            failed=failed,
+            duration_s=duration,
+            request_throughput=_number(raw, "request_throughput", source),
+            output_throughput=output_tput,
+            total_token_throughput=total_tput,
+            tput_per_gpu=total_tput / per,
+            output_tput_per_gpu=output_tput / per,
+            input_tput_per_gpu=input_tput / per,
+            interactivity=1000.0 / median_tpot if median_tpot else None,
+            ttft_ms=dists["ttft"],
+            tpot_ms=dists["tpot"],
+            itl_ms=dists["itl"],
+            e2el_ms=dists["e2el"],
+            requests=parse_requests(raw),
+            inferencex=inferencex_figures(raw, gpus=gpus),
+        )
+    except pydantic.ValidationError as exc:  # inf, NaN or an absurd value: refused, never written
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "metrics"
+        raise BenchResultError(f"{source}: {where}: {first['msg']} (got {first.get('input')!r})") from None

@@ -13,6 +13,8 @@
     POST /_sandbox/webhook                {event, action, sender?, comment_id?, pull?, label?, before?, after?,
                                            review_id?, run_id?, changes_from?}  → the payload
     GET  /_sandbox/artifacts/{id}.zip     an artifact's archive (where download-artifact redirects)
+    POST /_sandbox/faults                 {rules: [rule...]} or one rule (bot/sandbox/faults.py) → active rules
+    GET  /_sandbox/faults, DELETE /_sandbox/faults   list / remove every rule
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .faults import parse_rules
 from .gitrepo import GitError
 from .seed import Conclusion, RunStatus, SeedArtifact, SeedJob, SeedRun
 from .shapes import Shapes
@@ -117,6 +120,9 @@ class Control:
             ("POST", re.compile(r"/_sandbox/pulls/(?P<number>\d+)"), self.update_pull),
             ("POST", re.compile(r"/_sandbox/webhook"), self.webhook),
             ("GET", re.compile(r"/_sandbox/artifacts/(?P<artifact_id>\d+)\.zip"), self.artifact),
+            ("POST", re.compile(r"/_sandbox/faults"), lambda body, **_: self.app.faults.add(parse_rules(body))),
+            ("GET", re.compile(r"/_sandbox/faults"), lambda **_: self.app.faults.view()),
+            ("DELETE", re.compile(r"/_sandbox/faults"), lambda **_: self.app.faults.clear()),
         ]
 
     def handle(self, method: str, path: str, query: str, body: bytes, server: str) -> RawResponse:
@@ -149,7 +155,7 @@ class Control:
         return self.app.log(everything=everything, since=since)
 
     def state(self, **_: Any) -> dict[str, Any]:
-        return self.app.state.snapshot()
+        return {**self.app.state.snapshot(), "faults": self.app.faults.view()}
 
     def push(self, body: dict[str, Any], **_: Any) -> dict[str, Any]:
         req = PushBody.parse(body)

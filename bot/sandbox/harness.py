@@ -16,6 +16,7 @@
         sb.add_review(pull, user, state, body=""), sb.update_pull(number, **fields)
         sb.event(event, action, **selectors)     # a webhook payload consistent with the state
         sb.write_event(path, event, action, **selectors) -> Path   # for `recipe-bot handle --event-path`
+        sb.add_faults(rule, ...), sb.clear_faults()   # fault injection (docs/sandbox.md)
         sb.problems()                            # responses that broke the OpenAPI description, unknown calls
     Leaving the block sends SIGTERM and waits; with check=True (the default) it then raises SandboxProblem
     if any response broke GitHub's OpenAPI description or any request named an operation the sandbox
@@ -220,6 +221,13 @@ class SandboxProcess:
         path = Path(path)
         path.write_text(json.dumps(self.event(event, action, **selectors_), indent=2), encoding="utf-8")
         return path
+
+    def add_faults(self, *rules: dict[str, Any]) -> list[dict[str, Any]]:
+        """POST /_sandbox/faults: make GitHub misbehave (bot/sandbox/faults.py); returns the active rules."""
+        return self.request("POST", "/_sandbox/faults", {"rules": list(rules)})
+
+    def clear_faults(self) -> None:
+        self.request("DELETE", "/_sandbox/faults")
 
     def github(self, login: str, **kwargs: Any) -> Any:
         from github import Auth, Github

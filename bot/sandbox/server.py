@@ -12,6 +12,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .api import HANDLERS, ApiError, Call, Reply
 from .control import Control
+from .faults import Faults, FaultRule
 from .wire import RawRequest, RawResponse
 from .openapi import DEFAULT_API, Route, SpecValidator
 from .seed import SeedFile
@@ -50,6 +51,7 @@ class Sandbox:
         self._log_lock = threading.Lock()
         self._seq = itertools.count(1)
         self.control = Control(self)
+        self.faults = Faults()
 
     # --- the log ---------------------------------------------------------------------------
     def record(self, entry: dict[str, Any]) -> None:
@@ -70,9 +72,37 @@ class Sandbox:
         server = f"http://{req.host}"
         if path.startswith("/_sandbox/"):
             return self.control.handle(req.method, path, split.query, req.body, server)
-        return self._rest(req, path, split.query, server, server + prefix)
+        fault = self.faults.take(req.method, path, token_login(req.headers.get("authorization")))
+        if fault is None:
+            return self._rest(req, path, split.query, server, server + prefix)[0]
+        return self._faulty(fault, req, path, split.query, server, server + prefix)
 
-    def _rest(self, req: RawRequest, path: str, raw_query: str, server: str, api: str) -> RawResponse:
+    def _faulty(self, fault: tuple[int, FaultRule], req: RawRequest, path: str, raw_query: str, server: str,
+                api: str) -> RawResponse:
+        """A request a fault rule fired on: delayed, answered instead, or answered after it was handled."""
+        fault_id, rule = fault
+        if rule.after or rule.status is None:
+            if not rule.after:
+                time.sleep(rule.delay_s)
+            resp, entry = self._rest(req, path, raw_query, server, api)
+            if rule.after:
+                time.sleep(rule.delay_s)
+            entry["fault"] = fault_id
+            if rule.status is None:
+                return resp
+            entry["fault_status"] = rule.status  # the effect was made; the client hears the fault
+        else:
+            time.sleep(rule.delay_s)
+            self.record({"time": utcnow(), "method": req.method, "path": path,
+                         "query": dict(parse_qsl(raw_query, keep_blank_values=True)), "operation": None,
+                         "known": True, "user": token_login(req.headers.get("authorization")), "body": None,
+                         "status": rule.status, "valid": True, "errors": [], "response_valid": True,
+                         "response_errors": [], "fault": fault_id, "fault_status": rule.status})
+        headers = {"Content-Type": "application/json; charset=utf-8", **rule.headers}
+        return RawResponse(rule.status, headers, _json_bytes(rule.body()))
+
+    def _rest(self, req: RawRequest, path: str, raw_query: str, server: str,
+              api: str) -> tuple[RawResponse, dict[str, Any]]:
         started = time.perf_counter()
         query = parse_qsl(raw_query, keep_blank_values=True)
         body_obj: Any = None
@@ -129,7 +159,7 @@ class Sandbox:
         entry["ms"] = round((time.perf_counter() - started) * 1000, 2)
         entry["validation_ms"] = round(validation_ms, 2)
         self.record(entry)
-        return RawResponse(status, headers, data)
+        return RawResponse(status, headers, data), entry
 
     @staticmethod
     def _error_reply(err: ApiError, route: Route | None) -> Reply:
@@ -179,13 +209,16 @@ class _HTTPHandler(BaseHTTPRequestHandler):
                         "known": False, "user": None, "body": None, "status": 500, "valid": True, "errors": [],
                         "response_valid": False, "response_errors": [f"sandbox raised {type(exc).__name__}: {exc}"]})
             resp = RawResponse(500, {"Content-Type": "application/json; charset=utf-8"}, data)
-        self.send_response(resp.status)
-        for name, value in resp.headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(resp.body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(resp.body)
+        try:
+            self.send_response(resp.status)
+            for name, value in resp.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(resp.body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(resp.body)
+        except (BrokenPipeError, ConnectionResetError):  # the client timed out (a delay fault): expected
+            self.close_connection = True
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = _serve
 

@@ -1,0 +1,206 @@
+"""Exactly one GPU run per request, through lost answers, redeliveries, crashes and parallel handlers.
+
+The request key (a comment id, `label-<name>` at a SHA) travels with the run in its title
+(dispatch.RUN_TITLE), so whether a dispatch happened can always be asked of GitHub. Before
+dispatching, a handler writes a *claim* comment (dispatch.claim_marker) and reads every comment
+back: only the oldest claim of a key may dispatch, so two handlers of one event at once start one
+run. The claim is also the acknowledgement recorded before the dispatch: a handler killed after it
+leaves the claim behind, and the next delivery resumes it: it looks for the key's run and
+dispatches only when there is none, then turns the claim into the reply. A claim names the Actions
+run of the handler that wrote it; a later handler resumes it only once that run is over (or is an
+earlier attempt of its own run), so it never races a holder that is still working. A failed dispatch whose
+answer was lost (5xx, time-out) is never repeated blindly: the key's run is looked for instead.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+import secrets
+from collections.abc import Callable
+
+from bot.control import dispatch
+from bot.github import DispatchedRun, GitHubClient, GitHubError, Run
+
+# Runs are listed newest first; a run of a claim cannot be older than the claim (clocks aside).
+CLOCK_SLACK = dt.timedelta(minutes=10)
+
+
+@dataclasses.dataclass
+class Started:
+    run: DispatchedRun | None = None
+    claim_id: int | None = None  # the comment to turn into the reply
+    dispatched_now: bool = False  # False: the run already existed (a resumed request)
+    lost: bool = False  # another handler holds the request's claim: say nothing, do nothing
+    log: list[str] = dataclasses.field(default_factory=list)
+
+
+def find_runs(client: GitHubClient, workflow: str, pr: int, key: str, sha: str | None = None,
+              since: dt.datetime | None = None) -> list[Run]:
+    """The request's runs (every page down to `since`), oldest first."""
+    found = []
+    for run in client.iter_workflow_runs(workflow, since=since):
+        title = dispatch.parse_run_title(run.display_title)
+        if title and title.pr == pr and title.key == key and (sha is None or title.sha == sha):
+            found.append(run)
+    return sorted(found, key=lambda r: r.id)
+
+
+def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, sha: str, command: str,
+          requester: str, key: str, bot_login: str, ledger: dispatch.Ledger, claim_body: Callable[[str], str],
+          per_sha: bool, started_at: dt.datetime, holder: str | None = None) -> Started:
+    """Claim, look, dispatch at most once, look again. Raises dispatch.HeadMoved and GitHubError.
+
+    `per_sha`: the key may run once per head SHA (a label), not once in all (a comment).
+    `claim_body(marker)`: the claim comment's text, with the marker as its first line.
+    `started_at`: when the handler read the ledger (every comment); later claims are read back by time.
+    `holder`: this handler's Actions run, `<run id>.<attempt>` (default: from GITHUB_RUN_ID/_ATTEMPT).
+    """
+    out = Started()
+    holder = this_run() if holder is None else holder
+    match_sha = sha if per_sha else None
+    if client.dry_run:  # nothing is written, so there is nothing to claim or to find
+        out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
+                                    authorized_sha=sha, command=command, requester=requester, key=key)
+        out.dispatched_now = True
+        return out
+    claim = ledger.claim(key, match_sha)
+    resumed = claim is not None
+    if claim is None:
+        claim = _take_claim(client, pr, key, sha, bot_login, claim_body, match_sha, started_at, holder, out)
+        if claim is None:
+            return out
+    elif not holder_gone(client, claim.holder, holder):
+        out.lost = True
+        out.log.append(f"request {key} is being handled by run {claim.holder} (claim comment {claim.comment_id}); "
+                       "leaving it to that run")
+        return out
+    else:
+        out.log.append(f"resuming request {key} (claim comment {claim.comment_id})")
+    out.claim_id = claim.comment_id
+    since = claim.created_at - CLOCK_SLACK if claim.created_at else None
+    # A fresh first claim has no run yet (only a claim's holder dispatches); a resumed one may.
+    existing = find_runs(client, workflow, pr, key, match_sha, since) if resumed else []
+    if existing:
+        out.log.append(f"request {key} already has run {existing[0].id}; not dispatching again")
+        out.run = DispatchedRun(existing[0].id, existing[0].html_url)
+        return out
+    try:
+        out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
+                                    authorized_sha=sha, command=command, requester=requester, key=key)
+        out.dispatched_now = True
+    except dispatch.HeadMoved as moved:
+        moved.claim_id = claim.comment_id  # the refusal replaces the claim
+        raise
+    except GitHubError as exc:
+        if not exc.ambiguous:
+            raise
+        # The answer was lost, not necessarily the dispatch: ask GitHub instead of sending it again.
+        existing = find_runs(client, workflow, pr, key, match_sha, since)
+        if not existing:
+            raise GitHubError(f"{exc}; no run for request {key} exists, so nothing was started", exc.status,
+                              ambiguous=False, throttled_s=exc.throttled_s) from None
+        out.log.append(f"the dispatch answer was lost ({exc}), but run {existing[0].id} exists")
+        out.run = DispatchedRun(existing[0].id, existing[0].html_url)
+        out.dispatched_now = True
+        return out
+    _cancel_twins(client, workflow, pr, key, match_sha, since, out)
+    return out
+
+
+def this_run(environ: dict[str, str] | None = None) -> str:
+    """`<run id>.<attempt>` of the Actions run this handler is, or "" outside Actions."""
+    env = os.environ if environ is None else environ
+    run_id, attempt = env.get("GITHUB_RUN_ID", ""), env.get("GITHUB_RUN_ATTEMPT", "") or "1"
+    return f"{run_id}.{attempt}" if run_id.isdigit() and attempt.isdigit() else ""
+
+
+def holder_gone(client: GitHubClient, theirs: str, mine: str) -> bool:
+    """Whether the handler that wrote a claim is over, so that its request may be resumed."""
+    if not theirs:
+        return True  # written outside Actions: nothing to ask; the check after dispatch covers a race
+    their_run = theirs.partition(".")[0]
+    if their_run == mine.partition(".")[0]:
+        return True  # a re-run of the same job: the attempt that wrote the claim has ended
+    try:
+        run = client.get_run(int(their_run))
+    except ValueError:
+        return True
+    except GitHubError as exc:
+        if exc.status == 404:  # deleted, or another repository's run id: no one is holding it
+            return True
+        raise
+    return not run.active and run.status == "completed"
+
+
+def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: str,
+                claim_body: Callable[[str], str], match_sha: str | None, started_at: dt.datetime,
+                holder: str, out: Started) -> dispatch.Claim | None:
+    nonce = secrets.token_hex(6)
+    mine: int | None = None
+    try:
+        mine = client.create_comment(pr, claim_body(dispatch.claim_marker(key, sha, nonce, holder)))
+    except GitHubError as exc:
+        if not exc.ambiguous:
+            raise
+        out.log.append(f"writing the claim of {key} failed ambiguously ({exc}); reading it back")
+    # Read the claims back: the oldest wins (comment ids only grow), whoever wrote it. The full ledger
+    # read before had none, so only comments written since then can hold one: read by time.
+    ledger = dispatch.read_ledger(client.list_issue_comments(pr, since=started_at - CLOCK_SLACK), bot_login)
+    first = ledger.claim(key, match_sha)
+    if first is None:
+        raise GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
+    if first.nonce != nonce:
+        out.lost = True
+        out.log.append(f"another handler claimed request {key} first (comment {first.comment_id}); leaving it")
+        ours = mine or next((c.comment_id for c in ledger.claims.get(key, []) if c.nonce == nonce), None)
+        if ours is not None:
+            try:
+                client.delete_comment(ours)
+            except GitHubError as exc:  # a stray later claim is harmless: only the first one counts
+                out.log.append(f"could not delete the extra claim comment {ours}: {exc}")
+        return None
+    return first
+
+
+def _cancel_twins(client: GitHubClient, workflow: str, pr: int, key: str, sha: str | None,
+                  since: dt.datetime | None, out: Started) -> None:
+    """Check after dispatch: if two resumers raced past the claim, keep the oldest run, cancel the rest."""
+    runs = find_runs(client, workflow, pr, key, sha, since)
+    if len(runs) < 2:
+        return
+    keep = runs[0]
+    for twin in runs[1:]:
+        if twin.active:
+            try:
+                client.cancel_run(twin.id)
+                out.log.append(f"cancelled run {twin.id}: a second run of request {key} (kept {keep.id})")
+            except GitHubError as exc:
+                out.log.append(f"could not cancel duplicate run {twin.id}: {exc}")
+    out.run = DispatchedRun(keep.id, keep.html_url)
+
+
+def create_reply(client: GitHubClient, number: int, body: str, bot_login: str,
+                 started_at: dt.datetime) -> list[str]:
+    """Post a reply once: when the answer is lost, look for it instead of posting a second one; when
+    another handler of the same event replied too, the later reply deletes itself. Returns log lines."""
+    mine: int | None = None
+    lost: GitHubError | None = None
+    try:
+        mine = client.create_comment(number, body)
+    except GitHubError as exc:
+        if not exc.ambiguous:
+            raise
+        lost = exc
+    header = body.split("\n", 1)[0]
+    if client.dry_run or not header.startswith("<!-- recipe-bot:"):
+        return []
+    twins = [c for c in client.list_issue_comments(number, since=started_at - CLOCK_SLACK)
+             if c.user == bot_login and c.body.split("\n", 1)[0] == header]
+    if lost is not None and not twins:
+        raise GitHubError(f"{lost}; the reply is not there, so it was not posted", lost.status) from None
+    first = min(c.id for c in twins) if twins else mine
+    if mine is not None and first is not None and first < mine:
+        client.delete_comment(mine)
+        return [f"another handler already replied (comment {first}); removed this one's duplicate {mine}"]
+    return []
