@@ -148,7 +148,7 @@ def _setup(h: Harness, command: str, tag: str) -> tuple[str, pathlib.Path, str, 
         cid = h.comment(7, "carol", "/sweep")
         return "issue_comment", h.event_file("issue_comment", "created", comment_id=cid), str(cid), 7
     if command == "ok-to-test":
-        cid = h.comment(9, "alice", f"/ok-to-test {h.head(9)[:12]}")
+        cid = h.comment(9, "alice", f"/ok-to-test {h.head(9)}")  # the full SHA (#17)
         return "issue_comment", h.event_file("issue_comment", "created", comment_id=cid), str(cid), 9
     if command == "label":  # a label runs once per head: each cell labels a new head
         h.push(f"name: tiny\ncell: {tag}\n")
