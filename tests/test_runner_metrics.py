@@ -8,6 +8,7 @@ the file itself.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
