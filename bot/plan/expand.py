@@ -126,7 +126,9 @@ class _SweepBuilder:
         arms = [(arm, _arm_concurrencies(recipe, arm, filters)) for arm in recipe.search_space]
         arms = [(arm, concs) for arm, concs in arms if concs]
         if not arms:
-            out.notes.append(f"{recipe.name}: no point matches --conc {','.join(map(str, filters.conc))}")
+            offered = sorted({c for arm in recipe.search_space for c in recipe.arm_concurrency(arm)})
+            out.notes.append(f"{recipe.name}: no point matches --conc {','.join(map(str, filters.conc))} "
+                             f"(its concurrencies: {', '.join(map(str, offered))})")
             return out
         gate = recipe.accuracy if filters.accuracy else None
         gated: set[str] = set()

@@ -157,10 +157,15 @@ def plan_change(
     Raises RecipeError for a broken recipe or config at head, PlanError for an impossible request.
     """
     repo = Path(repo_dir)
+    if not repo.is_dir():
+        raise PlanError(f"--repo {repo}: no such directory; give the root of a repository that has a recipes/ folder")
     try:
         head_source = open_source(repo, head)
         base_source = open_source(repo, base) if base is not None else None
     except SourceError as exc:
         raise PlanError(str(exc)) from None
     catalog = load_catalog(head_source)
+    if not catalog.entries and catalog.inferencex is None:
+        raise PlanError(f"--repo {repo}: no recipes here (no recipes/*.yaml and no InferenceX configs); "
+                        "give the root of a repository that has a recipes/ folder")
     return plan_change_sources(catalog, base_source, filters or PlanFilters())
