@@ -24,6 +24,15 @@ def _select(names: list[str], filters: PlanFilters, touched: Touched | None) -> 
     return [n for n in names if n in touched.reasons]
 
 
+def _named(catalog: Catalog, name: str, filters: PlanFilters) -> bool:
+    """`/e2e <suite>` or `/e2e <case>` names what to run: it runs whether the change touched it or not."""
+    recipe = catalog.entries[name].recipe
+    if not filters.cases or isinstance(recipe, SweepRecipe):
+        return False
+    names = [name, *(case.name for case in recipe.cases)]
+    return any(fnmatch.fnmatchcase(n, glob) for n in names for glob in filters.cases)
+
+
 def _kind_ok(catalog: Catalog, name: str, filters: PlanFilters) -> bool:
     kind = "sweep" if isinstance(catalog.entries[name].recipe, SweepRecipe) else "e2e"
     return filters.kind in ("all", kind)
@@ -69,7 +78,8 @@ def _entry(job: Job) -> MatrixEntry:
 
 def plan_native(catalog: Catalog, filters: PlanFilters, touched: Touched | None) -> Plan:
     names = catalog.names()
-    selected = [n for n in _select(names, filters, touched) if _kind_ok(catalog, n, filters)]
+    picked = set(_select(names, filters, touched)) | {n for n in names if _named(catalog, n, filters)}
+    selected = [n for n in names if n in picked and _kind_ok(catalog, n, filters)]
     plan = Plan(base=None, head=catalog.source.label, filters=filters)
     jobs: list[Job] = []
     for name in selected:

@@ -290,6 +290,8 @@ class E2ESuite(RecipeCommon):
     launch: Launch = Field(default_factory=Launch)  # args, env and timeout shared by every server
     accuracy: Accuracy | None = None  # the gate of every case that does not set its own
     cases: list[E2ECase] = Field(min_length=1)  # run in order: cases may share devices
+    # The variable whose value lists the GPUs that servers' devices index into (positions, not ids).
+    devices_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]*$")
 
     @model_validator(mode="after")
     def _cases(self) -> "E2ESuite":
