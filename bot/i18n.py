@@ -7,6 +7,8 @@ import pathlib
 import jinja2
 import jinja2.meta
 
+from bot import messages_zh
+
 TEMPLATES = pathlib.Path(__file__).parent / "templates"
 LANGUAGES = ("en", "zh")
 SEPARATOR = "\n\n---\n\n"
@@ -33,6 +35,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,  # Markdown, not HTML; untrusted text goes through |code
     )
     env.filters["code"] = inline_code
+    env.filters["zh"] = messages_zh.translate  # the Chinese form of a message built in English
     return env
 
 
