@@ -134,4 +134,4 @@ def test_preview_renders_in_headless_chromium_and_the_screenshot_is_kept(tmp_pat
                          check=True, capture_output=True, text=True, timeout=120).stdout
     # Drawn as GitHub draws a ```mermaid block: an SVG xychart per language, no code left.
     assert dom.count('aria-roledescription="xychart"') == 2, dom[:2000]
-    assert "Syntax error" not in dom and 'class="language-mermaid"' not in dom
+    assert 'aria-roledescription="error"' not in dom and 'class="language-mermaid"' not in dom
