@@ -214,3 +214,50 @@ def test_github_unreachable_is_one_bilingual_line(tmp_path, monkeypatch, how):
     assert "无法连接 GitHub API" in result.output
     assert "RECIPE_BOT_DEBUG=1" in result.output
     assert len([line for line in result.output.splitlines() if "GitHub API" in line]) == 2  # one line a language
+
+
+def _boom_command():
+    import click
+
+    @click.command("boom")
+    def boom() -> None:
+        raise KeyError("an internal slip")
+
+    return boom
+
+
+@pytest.fixture
+def boom(monkeypatch):
+    """A subcommand with a bug in it, registered the way every subcommand is."""
+    import sys as _sys
+    import types
+
+    module = types.ModuleType("bot_test_boom")
+    module.boom_cmd = _boom_command()
+    monkeypatch.setitem(_sys.modules, "bot_test_boom", module)
+    from bot import cli
+
+    monkeypatch.setitem(cli.SUBCOMMANDS, "boom", ("bot_test_boom", "boom_cmd"))
+
+
+def test_an_unexpected_error_is_one_bilingual_line_not_a_traceback(boom):
+    result = invoke("boom", env={"RECIPE_BOT_DEBUG": ""})
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert lines == ["Error: unexpected error: KeyError: 'an internal slip' (run with RECIPE_BOT_DEBUG=1 for the "
+                     "traceback)",
+                     "错误：意外错误：KeyError：'an internal slip'（设置 RECIPE_BOT_DEBUG=1 可查看完整的回溯信息）"]
+
+
+def test_recipe_bot_debug_shows_the_traceback(boom):
+    result = CliRunner().invoke(main, ["boom"], env={"RECIPE_BOT_DEBUG": "1"})
+    assert isinstance(result.exception, KeyError)  # re-raised, so Python prints the traceback
+
+
+def test_the_engine_set_up_states_its_measured_cost():
+    banner = (ROOT / "scripts" / "setup-cpu-engine.sh").read_text(encoding="utf-8")
+    assert "about 2 minutes with a warm pip cache, 6-7 cold; 2.5 GB on disk" in banner
+    assert "600 MB" not in banner
+    from bot.demo.cli import SETUP_HINT
+
+    assert "2.5 GB" in SETUP_HINT and "6-7 cold" in SETUP_HINT
