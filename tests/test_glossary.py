@@ -141,3 +141,11 @@ def test_the_chinese_half_of_a_plan_has_its_notes_in_chinese(tmp_path):
     chinese = plan_markdown(plan).split(i18n.SEPARATOR)[1]
     assert "没有基准版本：规划了目录中的全部配方" in chinese
     assert "no base revision" not in chinese and "runs first" not in chinese
+
+
+def test_the_command_registry_speaks_the_glossary_in_chinese():
+    from bot.control.commands import REGISTRY
+
+    for name, spec in REGISTRY.items():
+        assert CJK.search(spec.summary_zh), name
+        assert _english_terms_left(_prose(spec.summary_zh)) == [], f"/{name}: {spec.summary_zh}"
