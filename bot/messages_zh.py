@@ -106,6 +106,26 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("new config key in {}", "{0} 中新增了配置键"),
     ("master config entry changed ({})", "master 配置条目有改动（{0}）"),
     ("{} entry appended (line {})", "追加了 {0} 条目（第 {1} 行）"),
+    # why a case could not start on the runner (bot/runner: environment.py, engines.py, local.py)
+    ("{}: this case is opt-in and fails rather than skips without them", "{0}：这个用例需要显式开启（opt-in），缺少这些设置时判为失败，而不是跳过"),
+    ("required environment variable {} not set", "未设置必需的环境变量 {0}"),
+    ("required environment variables {} not set", "未设置必需的环境变量 {0}"),
+    ("required setting {} not met", "必需的设置 {0} 未满足"),
+    ("required settings {} not met", "必需的设置 {0} 未满足"),
+    ("{} refers to ${{}}, which is not set in the runner's environment", "{0} 引用了 ${{{1}}}，但 runner 的环境中没有设置它"),
+    ("{}={} is not a comma-separated list of GPU indices", "{0}={1} 不是以逗号分隔的 GPU 编号列表"),
+    ("devices {} are outside the {} GPU(s) that {}={} lists; devices index into that list",
+     "devices {0} 超出了 {2}={3} 列出的 {1} 张 GPU；devices 是该列表中的位置"),
+    ("devices {} are outside the {} GPU(s) this runner was given (CUDA_VISIBLE_DEVICES={}); devices index into that list",
+     "devices {0} 超出了分配给这个 runner 的 {1} 张 GPU（CUDA_VISIBLE_DEVICES={2}）；devices 是该列表中的位置"),
+    ("no vLLM found: set RECIPE_BOT_VLLM, put `vllm` on PATH, or run scripts/setup-cpu-engine.sh for the CPU engine",
+     "找不到 vLLM：请设置 RECIPE_BOT_VLLM、把 `vllm` 加入 PATH，或运行 scripts/setup-cpu-engine.sh 安装 CPU 引擎"),
+    ("launch_script {} points outside the repository {}", "launch_script {0} 指向仓库 {1} 之外"),
+    ("launch_script {} does not exist under {}", "launch_script {0} 在 {1} 下不存在"),
+    ("port {} is already in use before the case started (held by {})", "用例开始前端口 {0} 已被占用（占用者：{1}）"),
+    ("port {} is already in use before the case started", "用例开始前端口 {0} 已被占用"),
+    ("not run: {}", "未运行：{0}"),
+    ("runner error: {}", "runner 错误：{0}"),
     # pydantic's own wording, for the checks it makes itself (ge=, min_length=, pattern=)
     ("Input should be greater than or equal to {}", "应大于或等于 {0}"),
     ("Input should be greater than {}", "应大于 {0}"),
@@ -141,7 +161,8 @@ def translate(text: str) -> str:
     for regex, zh in _compiled():
         found = regex.match(text)
         if found:
-            values = [_WORDS.get(v, v) for v in found.groups()]
+            # A value may itself be a message (`{}: this case is opt-in ...`): shown in Chinese too.
+            values = [_WORDS.get(v) or (translate(v) if known(v) else v) for v in found.groups()]
             return zh.format(*values)
     for regex, zh in _SUFFIXES:
         found = regex.match(text)

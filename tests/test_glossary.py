@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "docs" / "glossary.md"
 # Where the planner and the recipe loader build the messages a user reads.
 MESSAGE_SOURCES = [*sorted((ROOT / "bot" / "recipes").glob("*.py")), *sorted((ROOT / "bot" / "plan").glob("*.py")),
-                   ROOT / "bot" / "inferencex" / "repo.py", ROOT / "bot" / "inferencex" / "schema.py"]
+                   ROOT / "bot" / "inferencex" / "repo.py", ROOT / "bot" / "inferencex" / "schema.py",
+                   ROOT / "bot" / "runner" / "environment.py", ROOT / "bot" / "runner" / "engines.py"]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -55,7 +56,7 @@ def written_messages() -> list[tuple[str, str]]:
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             owner = func.value if isinstance(func, ast.Attribute) else None
             arg = None
-            if name in ("ValueError", "PlanError") and node.args:
+            if name in ("ValueError", "PlanError", "EnvironmentProblem") and node.args:
                 arg = node.args[0]
             elif name in ("single", "RecipeProblem") and len(node.args) >= 4:
                 arg = node.args[3]
@@ -96,6 +97,28 @@ def test_every_message_the_code_writes_has_a_chinese_form(where, text):
 ])
 def test_translation_keeps_the_values(text, expected):
     assert messages_zh.translate(text) == expected
+
+
+def test_the_chinese_half_of_a_report_gives_a_runners_reason_in_chinese(tmp_path):
+    from bot.report import render, synthetic
+    from bot.report import build, collect, compare
+    from bot.report.model import Meta
+
+    job = synthetic.e2e_plan("afd", ["a"])
+    reason = ("required environment variable AFD_GPU_E2E_MODEL not set: this case is opt-in and fails rather than "
+              "skips without them")
+    result = synthetic.run_e2e(job, accuracy={"a": (0.8, 0.8)})
+    result = result.model_copy(update={"status": "failed", "reason": reason, "cases": [
+        c.model_copy(update={"status": "failed", "reason": reason, "accuracy": None}) for c in result.cases]})
+    synthetic.write_results(tmp_path / "results", [result])
+    (tmp_path / "base").mkdir()
+    report = build.build_report(collect.collect(tmp_path / "results", [job], synthetic.HEAD_SHA),
+                                compare.load_baseline(tmp_path / "base"), compare.thresholds_from(None),
+                                Meta(sha=synthetic.HEAD_SHA))
+    english, _, chinese = render.render_comment(report).text.partition(i18n.SEPARATOR)
+    assert "opt-in and fails rather than skips" in english
+    assert "未设置必需的环境变量 AFD_GPU_E2E_MODEL：这个用例需要显式开启" in chinese
+    assert "fails rather than skips" not in chinese
 
 
 def _prose(source: str) -> str:
