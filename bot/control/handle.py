@@ -515,6 +515,10 @@ def handle_cmd(event_name: str, event_path: str, dry_run: bool) -> None:
         raise click.ClickException(f"{event_path}: cannot read the event: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise click.ClickException(f"{event_path}:{exc.lineno}: the event is not JSON: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{event_path}: the event is not UTF-8 text (byte {exc.start}); GitHub writes "
+                                   f"UTF-8 JSON\n错误：{event_path}：事件文件不是 UTF-8 文本（第 {exc.start} 字节）；"
+                                   "GitHub 写出的事件是 UTF-8 编码的 JSON") from None
     try:
         client = GitHubClient.from_env(dry_run=dry_run)
         outcome = handle_event(event_name, payload, client)

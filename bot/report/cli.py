@@ -11,7 +11,7 @@ import tempfile
 import click
 
 from bot import i18n
-from bot.report import build, chart, collect, compare, marker, post, render
+from bot.report import build, chart, collect, compare, marker, plausible, post, render
 from bot.report.model import Meta, Report
 
 DEFAULT_CONFIG = pathlib.Path(".github/recipe-bot.yaml")
@@ -201,7 +201,7 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + extra + "\n")
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    series = chart.series_from(report)
+    series = chart.series_from(plausible.without_implausible(report))  # an absurd point would flatten the rest
     chart.write_png(series, out_dir / "chart.png",
                     f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
     # Compact on purpose: with thousands of points an indented file is several times larger.
