@@ -97,7 +97,7 @@ RULES: tuple[Rule, ...] = (
     Rule("download-failure", INFRASTRUCTURE, _rx(
         r"Max retries exceeded with url", r"Temporary failure in name resolution",
         r"couldn't connect to 'https://huggingface\.co'", r"(?:ReadTimeout|ConnectTimeout)Error",
-        r"Connection reset by peer", r"\b50[234] Server Error", r"HfHubHTTPError",
+        r"huggingface\.co.*(?:Connection reset by peer|timed out)", r"\b50[234] Server Error", r"HfHubHTTPError",
         r"manifest unknown|pull access denied|failed to pull image|error pulling image"),
         "a download (model, dataset or image) failed",
         "下载（模型、数据集或镜像）失败"),
@@ -105,7 +105,7 @@ RULES: tuple[Rule, ...] = (
         r"cannot submit to Slurm", r"Unable to contact slurm controller",
         r"Requested node configuration is not available", r"Socket timed out on send/recv"),
         "the Slurm cluster could not take the job", "Slurm 集群无法接收该作业"),
-    Rule("checkout-mismatch", INFRASTRUCTURE, _rx(r"checkout is at \S+, not the authorized"),
+    Rule("checkout-mismatch", INFRASTRUCTURE, _rx(r"checkout is at \S+, but the job was authorized for"),
          "the runner checked out another commit than the authorized one",
          "runner 检出的 commit 与授权的不一致"),
     # ---- recipe: what the PR's recipe asked for; never retried automatically ----
