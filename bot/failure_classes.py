@@ -18,6 +18,11 @@ from typing import Literal
 
 from bot.results import CaseResult, FailureClass, JobResult
 
+RECORD_PREFIX = "<!-- recipe-bot:infra-runners"
+_REPORT_PREFIX = "<!-- recipe-bot:report "
+_RECORD = re.compile(r"^<!-- recipe-bot:infra-runners (?P<pairs>(?:[A-Za-z0-9._-]{1,80}=\d{1,6}"
+                     r"(?:,|(?= -->)))+) -->$")
+
 Kind = Literal["infrastructure", "recipe"]
 INFRASTRUCTURE: Kind = "infrastructure"
 RECIPE: Kind = "recipe"
@@ -229,3 +234,32 @@ def should_retry(result: JobResult) -> bool:
     """Exactly one automatic retry: an infrastructure failure of a first attempt."""
     failure = result.failure or classify_job(result)
     return result.attempt == 1 and failure is not None and failure.kind == INFRASTRUCTURE
+
+
+def record_line(record: dict[str, int]) -> str | None:
+    """The hidden second line of a report comment: infrastructure failures per runner host."""
+    if not record:
+        return None
+    return f"{RECORD_PREFIX} {','.join(f'{h}={n}' for h, n in sorted(record.items()))} -->"
+
+
+def parse_record(body: str) -> dict[str, int]:
+    """The record of one report comment: its second line only, under a report marker (any later
+    line may be quoted log text). Hosts are [A-Za-z0-9._-]; anything else is no record."""
+    lines = body.split("\n", 2)
+    if len(lines) < 2 or not lines[0].startswith(_REPORT_PREFIX):
+        return {}
+    match = _RECORD.match(lines[1].rstrip("\r"))
+    if match is None:
+        return {}
+    pairs = (pair.split("=") for pair in match["pairs"].split(","))
+    return {host: int(count) for host, count in pairs}
+
+
+def merged_record(bodies: Iterable[str]) -> dict[str, int]:
+    """Infrastructure failures per host over several report comments (the bot's own only)."""
+    total: dict[str, int] = {}
+    for body in bodies:
+        for host, count in parse_record(body).items():
+            total[host] = total.get(host, 0) + count
+    return dict(sorted(total.items(), key=lambda item: (-item[1], item[0])))

@@ -9,13 +9,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.failure_classes import INFRASTRUCTURE, annotate, rule
+from bot.failure_classes import (  # noqa: F401 - the record's line format, re-exported
+    INFRASTRUCTURE,
+    RECORD_PREFIX,
+    annotate,
+    parse_record,
+    record_line,
+    rule,
+)
 from bot.report.collect import CollectedJob
 from bot.results import FailureClass, JobResult
 
-RECORD_PREFIX = "<!-- recipe-bot:infra-runners"
-_RECORD = re.compile(r"^<!-- recipe-bot:infra-runners (?P<pairs>(?:[A-Za-z0-9._-]{1,80}=\d{1,6}"
-                     r"(?:,|(?= -->)))+) -->$")
 _HOST_SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -117,25 +121,6 @@ def runner_record(failure_groups: tuple[FailureGroup, ...]) -> dict[str, int]:
                 host = _HOST_SAFE.sub("_", attempt.host)[:80] or "unknown"
                 record[host] = record.get(host, 0) + 1
     return dict(sorted(record.items()))
-
-
-def record_line(record: dict[str, int]) -> str | None:
-    """The hidden second line of the report comment that `/status` reads back; None if empty."""
-    if not record:
-        return None
-    return f"{RECORD_PREFIX} {','.join(f'{h}={n}' for h, n in record.items())} -->"
-
-
-def parse_record(body: str) -> dict[str, int]:
-    """The record from a report comment's second line only (later lines are quoted text)."""
-    lines = body.split("\n", 2)
-    if len(lines) < 2:
-        return {}
-    match = _RECORD.match(lines[1].rstrip("\r"))
-    if match is None:
-        return {}
-    pairs = (pair.split("=") for pair in match["pairs"].split(","))
-    return {host: int(count) for host, count in pairs}
 
 
 def view(failure_groups: tuple[FailureGroup, ...], fenced, log_lines: int = 40) -> list[dict]:
