@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from click.testing import CliRunner
+
 from bot.jobs import Job
+from bot.report.cli import report_cmd
 from bot.results import JobResult
 from bot.runner import retry
 from fake_servers import FAKE_VLLM, REPO, fake_job, recipe_bot
@@ -106,6 +109,28 @@ def test_fault_run_is_classified_and_only_infrastructure_is_retried_once(
     assert (second.status, second.attempt, second.failure) == ("passed", 2, None)
     again = retry.decide([job], retry._results(results))
     assert [(d.retry, d.why) for d in again] == [(False, "already retried")]
+    _report_shows_both_attempts(tmp_path, job, results, rule)
+
+
+def _report_shows_both_attempts(tmp_path: Path, job: Job, results: Path, rule: str) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"jobs": [job.model_dump(mode="json")]}))
+    out = tmp_path / "report"
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # the report reads .github/recipe-bot.yaml from the working folder
+    try:
+        done = CliRunner().invoke(report_cmd, ["--results", str(results), "--jobs", str(plan),
+                                               "--out", str(out)], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    assert done.exit_code == 0, done.output
+    comment = (out / "comment.md").read_text(encoding="utf-8")
+    english, _, chinese = comment.partition("\n\n---\n\n## ")
+    assert english.startswith("<!-- recipe-bot:report") and "## ✅ success" in english
+    assert f"`{rule}`" in english and "passed on attempt 2" in english
+    assert "第 2 次尝试 ✅ 通过" in chinese
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["failure_classes"] == [{"kind": "infrastructure", "retried": True, "count": 1}]
 
 
 def test_retry_outputs_name_lost_and_infrastructure_jobs_for_the_matrix(tmp_path: Path) -> None:
