@@ -187,3 +187,27 @@ def test_a_class_already_in_the_result_is_kept() -> None:
     given = FailureClass(kind="infrastructure", rule="gpu-error", evidence=["Xid 79"])
     job = _job("failed", reason="server 'x' exited with code 1 during point 'c1'")
     assert fc.annotate(job.model_copy(update={"failure": given})).failure == given
+
+
+DMESG = """[ 1200.000000] nvidia-uvm: Loaded the UVM driver, major device number 510.
+[ 8071.554201] NVRM: Xid (PCI:0000:18:00): 48, pid=2211, name=python3, Ch 00000010, DBE (double bit error)
+[ 9100.104512] NVRM: GPU at PCI:0000:1b:00: GPU-5f2e0c31-9a47-4c0e-8e7b-1d2c3b4a5f60
+[ 9100.104530] NVRM: Xid (PCI:0000:1b:00): 79, pid=4187, name=python3, GPU has fallen off the bus.
+[ 9100.104611] NVRM: GPU 0000:1b:00.0: GPU has fallen off the bus.
+[ 9101.000000] docker0: port 1(veth1) entered blocking state"""
+
+
+def test_kernel_log_keeps_the_xid_lines_of_the_case_and_the_rule_reads_them():
+    from bot.runner.kernel_log import gpu_errors
+
+    lines = gpu_errors(DMESG, since_s=9000.0)
+    assert lines == ["kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid=4187, name=python3, GPU has "
+                     "fallen off the bus."]
+    crash = ["server 'server' exited with code -6 during point 'c64'", *lines]
+    assert fc.classify_lines(crash, started=True).rule == "gpu-error"
+
+
+def test_kernel_log_lines_before_the_case_started_are_not_its_evidence():
+    from bot.runner.kernel_log import gpu_errors
+
+    assert gpu_errors(DMESG, since_s=9200.0) == []
