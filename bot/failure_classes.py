@@ -56,6 +56,12 @@ RULES: tuple[Rule, ...] = (
         r"the runner was stopped \(SIGTERM"),
         "the runner was lost or stopped by the platform before it reported",
         "runner 在报告结果之前丢失或被平台停止"),
+    # A job cancelled by recipe-bot (/cancel, a push) carries its reason and gets no class; one
+    # that the cluster or an operator cancelled is the platform's doing.
+    Rule("cancelled-by-platform", INFRASTRUCTURE, _rx(
+        r"scancel by an operator or the cluster", r"The operation was canceled\.$"),
+        "the platform cancelled the job (not recipe-bot, not a person's /cancel)",
+        "平台取消了该作业（不是 recipe-bot，也不是有人发出的 /cancel）"),
     Rule("slurm-node-failure", INFRASTRUCTURE, _rx(
         r"\bNODE_FAIL\b", r"Slurm node \S+ failed or was set down", r"DUE TO NODE FAILURE",
         r"\bBOOT_FAIL\b", r"node failed to boot", r"Kill task failed"),
@@ -200,11 +206,15 @@ def classify_job(result: JobResult) -> FailureClass | None:
     """A failed or lost job's class. Infrastructure evidence at the job level (lost runner,
     Slurm node, time limit before start) wins; otherwise a recipe failure in any case makes the
     job a recipe failure (a retry would fail again), then an infrastructure one an
-    infrastructure failure. Passed, cancelled and skipped jobs get none."""
-    if result.status not in ("failed", "lost"):
-        return None
+    infrastructure failure. Passed and skipped jobs get none, and so do cancelled ones unless
+    the platform cancelled them."""
     started = any(c.startup_s is not None for c in result.cases)
     job_lines = _slurm_lines(result) + _lines([result.reason])
+    if result.status == "cancelled":
+        found = classify_lines(job_lines, started=started)
+        return found if found.rule == "cancelled-by-platform" else None
+    if result.status not in ("failed", "lost"):
+        return None
     top = classify_lines(job_lines, started=started) if job_lines else None
     if top is not None and top.kind == INFRASTRUCTURE:
         return top

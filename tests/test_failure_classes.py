@@ -19,6 +19,9 @@ SGL = "[2026-12-01 02:50:03] "
 EXCERPTS = [
     ("runner-lost", ["no result.json came back: the runner was lost, timed out or never started "
                      "the job"], False, "no result.json came back"),
+    ("cancelled-by-platform", ["Slurm job 3301 state CANCELLED on gpu-node-04",
+                               "Slurm job cancelled while running: scancel by an operator or the "
+                               "cluster"], True, "scancel by an operator or the cluster"),
     ("slurm-node-failure", ["Slurm job 412 state NODE_FAIL on gpu-node-07",
                             "NodeDown: Not responding",
                             "Slurm node gpu-node-07 failed or was set down (Not responding) while "
@@ -165,7 +168,7 @@ RETRY = [
     pytest.param("lost", 1, True, id="a-lost-first-attempt-is-retried"),
     pytest.param("lost", 2, False, id="a-lost-retry-is-not-retried-again"),
     pytest.param("passed", 1, False, id="a-passed-job-is-not-retried"),
-    pytest.param("cancelled", 1, False, id="a-cancelled-job-is-not-retried"),
+    pytest.param("cancelled", 1, False, id="a-job-cancelled-by-a-person-is-not-retried"),
 ]
 
 
@@ -174,6 +177,15 @@ def test_only_a_first_infrastructure_failure_is_retried(status: str, attempt: in
                                                         retried: bool) -> None:
     reason = "no result.json came back: the runner was lost" if status == "lost" else None
     assert fc.should_retry(fc.annotate(_job(status, reason=reason, attempt=attempt))) is retried
+
+
+def test_a_job_the_cluster_cancelled_is_infrastructure_and_retried() -> None:
+    job = fc.annotate(_job("cancelled", reason="Slurm job cancelled while running: scancel by an "
+                           "operator or the cluster",
+                           slurm=SlurmInfo(job_id="8", node="n2", state="CANCELLED")))
+    assert job.failure.rule == "cancelled-by-platform" and fc.should_retry(job)
+    by_bot = _job("cancelled", reason="Slurm job cancelled while running: /cancel by @carol")
+    assert fc.annotate(by_bot).failure is None
 
 
 def test_a_dirty_teardown_of_a_passed_case_is_a_recipe_failure() -> None:
