@@ -44,8 +44,8 @@ def test_whom_to_call_says_infrastructure_retried_and_recipe(tmp_path):
     report = _report(synthetic.infra_retried(), tmp_path)
     title = check_title(report)
     english, chinese = title.split(" / ")
-    assert english.endswith("· infrastructure, retried, recipe")
-    assert chinese.endswith("· 基础设施，已重试，配方")
+    assert english.endswith("· infrastructure, retried · recipe")
+    assert chinese.endswith("· 基础设施，已重试 · 配方")
 
 
 def test_a_recipe_failure_alone_says_recipe_and_nothing_about_a_retry(tmp_path):
