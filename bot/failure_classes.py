@@ -267,9 +267,17 @@ def parse_record(body: str) -> dict[str, int]:
 
 
 def merged_record(bodies: Iterable[str]) -> dict[str, int]:
-    """Infrastructure failures per host over several report comments (the bot's own only)."""
-    total: dict[str, int] = {}
+    """Infrastructure failures per host over the bot's report comments, oldest first: the last
+    report of each head SHA counts (a later comment for the same SHA repeats the earlier one's
+    failures), and the SHAs add up."""
+    latest: dict[str, dict[str, int]] = {}
     for body in bodies:
-        for host, count in parse_record(body).items():
+        record = parse_record(body)
+        if record:
+            sha = re.search(r"\bsha=(\S+)", body.split("\n", 1)[0])
+            latest[sha.group(1) if sha else ""] = record
+    total: dict[str, int] = {}
+    for record in latest.values():
+        for host, count in record.items():
             total[host] = total.get(host, 0) + count
     return dict(sorted(total.items(), key=lambda item: (-item[1], item[0])))

@@ -223,3 +223,11 @@ def test_kernel_log_lines_before_the_case_started_are_not_its_evidence():
     from bot.runner.kernel_log import gpu_errors
 
     assert gpu_errors(DMESG, since_s=9200.0) == []
+
+
+def test_merged_record_counts_the_last_report_of_each_head_and_adds_the_heads():
+    head = "<!-- recipe-bot:report sha=aaaaaaa failures=- -->\n"
+    other = "<!-- recipe-bot:report sha=bbbbbbb failures=- -->\n"
+    bodies = [other + fc.record_line({"n1": 1}), head + fc.record_line({"n1": 1}),
+              head + fc.record_line({"n1": 2, "n2": 1})]
+    assert fc.merged_record(bodies) == {"n1": 3, "n2": 1}

@@ -5,11 +5,13 @@ from bot.failure_classes import record_line
 from handle_helpers import BOT, bilingual
 
 REPORT = f"<!-- recipe-bot:report sha={synthetic.HEAD_SHA} failures=- -->\n"
+OLDER = f"<!-- recipe-bot:report sha={synthetic.BASE_SHA} failures=- -->\n"
 
 
 def test_status_lists_infrastructure_failures_per_host_from_the_bots_reports(h):
-    h.comment(7, BOT, REPORT + record_line({"gpu-node-07": 2, "gpu-host-3": 1}) + "\n## report")
-    h.comment(7, BOT, REPORT + record_line({"gpu-node-07": 1}) + "\n## an older report")
+    h.comment(7, BOT, OLDER + record_line({"gpu-node-07": 1}) + "\n## an older commit's report")
+    h.comment(7, BOT, REPORT + record_line({"gpu-node-07": 1}) + "\n## the head's first report")
+    h.comment(7, BOT, REPORT + record_line({"gpu-node-07": 2, "gpu-host-3": 1}) + "\n## its latest")
     h.comment(7, "mallory", REPORT + record_line({"gpu-node-01": 50}) + "\n## forged")
     h.on_comment(7, "mallory", "/status")
     english, chinese = bilingual(h.bot_comments(7)[-1]["body"])
