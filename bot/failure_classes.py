@@ -202,6 +202,15 @@ def _slurm_lines(result: JobResult) -> list[str]:
                    + (f" on {slurm.node}" if slurm.node else ""), slurm.reason])
 
 
+def _own_reason(result: JobResult) -> str | None:
+    """The job's reason without what it repeats from a case ("case X: ...", "the run reported:
+    ..."): the cases are classified one by one, so that a recipe case is never hidden."""
+    reason = (result.reason or "").split("; the run reported: ", 1)[0]
+    if result.cases and reason.startswith("case "):
+        return None
+    return reason or None
+
+
 def classify_job(result: JobResult) -> FailureClass | None:
     """A failed or lost job's class. Infrastructure evidence at the job level (lost runner,
     Slurm node, time limit before start) wins; otherwise a recipe failure in any case makes the
@@ -209,7 +218,7 @@ def classify_job(result: JobResult) -> FailureClass | None:
     infrastructure failure. Passed and skipped jobs get none, and so do cancelled ones unless
     the platform cancelled them."""
     started = any(c.startup_s is not None for c in result.cases)
-    job_lines = _slurm_lines(result) + _lines([result.reason])
+    job_lines = _slurm_lines(result) + _lines([_own_reason(result)])
     if result.status == "cancelled":
         found = classify_lines(job_lines, started=started)
         return found if found.rule == "cancelled-by-platform" else None

@@ -159,7 +159,8 @@ def test_a_recipe_case_makes_the_job_recipe_even_beside_an_infrastructure_case()
                       "case started")
     flag = CaseResult(name="b", status="failed", reason="server 'x' exited with code 2 before "
                       "it was ready", log_tail="error: unrecognized arguments: --bogus")
-    job = fc.annotate(_job("failed", cases=[port, flag], reason="case a: port 9 ..."))
+    job = fc.annotate(_job("failed", cases=[port, flag],
+                           reason="case a: port 9 is already in use before the case started"))
     assert [c.failure.rule for c in job.cases] == ["port-busy", "bad-arguments"]
     assert job.failure.kind == "recipe" and not fc.should_retry(job)
 
