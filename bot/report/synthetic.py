@@ -341,14 +341,15 @@ def lost_runner() -> Scenario:
 
 def _failed_start(job: Job, reason: str, tail: str, *, finished_at: str,
                   slurm: SlurmInfo | None = None, attempt: int = 1,
-                  status: str = "failed") -> JobResult:
+                  status: str = "failed", job_reason: str | None = None) -> JobResult:
     """A job whose first case failed before its server was ready, the rest not run."""
     first, *rest = job.cases
     cases = [CaseResult(name=first.name, status="failed", reason=reason, log_tail=tail,
                         server_logs=[f"logs/{first.name}.log"])]
     cases += [CaseResult(name=c.name, status="skipped", reason="not run: fail_fast") for c in rest]
     result = _result(job, status, cases, engine_version="0.32.0", finished_at=finished_at)
-    return result.model_copy(update={"reason": f"case {first.name}: {reason}", "slurm": slurm,
+    return result.model_copy(update={"reason": job_reason or f"case {first.name}: {reason}",
+                                     "slurm": slurm,
                                      "attempt": attempt})
 
 
@@ -373,11 +374,14 @@ def infra_retried() -> Scenario:
     node_reason = "Slurm node gpu-node-07 failed or was set down (Not responding) while running"
     node_first = _failed_start(node, f"no result: the job ended before this case reported "
                                f"({node_reason})", node_tail, finished_at="2025-11-30T04:53:00Z",
+                               job_reason=node_reason,
                                slurm=SlurmInfo(job_id="4117", node="gpu-node-07",
                                                state="NODE_FAIL", reason="NodeFail: Not responding"))
     node_second = _failed_start(node, f"no result: the job ended before this case reported "
                                 f"(Slurm node gpu-node-09 failed or was set down (Kill task "
                                 f"failed) while running)", node_tail.replace("07", "09"),
+                                job_reason="Slurm node gpu-node-09 failed or was set down (Kill "
+                                "task failed) while running",
                                 finished_at="2025-11-30T05:10:00Z", attempt=2,
                                 slurm=SlurmInfo(job_id="4121", node="gpu-node-09",
                                                 state="NODE_FAIL", reason="NodeFail: Kill task failed"))
