@@ -97,7 +97,7 @@ def test_fault_run_is_classified_and_only_infrastructure_is_retried_once(
     on_disk = json.loads((results / job.job_id / "result.json").read_text())
     assert on_disk["failure"]["rule"] == rule
 
-    picked = retry.decide([job], retry._results(results))
+    picked = retry.decide([job], retry.load_results(results))
     assert [d.retry for d in picked] == [kind == "infrastructure"]
     if kind != "infrastructure":
         return
@@ -107,7 +107,7 @@ def test_fault_run_is_classified_and_only_infrastructure_is_retried_once(
         job = _with_server(job, env={**job.cases[0].servers[0].env, "FAKE_STARTUP_S": "0.3"})
     second = run(job, plan, results / job.job_id / "attempt-2", attempt=2)
     assert (second.status, second.attempt, second.failure) == ("passed", 2, None)
-    again = retry.decide([job], retry._results(results))
+    again = retry.decide([job], retry.load_results(results))
     assert [(d.retry, d.why) for d in again] == [(False, "already retried")]
     _report_shows_both_attempts(tmp_path, job, results, rule)
 

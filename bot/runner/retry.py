@@ -32,7 +32,7 @@ class RetryDecision:
     why: str  # the rule that decided, or why not
 
 
-def _results(results_dir: Path) -> dict[str, list[JobResult]]:
+def load_results(results_dir: Path) -> dict[str, list[JobResult]]:
     found: dict[str, list[JobResult]] = {}
     if not results_dir.is_dir():
         return found
@@ -75,7 +75,7 @@ def decide(plan: list[Job], results: dict[str, list[JobResult]], *,
     return decisions
 
 
-def _plan(plan_dir: Path) -> list[Job]:
+def load_plan(plan_dir: Path) -> list[Job]:
     files = sorted(plan_dir.glob("*.json")) if plan_dir.is_dir() else [plan_dir]
     jobs = []
     for file in files:
@@ -102,12 +102,12 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     try:
-        plan = _plan(Path(args[1]))
+        plan = load_plan(Path(args[1]))
     except (OSError, ValueError) as exc:
         print(f"{args[1]}: not a readable plan: {exc}\n{args[1]}：无法读取计划：{exc}",
               file=sys.stderr)
         return 2
-    decisions = decide(plan, _results(Path(args[0])), fail_fast="--fail-fast" in argv)
+    decisions = decide(plan, load_results(Path(args[0])), fail_fast="--fail-fast" in argv)
     for d in decisions:
         print(f"{d.job_id}: {'retry' if d.retry else 'no retry'} ({d.why})", file=sys.stderr)
     sys.stdout.write(outputs(decisions))
