@@ -310,8 +310,9 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="status",
         usage="/status",
-        summary_en="List this PR's GPU runs and their states.",
-        summary_zh="列出本 PR 的 GPU 运行及其状态。",
+        summary_en="List this PR's GPU runs and their states, and infrastructure failures per "
+        "runner host.",
+        summary_zh="列出本 PR 的 GPU 运行及其状态，以及按 runner 主机统计的基础设施失败。",
         min_permission="none",
         examples=("/status",),
         starts_gpu_work=False,

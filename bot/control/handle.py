@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from bot import i18n
+from bot import failure_classes, i18n
 from bot.control import approvals as approval_sources
 from bot.control import commands, dispatch, dispatch_once, gate_events, github_failures, trust
 from bot.checklist import hooks as checklist_hooks
@@ -372,7 +372,11 @@ def _ok_to_test(h: Handler, reply: Reply, command: Command, actor: Actor, pull: 
 
 def _status(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
             approvals: list[Approval], key: str) -> None:
-    reply.add("status", runs=_run_rows(h.pr_runs(pull.number)[:20]))
+    # Infrastructure failures per runner host, as the bot's own report comments recorded them.
+    bot = h.bot_login()
+    infra = failure_classes.merged_record(c.body for c in h.client.list_issue_comments(pull.number)
+                                          if c.user == bot)
+    reply.add("status", runs=_run_rows(h.pr_runs(pull.number)[:20]), infra=list(infra.items()))
 
 
 def _help(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,

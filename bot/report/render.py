@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from bot import i18n
-from bot.report import chart, marker, noise, plausible
+from bot.report import chart, failure_groups, marker, noise, plausible
 from bot.report.model import E2ERow, Failure, PointRow, RecipeSection, Report
 from bot.report.sources import Source
 
@@ -259,6 +259,8 @@ def view(report: Report, limits: Limits = Limits(), views: _Views | None = None)
         + sum(len(s.rows) for s in recipes[len(shown_recipes):]),
         "e2e": [_e2e(row) for row in report.e2e],
         "failures": [_failure(f, limits) for f in shown_failures],
+        "failure_groups": failure_groups.view(report.failure_groups, fenced, limits.log_lines),
+        "calls": failure_groups.whom_to_call(report.failure_groups),
         "failures_hidden": len(failures) - len(shown_failures),
         "chart": views.chart,
         "rerun_sweep": rerun_sweep,
@@ -285,6 +287,9 @@ class _Sizer:
     def __init__(self, report: Report, limit: int):
         self.report, self.limit, self.views = report, limit, _Views(report)
         self.head = marker.build(report.meta.sha, report.failure_keys) + "\n"
+        record = failure_groups.record_line(failure_groups.runner_record(report.failure_groups))
+        if record:  # the second line: infrastructure failures per host, for /status
+            self.head += record + "\n"
 
     def attempt(self, limits: Limits, shortened: bool) -> Rendered | None:
         context = view(self.report, limits, self.views)
