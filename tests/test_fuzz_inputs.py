@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot import commands
+from bot.control import commands
 from bot.control.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
 from bot.report import build, chart, collect, compare, render, synthetic
 from bot.report.fetch import ArtifactRejected, Limits, extract_safely
