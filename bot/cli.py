@@ -31,6 +31,18 @@ SHORT_HELP = {
 
 
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            from bot.cli_guard import debug_enabled, one_line
+
+            if debug_enabled():
+                raise
+            raise click.ClickException(one_line(exc)) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
 
@@ -60,7 +72,7 @@ def _unavailable(name: str, why: str) -> click.Command:
     return command
 
 
-@click.group(cls=LazyGroup)
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="recipe-bot")
 def main() -> None:
     """recipe-bot: PR commands to GPU benchmark runs, with one bilingual report."""

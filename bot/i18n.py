@@ -7,6 +7,8 @@ import pathlib
 import jinja2
 import jinja2.meta
 
+from bot import messages_zh
+
 TEMPLATES = pathlib.Path(__file__).parent / "templates"
 LANGUAGES = ("en", "zh")
 SEPARATOR = "\n\n---\n\n"
@@ -48,6 +50,7 @@ def environment() -> jinja2.Environment:
     env.filters["code"] = inline_code
     env.filters["neutral"] = neutral
     env.filters["inert"] = inert
+    env.filters["zh"] = messages_zh.translate  # the Chinese form of a message built in English
     return env
 
 

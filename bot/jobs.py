@@ -72,6 +72,9 @@ class Case(Strict):
     required_env: list[str] = Field(default_factory=list)
     unset_env: list[str] = Field(default_factory=list)  # removed from the servers' environment
     reset_prefix_cache_between_points: bool = True
+    # A variable listing the GPUs that the servers' `devices` index into (afd-plugin's AFD_E2E_DEVICES):
+    # devices [0, 1, 2, 3] then mean its first four entries, so the opt-in's value decides the mapping.
+    devices_env: str | None = None
 
 
 class SlurmSpec(Strict):

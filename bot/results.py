@@ -129,6 +129,14 @@ class CleanupProof(Model):
                 and self.gpu_memory_back is not False)
 
 
+class FailureClass(Model):
+    """Why a job or case failed (bot/failure_classes.py): whom to call, and the lines that say so."""
+
+    kind: Literal["infrastructure", "recipe"]
+    rule: str  # a rule id of bot.failure_classes.RULES, or "unclassified"
+    evidence: list[str] = Field(default_factory=list)  # the last lines that decided it
+
+
 class CaseResult(Model):
     name: str
     status: Literal["passed", "failed", "skipped"]
@@ -139,6 +147,7 @@ class CaseResult(Model):
     cleanup: CleanupProof | None = None
     server_logs: list[str] = Field(default_factory=list)  # relative to the result directory
     log_tail: str | None = None  # last lines of the server log, on failure
+    failure: FailureClass | None = None  # set on failed cases
 
 
 class Hardware(Model):
@@ -195,3 +204,6 @@ class JobResult(Model):
     provenance: Provenance | None = None
     # An InferenceX row's run: the row, its template environment, raw files and process_result's fields
     inferencex: dict | None = None
+    failure: FailureClass | None = None  # set on failed and lost jobs
+    attempt: int = 1  # 2 for the one automatic retry of an infrastructure failure
+    excluded_nodes: list[str] = Field(default_factory=list)  # Slurm nodes the retry avoided

@@ -2,6 +2,7 @@
 nothing is started and nothing is downloaded (what CPUs allow of the 8-GPU profile)."""
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,49 @@ def test_the_planned_suite_keeps_the_afd_device_mapping(job_file):
     job = json.loads(job_file.read_text(encoding="utf-8"))
     assert job["runner_label"] == "h200-x8" and job["gpus"] == 8
     baseline, afd = job["cases"]
-    assert baseline["servers"][0]["devices"] == [0, 2, 4, 6]
-    assert {s["name"]: s["devices"] for s in afd["servers"]} == {"ffn": [1, 3, 5, 7], "attention": [0, 2, 4, 6]}
+    # Positions in AFD_E2E_DEVICES: the first four run native/Attention, the last four FFN.
+    assert baseline["devices_env"] == afd["devices_env"] == "AFD_E2E_DEVICES"
+    assert baseline["servers"][0]["devices"] == [0, 1, 2, 3]
+    assert {s["name"]: s["devices"] for s in afd["servers"]} == {"ffn": [4, 5, 6, 7], "attention": [0, 1, 2, 3]}
     assert "AFD_BENCHMARK_FORCE_LB_TOPN_PER_RANK" in afd["unset_env"]
+
+
+@pytest.mark.parametrize("devices_value, runner_visible, expected", [
+    pytest.param("0,2,4,6,1,3,5,7", "", {"baseline": "0,2,4,6", "ffn": "1,3,5,7", "attention": "0,2,4,6"},
+                 id="interleaved"),
+    pytest.param("4,5,6,7,0,1,2,3", "", {"baseline": "4,5,6,7", "ffn": "0,1,2,3", "attention": "4,5,6,7"},
+                 id="halves-swapped"),
+    pytest.param("0,2,4,6,1,3,5,7", "10,11,12,13,14,15,16,17",
+                 {"baseline": "10,12,14,16", "ffn": "11,13,15,17", "attention": "10,12,14,16"},
+                 id="inside-an-allocation"),
+])
+def test_the_afd_devices_opt_in_decides_each_servers_gpus(job_file, devices_value, runner_visible, expected):
+    from bot.jobs import Job
+    from bot.runner.engines import server_env
+
+    job = Job.model_validate_json(job_file.read_text(encoding="utf-8"))
+    env = {"AFD_E2E_DEVICES": devices_value, **({"CUDA_VISIBLE_DEVICES": runner_visible} if runner_visible else {})}
+    seen = {spec.name: server_env(spec, case, env, run_tag="t", reset_prefix_cache=False)["CUDA_VISIBLE_DEVICES"]
+            for case in job.cases for spec in case.servers}
+    assert seen == expected
+
+
+@pytest.mark.parametrize("devices_value, message", [
+    pytest.param("0,2,4", "devices [4, 5, 6, 7] are outside the 3 GPU(s) that AFD_E2E_DEVICES=0,2,4 lists",
+                 id="too-short"),
+    pytest.param("0,two,4,6,1,3,5,7", "AFD_E2E_DEVICES='0,two,4,6,1,3,5,7' is not a comma-separated list",
+                 id="not-numbers"),
+])
+def test_a_bad_afd_devices_value_is_a_clear_problem(job_file, devices_value, message):
+    from bot.jobs import Job
+    from bot.runner.engines import server_env
+    from bot.runner.environment import EnvironmentProblem
+
+    job = Job.model_validate_json(job_file.read_text(encoding="utf-8"))
+    case = job.cases[1]
+    with pytest.raises(EnvironmentProblem, match=re.escape(message)):
+        for spec in case.servers:
+            server_env(spec, case, {"AFD_E2E_DEVICES": devices_value}, run_tag="t", reset_prefix_cache=False)
 
 
 @pytest.mark.parametrize("opt_in, named", [

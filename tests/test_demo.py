@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from bot.cli import main
 from bot.demo import sample
-from bot.demo.preview import render_html, write_preview
+from bot.demo.preview import mermaid_script, render_html, write_preview
 from bot.report import synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +82,23 @@ def test_preview_shows_the_verdict_both_languages_and_the_chart(tmp_path):
     assert "recipe-bot:report" not in page  # the hidden marker is not shown
 
 
+def test_the_preview_draws_mermaid_blocks_with_the_inlined_bundle(tmp_path):
+    comment, chart = report_for(synthetic.passing_sweep(), tmp_path)
+    check = {"name": "recipe-bot / benchmarks", "conclusion": "success", "head_sha": synthetic.HEAD_SHA}
+    page = render_html(comment, check, chart.read_bytes(), mermaid_js="window.mermaid = {}; // </script> inside")
+    assert '<pre class="mermaid">' in page and "xychart-beta" in page
+    assert 'class="language-mermaid"' not in page
+    assert "<\\/script> inside" in page and page.count("</script>") == 2  # the bundle cannot close its element
+    assert "mermaid.initialize(" in page
+
+
+def test_without_mermaid_installed_the_preview_keeps_the_block_as_code_and_says_why(tmp_path):
+    comment, chart = report_for(synthetic.passing_sweep(), tmp_path)
+    page = render_html(comment, {"name": "c", "conclusion": "success"}, None, mermaid_js=None)
+    assert 'class="language-mermaid"' in page and "<script>" not in page
+    assert "mermaid is not installed" in page and "未安装 mermaid" in page
+
+
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -100,12 +117,21 @@ def test_preview_renders_in_headless_chromium_and_the_screenshot_is_kept(tmp_pat
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "demo-preview.png"
     shot.unlink(missing_ok=True)
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars", "--window-size=1100,2400",
-                    f"--screenshot={shot}", files["preview"].as_uri()],
+    # Offline and with virtual time, so that mermaid has drawn the chart before the page is read.
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars", "--window-size=1100,2400",
+             "--virtual-time-budget=20000"]
+    subprocess.run([*flags, f"--screenshot={shot}", files["preview"].as_uri()],
                    check=True, capture_output=True, timeout=120)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     # A blank page compresses to a few KB; a rendered comment with tables and a chart does not.
     assert len(data) > 50_000
+    if mermaid_script() is None:
+        pytest.fail("mermaid is not installed in .upstream/: run scripts/setup-upstream.sh")
+    dom = subprocess.run([*flags, "--dump-dom", files["preview"].as_uri()],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    # Drawn as GitHub draws a ```mermaid block: an SVG xychart per language, no code left.
+    assert dom.count('aria-roledescription="xychart"') == 2, dom[:2000]
+    assert 'aria-roledescription="error"' not in dom and 'class="language-mermaid"' not in dom

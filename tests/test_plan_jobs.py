@@ -118,7 +118,7 @@ def test_the_afd_suite_is_one_job_whose_cases_run_in_order(catalog):
     baseline, afd = job.cases
     assert baseline.servers[0].env["VLLM_PLUGINS"] == "" and afd.servers[0].env["VLLM_PLUGINS"] == "afd"
     assert [(s.name, s.devices, s.ready_check) for s in afd.servers] == [
-        ("ffn", [1, 3, 5, 7], False), ("attention", [0, 2, 4, 6], True)]
+        ("ffn", [4, 5, 6, 7], False), ("attention", [0, 1, 2, 3], True)]  # positions in AFD_E2E_DEVICES
     for case in job.cases:
         assert case.required_env[:2] == ["AFD_E2E_BACKEND=gpu", "AFD_E2E_LARGE_MODEL=1"]
         assert "VLLM_MOE_ROUTING_SIMULATION_STRATEGY" in case.unset_env

@@ -62,9 +62,10 @@ def test_afd_suite_declares_the_afd_plugin_contract(catalog):
     assert (suite.accuracy.num_samples, suite.accuracy.num_shots, suite.accuracy.metric) == (7, 8, "strict-match")
     assert {"--enforce-eager", "--language-model-only", "--dtype=bfloat16"} <= set(suite.launch.args)
     baseline, afd = suite.cases
-    assert baseline.servers[0].devices == [0, 2, 4, 6]
+    assert suite.devices_env == "AFD_E2E_DEVICES"  # devices are positions in its list
+    assert baseline.servers[0].devices == [0, 1, 2, 3]
     roles = {s.name: s for s in afd.servers}
-    assert roles["attention"].devices == [0, 2, 4, 6] and roles["ffn"].devices == [1, 3, 5, 7]
+    assert roles["attention"].devices == [0, 1, 2, 3] and roles["ffn"].devices == [4, 5, 6, 7]
     assert [s.name for s in afd.servers] == ["ffn", "attention"]  # the sync connector starts FFN first
     assert all("P2pNcclAFDConnector" in " ".join(s.args) for s in afd.servers)
     assert suite.launch.env["HF_HUB_OFFLINE"] == "1"  # never downloads

@@ -135,7 +135,9 @@ def test_an_untrusted_reason_is_escaped_in_the_failure_summary(tmp_path):
     result = synthetic.run_sweep(job, failed_points={"tp1-c1": "boom </summary></details><img src=x>"})
     scenario = synthetic.Scenario("hostile", [job], [result])
     text = render.render_comment(_report(scenario, tmp_path)).text
-    outside_code = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text)
+    # Fenced blocks (log tails, failure evidence; indented inside a list) are inert, then inline code.
+    fenced = re.sub(r"^ *(`{3,})text\n.*?\n *\1$", "", text, flags=re.MULTILINE | re.DOTALL)
+    outside_code = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", fenced)
     assert "<img" not in outside_code
     assert "&lt;/summary&gt;&lt;/details&gt;&lt;img src=x&gt;" in text
 

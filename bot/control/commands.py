@@ -220,7 +220,7 @@ SPECS: tuple[CommandSpec, ...] = (
         name="sweep",
         usage="/sweep [recipe-glob ...] [--conc 4,8,...] [--scope lowest|full] [--evals-only] [--fail-fast]",
         summary_en="Benchmark the recipes this PR touches (or the ones named) on the GPU runners.",
-        summary_zh="在 GPU runner 上对本 PR 改动到的 recipe（或指定的 recipe）跑基准测试。",
+        summary_zh="在 GPU runner 上对本 PR 改动到的配方（或指定的配方）跑基准测试。",
         min_permission="write",
         examples=("/sweep", "/sweep llama3-* --conc 4,64", "/sweep --scope full --fail-fast"),
         starts_gpu_work=True,
@@ -232,7 +232,7 @@ SPECS: tuple[CommandSpec, ...] = (
         name="e2e",
         usage="/e2e [case ...] [--fail-fast]",
         summary_en="Run the end-to-end suites this PR touches (or the named cases).",
-        summary_zh="运行本 PR 涉及的端到端（E2E）测试套件（或指定的 case）。",
+        summary_zh="运行本 PR 涉及的端到端（E2E）测试套件（或指定的用例）。",
         min_permission="write",
         examples=("/e2e", "/e2e afd-2p2d --fail-fast"),
         starts_gpu_work=True,
@@ -245,8 +245,8 @@ SPECS: tuple[CommandSpec, ...] = (
         usage="/rerun [failed]",
         summary_en="`/rerun failed` reruns the failed jobs of the latest run on the current head; "
         "`/rerun` starts the PR's latest command again on the current head.",
-        summary_zh="`/rerun failed` 只重跑当前 head 上最近一次运行中失败的 job；"
-        "`/rerun` 在当前 head 上重新执行本 PR 最近一次的命令。",
+        summary_zh="`/rerun failed` 只重跑当前头提交上最近一次运行中失败的作业；"
+        "`/rerun` 在当前头提交上重新执行本 PR 最近一次的命令。",
         min_permission="write",
         examples=("/rerun failed", "/rerun"),
         starts_gpu_work=True,
@@ -271,8 +271,8 @@ SPECS: tuple[CommandSpec, ...] = (
         usage="/ok-to-test <full-40-hex-sha>",
         summary_en="Approve GPU runs for exactly this head commit of a fork PR or of an author "
         "without write permission, named by its full 40-character SHA. A later push needs a new approval.",
-        summary_zh="为 fork PR 或无 write 权限作者的 PR 批准当前这一个 head commit 上的 GPU 运行；"
-        "须写出完整的 40 位 SHA；之后再 push 需要重新批准。",
+        summary_zh="为 fork PR 或无写权限作者的 PR 批准当前这一个头提交上的 GPU 运行；"
+        "须写出完整的 40 位 SHA；之后再推送需要重新批准。",
         min_permission="write",
         examples=("/ok-to-test 3f9c2ab1d0e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8",),
         starts_gpu_work=False,
@@ -310,8 +310,9 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="status",
         usage="/status",
-        summary_en="List this PR's GPU runs and their states.",
-        summary_zh="列出本 PR 的 GPU 运行及其状态。",
+        summary_en="List this PR's GPU runs and their states, and infrastructure failures per "
+        "runner host.",
+        summary_zh="列出本 PR 的 GPU 运行及其状态，以及按 runner 主机统计的基础设施失败。",
         min_permission="none",
         examples=("/status",),
         starts_gpu_work=False,

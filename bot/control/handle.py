@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from bot import i18n
+from bot import failure_classes, i18n
 from bot.control import approvals as approval_sources
 from bot.control import commands, dispatch, dispatch_once, gate_events, github_failures, trust
 from bot.checklist import hooks as checklist_hooks
@@ -372,7 +372,11 @@ def _ok_to_test(h: Handler, reply: Reply, command: Command, actor: Actor, pull: 
 
 def _status(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
             approvals: list[Approval], key: str) -> None:
-    reply.add("status", runs=_run_rows(h.pr_runs(pull.number)[:20]))
+    # Infrastructure failures per runner host, as the bot's own report comments recorded them.
+    bot = h.bot_login()
+    infra = failure_classes.merged_record(c.body for c in h.client.list_issue_comments(pull.number)
+                                          if c.user == bot)
+    reply.add("status", runs=_run_rows(h.pr_runs(pull.number)[:20]), infra=list(infra.items()))
 
 
 def _help(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
@@ -515,6 +519,10 @@ def handle_cmd(event_name: str, event_path: str, dry_run: bool) -> None:
         raise click.ClickException(f"{event_path}: cannot read the event: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise click.ClickException(f"{event_path}:{exc.lineno}: the event is not JSON: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{event_path}: the event is not UTF-8 text (byte {exc.start}); GitHub writes "
+                                   f"UTF-8 JSON\n错误：{event_path}：事件文件不是 UTF-8 文本（第 {exc.start} 字节）；"
+                                   "GitHub 写出的事件是 UTF-8 编码的 JSON") from None
     try:
         client = GitHubClient.from_env(dry_run=dry_run)
         outcome = handle_event(event_name, payload, client)

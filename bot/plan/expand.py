@@ -153,7 +153,9 @@ class _SweepBuilder:
         arms = [(arm, _arm_concurrencies(recipe, arm, filters)) for arm in recipe.search_space]
         arms = [(arm, concs) for arm, concs in arms if concs]
         if not arms:
-            out.notes.append(f"{recipe.name}: no point matches --conc {','.join(map(str, filters.conc))}")
+            offered = sorted({c for arm in recipe.search_space for c in recipe.arm_concurrency(arm)})
+            out.notes.append(f"{recipe.name}: no point matches --conc {','.join(map(str, filters.conc))} "
+                             f"(its concurrencies: {', '.join(map(str, offered))})")
             return out
         gate = recipe.accuracy if filters.accuracy else None
         gated: set[str] = set()
@@ -198,7 +200,8 @@ def expand_e2e(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilt
     """An E2E suite is one job: its cases run one after another (they may share devices)."""
     suite: E2ESuite = entry.recipe  # type: ignore[assignment]
     cases = suite.cases
-    if filters.cases:
+    suite_named = any(fnmatch.fnmatchcase(suite.name, g) for g in filters.cases)
+    if filters.cases and not suite_named:
         cases = [c for c in cases if any(fnmatch.fnmatchcase(c.name, g) for g in filters.cases)]
         if not cases:
             return Expanded(notes=[f"{suite.name}: no case matches {' '.join(filters.cases)}"])
@@ -220,7 +223,7 @@ def expand_e2e(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilt
         out_cases.append(Case(
             name=case.name, servers=servers, points=[], accuracy=accuracy_spec(gate) if gate else None,
             required_env=list(dict.fromkeys([*suite.required_env, *case.required_env])),
-            unset_env=list(dict.fromkeys([*suite.unset_env, *case.unset_env])),
+            unset_env=list(dict.fromkeys([*suite.unset_env, *case.unset_env])), devices_env=suite.devices_env,
         ))
         seconds += suite.estimate.startup_s + (suite.estimate.accuracy_s if gate else 0.0)
     gpus = max(case.gpus for case in cases)

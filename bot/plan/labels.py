@@ -17,6 +17,18 @@ QUEUE_LABELS = ("skip_queue", "ci-patchwork", "engine-patch", "ci-patchwork-waiv
 KNOWN_LABELS = (*PRIMARY_LABELS, *MODIFIER_LABELS, *QUEUE_LABELS)
 
 
+def check_labels(labels: list[str] | tuple[str, ...]) -> None:
+    """On the command line a label is asked for by name, so one the planner does not know is a typo, not noise.
+
+    (A PR's own labels are different: `bug` or `docs` beside a sweep label are normal, so the control
+    plane calls filters_for_labels without this check.)
+    """
+    known = [*PRIMARY_LABELS, *MODIFIER_LABELS]
+    for label in labels:
+        if label not in known:
+            raise PlanError(f"--label {label!r} is not a sweep label", known)
+
+
 def filters_for_labels(labels: list[str] | tuple[str, ...], base: PlanFilters | None = None) -> PlanFilters:
     """The filters a PR's labels ask for; more than one primary sweep label is an error."""
     primary = [label for label in labels if label in PRIMARY_LABELS]

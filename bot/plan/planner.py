@@ -24,6 +24,15 @@ def _select(names: list[str], filters: PlanFilters, touched: Touched | None) -> 
     return [n for n in names if n in touched.reasons]
 
 
+def _named(catalog: Catalog, name: str, filters: PlanFilters) -> bool:
+    """`/e2e <suite>` or `/e2e <case>` names what to run: it runs whether the change touched it or not."""
+    recipe = catalog.entries[name].recipe
+    if not filters.cases or isinstance(recipe, SweepRecipe):
+        return False
+    names = [name, *(case.name for case in recipe.cases)]
+    return any(fnmatch.fnmatchcase(n, glob) for n in names for glob in filters.cases)
+
+
 def _kind_ok(catalog: Catalog, name: str, filters: PlanFilters) -> bool:
     kind = "sweep" if isinstance(catalog.entries[name].recipe, SweepRecipe) else "e2e"
     return filters.kind in ("all", kind)
@@ -76,7 +85,8 @@ def _entry(job: Job) -> MatrixEntry:
 
 def plan_native(catalog: Catalog, filters: PlanFilters, touched: Touched | None) -> Plan:
     names = catalog.names()
-    selected = [n for n in _select(names, filters, touched) if _kind_ok(catalog, n, filters)]
+    picked = set(_select(names, filters, touched)) | {n for n in names if _named(catalog, n, filters)}
+    selected = [n for n in names if n in picked and _kind_ok(catalog, n, filters)]
     plan = Plan(base=None, head=catalog.source.label, filters=filters)
     jobs: list[Job] = []
     for name in selected:
@@ -164,10 +174,15 @@ def plan_change(
     Raises RecipeError for a broken recipe or config at head, PlanError for an impossible request.
     """
     repo = Path(repo_dir)
+    if not repo.is_dir():
+        raise PlanError(f"--repo {repo}: no such directory; give the root of a repository that has a recipes/ folder")
     try:
         head_source = open_source(repo, head)
         base_source = open_source(repo, base) if base is not None else None
     except SourceError as exc:
         raise PlanError(str(exc)) from None
     catalog = load_catalog(head_source)
+    if not catalog.entries and catalog.inferencex is None:
+        raise PlanError(f"--repo {repo}: no recipes here (no recipes/*.yaml and no InferenceX configs); "
+                        "give the root of a repository that has a recipes/ folder")
     return plan_change_sources(catalog, base_source, filters or PlanFilters())

@@ -74,6 +74,27 @@ def write_jobs(plan: Plan, jobs_dir: Path) -> dict[str, str]:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+NOTHING_TO_RUN = {
+    "untouched": "Nothing to run: no recipe is touched by this change.",
+    "conc": "Nothing to run: no point matches --conc {conc} (see the notes for each recipe's concurrencies).",
+    "filtered": "Nothing to run: no recipe or case matches the filters.",
+}
+
+
+def nothing_reason(plan: Plan) -> str:
+    """Why a plan is empty, so a narrowing filter is never mistaken for an untouched change."""
+    filters = plan.filters
+    if filters.conc and any("no point matches --conc" in note for note in plan.notes):
+        return "conc"
+    if plan.base is None or filters.cases or filters.kind != "all" or filters.evals_only:
+        return "filtered"
+    return "untouched"
+
+
+def _conc_text(plan: Plan) -> str:
+    return ",".join(map(str, plan.filters.conc))
+
+
 def print_table(plan: Plan, console: Console) -> None:
     summary = plan.summary()
     title = f"recipe-bot plan: {plan.head}" + (f" against {plan.base}" if plan.base else "")
@@ -91,7 +112,8 @@ def print_table(plan: Plan, console: Console) -> None:
                       f"{summary['gpu_hours']:.2f}", style="bold")
         console.print(table)
     else:
-        console.print(f"{title}\nNothing to run: no recipe is touched by this change.")
+        reason = NOTHING_TO_RUN[nothing_reason(plan)].format(conc=_conc_text(plan))
+        console.print(f"{title}\n{reason}", highlight=False)
     for touched in plan.touched:
         console.print(f"touched [bold]{touched.name}[/bold]: " + "; ".join(touched.reasons), highlight=False)
     for note in plan.notes:
@@ -138,7 +160,7 @@ def plan_markdown(plan: Plan) -> str:
     return render_bilingual(
         "plan/summary", head=plan.head, base=plan.base, summary=plan.summary(),
         rows=[r.model_dump() for r in plan.recipes], touched=[t.model_dump() for t in plan.touched],
-        notes=plan.notes, warnings=plan.warnings,
+        notes=plan.notes, warnings=plan.warnings, nothing=nothing_reason(plan), conc=_conc_text(plan),
     )
 
 

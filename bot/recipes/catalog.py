@@ -190,7 +190,8 @@ def _load_catalog(repo: Path | str | Source, rev: str | None, inferencex: bool) 
         except RecipeError as exc:
             problems.extend(exc.problems)
     if problems:
-        raise RecipeError(problems)
+        # A broken shared base file breaks every recipe that includes it: list it once.
+        raise RecipeError(list(dict.fromkeys(problems)))
     return catalog
 
 

@@ -61,6 +61,20 @@ class Launch(Strict):
     devices: list[int] | None = None
 
 
+def _concurrency_list(value: list[int]) -> list[int]:
+    """A concurrency list names each point once: 0, negatives and repeats would make unusable or twin points."""
+    bad = [c for c in value if c < 1]
+    if bad:
+        raise ValueError(f"concurrency values must be >= 1 (got {bad[0]})")
+    repeated = sorted({c for c in value if value.count(c) > 1})
+    if repeated:
+        raise ValueError(f"concurrency values must be distinct ({repeated[0]} is listed twice)")
+    return value
+
+
+Concurrencies = Annotated[list[int], Field(min_length=1), AfterValidator(_concurrency_list)]
+
+
 class Arm(Strict):
     """One point of the parallelism search space, swept over its concurrency list."""
 
@@ -74,17 +88,7 @@ class Arm(Strict):
     kv_offload: Literal["none", "dram"] = "none"
     args: list[str] = Field(default_factory=list)
     env: Env = Field(default_factory=dict)
-    concurrency: list[int] | None = Field(default=None, min_length=1)
-
-    @field_validator("concurrency")
-    @classmethod
-    def _positive(cls, value: list[int] | None) -> list[int] | None:
-        if value is not None:
-            if any(c < 1 for c in value):
-                raise ValueError("concurrency values must be >= 1")
-            if len(set(value)) != len(value):
-                raise ValueError("concurrency values must be distinct")
-        return value
+    concurrency: Concurrencies | None = None
 
     def default_name(self) -> str:
         parts = [f"tp{self.tp}"]
@@ -208,7 +212,7 @@ class RecipeCommon(Strict):
 class SweepRecipe(RecipeCommon):
     kind: Literal["sweep"]
     launch: Launch = Field(default_factory=Launch)
-    concurrency: list[int] | None = Field(default=None, min_length=1)
+    concurrency: Concurrencies | None = None
     search_space: list[Arm] = Field(min_length=1)
     workload: Workload
     accuracy: Accuracy | None = None
@@ -291,6 +295,8 @@ class E2ESuite(RecipeCommon):
     launch: Launch = Field(default_factory=Launch)  # args, env and timeout shared by every server
     accuracy: Accuracy | None = None  # the gate of every case that does not set its own
     cases: list[E2ECase] = Field(min_length=1)  # run in order: cases may share devices
+    # The variable whose value lists the GPUs that servers' devices index into (positions, not ids).
+    devices_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]*$")
 
     @model_validator(mode="after")
     def _cases(self) -> "E2ESuite":

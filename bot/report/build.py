@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from bot.jobs import Job
 from bot.report.collect import Collection, CollectedJob
+from bot.report import failure_groups
 from bot.report.compare import Baseline, compare_point
 from bot.report.model import (
     STATUSES,
@@ -225,4 +226,5 @@ def build_report(collection: Collection, baseline: Baseline, thresholds: Mapping
         meta=meta, verdict=verdict(jobs, counts, rows), counts=counts,
         recipes=tuple(_sections(rows, jobs, meta.sha)),
         e2e=tuple(row for job in jobs for row in _e2e_rows(job)),
-        failures=tuple(f for job in jobs for f in _failures(job)))
+        failures=tuple(f for job in jobs for f in _failures(job)),
+        failure_groups=failure_groups.groups(jobs))

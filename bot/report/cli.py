@@ -11,7 +11,7 @@ import tempfile
 import click
 
 from bot import i18n
-from bot.report import build, chart, collect, compare, marker, post, render
+from bot.report import build, chart, collect, compare, failure_groups, marker, plausible, post, render
 from bot.report.model import Meta, Report
 
 DEFAULT_CONFIG = pathlib.Path(".github/recipe-bot.yaml")
@@ -88,12 +88,15 @@ def summary_of(report: Report, rendered: render.Rendered) -> dict:
         "sha": report.meta.sha, "pr": report.meta.pr, "repository": report.meta.repository,
         "thresholds": report.meta.thresholds,
         "comment_chars": len(rendered.text), "shortened": rendered.shortened,
+        "failure_classes": failure_groups.whom_to_call(report.failure_groups),
+        "infra_runners": failure_groups.runner_record(report.failure_groups),
     }
 
 
 def check_title(report: Report) -> str:
     context = {"verdict": report.verdict.conclusion,
-               "reasons": [dataclasses.asdict(r) for r in report.verdict.reasons]}
+               "reasons": [dataclasses.asdict(r) for r in report.verdict.reasons],
+               "calls": failure_groups.whom_to_call(report.failure_groups)}
     return " / ".join(i18n.render("report/check-title", lang, **context)
                       for lang in i18n.LANGUAGES)
 
@@ -201,7 +204,7 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + extra + "\n")
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    series = chart.series_from(report)
+    series = chart.series_from(plausible.without_implausible(report))  # an absurd point would flatten the rest
     chart.write_png(series, out_dir / "chart.png",
                     f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
     # Compact on purpose: with thousands of points an indented file is several times larger.

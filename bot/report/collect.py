@@ -30,6 +30,7 @@ class CollectedJob:
     plan: Job | None  # the planned job, when a plan was given and names this job
     attempts: int = 1  # result files seen for this job id (reruns)
     problem: str | None = None  # why the runner's own status was overridden
+    earlier: tuple[JobResult, ...] = ()  # the other attempts' results (a retry, a /rerun)
 
 
 @dataclass(frozen=True)
@@ -168,8 +169,9 @@ def collect(results_dir: pathlib.Path, plan: list[Job] | None = None,
         stale = _stale(result, head_sha)
         if stale is not None:
             result, problem = stale, "stale result"
+        earlier = tuple(a[0] for a in attempts if a[1] != source)
         return CollectedJob(result=result, source=source, plan=plan_by_id.get(job_id),
-                            attempts=len(attempts), problem=problem)
+                            attempts=len(attempts), problem=problem, earlier=earlier)
 
     jobs = [pick(job.job_id) if job.job_id in found
             else CollectedJob(result=lost_result(job), source=None, plan=job, attempts=0)

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bot.report.compare import Comparison
+from bot.report.failure_groups import FailureGroup
 from bot.report.sources import Source
 from bot.results import AccuracyResult
 
@@ -153,6 +154,7 @@ class Report:
     recipes: tuple[RecipeSection, ...]
     e2e: tuple[E2ERow, ...]
     failures: tuple[Failure, ...]
+    failure_groups: tuple[FailureGroup, ...] = ()  # by class: infrastructure first, then recipe
 
     @property
     def failure_keys(self) -> list[str]:

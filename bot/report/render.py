@@ -7,12 +7,13 @@ in the run's artifacts has everything.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from bot import i18n
-from bot.report import chart, marker, noise
+from bot.report import chart, failure_groups, marker, noise, plausible
 from bot.report.model import E2ERow, Failure, PointRow, RecipeSection, Report
 from bot.report.sources import Source
 
@@ -88,6 +89,9 @@ def _row(row: PointRow, gated: list[str]) -> dict:
             "interval": interval(delta),
             "noise": None if delta.noise_pct is None else f"±{delta.noise_pct:.1f}%"})
     status = "regressed" if row.regressed else row.status
+    odd = plausible.implausible(row)
+    if odd is not None and status == "passed":
+        status = "implausible"  # shown with its reason, never as a plain pass
     return {
         "arm": row.arm, "conc": row.concurrency, "tput": number(row.tput_per_gpu),
         "intvty": number(row.interactivity), "ttft50": _percentile(row.ttft_p50, row.requests,
@@ -98,6 +102,7 @@ def _row(row: PointRow, gated: list[str]) -> dict:
         # A lost or cancelled job's reason is told once, under Failures, not on each of its rows.
         "reason": row.reason if row.status in ("failed", "skipped") else None,
         "base": comparison is not None, "measured": row.status == "passed", "deltas": deltas,
+        "implausible": None if odd is None else dataclasses.asdict(odd),
     }
 
 
@@ -119,7 +124,7 @@ def _spread(rows: list[PointRow], keep: int) -> list[PointRow]:
 def _section(section: RecipeSection, gated: list[str], limits: Limits,
              row_view: Callable[[PointRow], dict]) -> dict:
     rows = list(section.rows)
-    attention = [r for r in rows if r.needs_attention]
+    attention = [r for r in rows if r.needs_attention or plausible.implausible(r) is not None]
     fold = len(rows) > FOLD_AT
     shown_attention = attention if limits.attention_per_recipe is None \
         else attention[:limits.attention_per_recipe]
@@ -202,7 +207,7 @@ class _Views:
         gated = [k for k in ("tput_per_gpu", "ttft_p99") if k in thresholds]
         gated += sorted(k for k in thresholds if k not in gated)
         self.gated = gated or ["tput_per_gpu"]  # with every gate off, Δ is still shown
-        self.chart = chart.mermaid_chart(chart.series_from(report))
+        self.chart = chart.mermaid_chart(chart.series_from(plausible.without_implausible(report)))
         self._rows: dict[int, dict] = {}
 
     def row(self, row: PointRow) -> dict:
@@ -239,6 +244,8 @@ def view(report: Report, limits: Limits = Limits(), views: _Views | None = None)
                               for row in section.rows if row.comparison), default=0),
         "e2e_source": _source(meta.e2e_source),
         "within": counts.within, "no_baseline": counts.no_baseline,
+        "implausible": plausible.count(report),
+        "cpu_only": bool(recipes) and all(section.gpus == 0 for section in recipes),
         "sha": meta.sha, "command": meta.command, "pr": meta.pr,
         "run_url": _link(meta.run_url), "artifacts_url": _link(meta.artifacts_url),
         "base_shas": [s[:12] for s in meta.base_shas],
@@ -252,6 +259,8 @@ def view(report: Report, limits: Limits = Limits(), views: _Views | None = None)
         + sum(len(s.rows) for s in recipes[len(shown_recipes):]),
         "e2e": [_e2e(row) for row in report.e2e],
         "failures": [_failure(f, limits) for f in shown_failures],
+        "failure_groups": failure_groups.view(report.failure_groups, fenced, limits.log_lines),
+        "calls": failure_groups.whom_to_call(report.failure_groups),
         "failures_hidden": len(failures) - len(shown_failures),
         "chart": views.chart,
         "rerun_sweep": rerun_sweep,
@@ -278,6 +287,9 @@ class _Sizer:
     def __init__(self, report: Report, limit: int):
         self.report, self.limit, self.views = report, limit, _Views(report)
         self.head = marker.build(report.meta.sha, report.failure_keys) + "\n"
+        record = failure_groups.record_line(failure_groups.runner_record(report.failure_groups))
+        if record:  # the second line: infrastructure failures per host, for /status
+            self.head += record + "\n"
 
     def attempt(self, limits: Limits, shortened: bool) -> Rendered | None:
         context = view(self.report, limits, self.views)

@@ -15,10 +15,12 @@ from bot.results import (
     CleanupProof,
     GpuMemory,
     Hardware,
+    FailureClass,
     JobResult,
     PointMetrics,
     PointResult,
     RequestSamples,
+    SlurmInfo,
 )
 
 HEAD_SHA = "3f1c9e0b7a2d4c6e8f0a1b2c3d4e5f6a7b8c9d0e"
@@ -337,6 +339,68 @@ def lost_runner() -> Scenario:
                     [_base_of(first)], command="/sweep tiny-cpu*")
 
 
+def _failed_start(job: Job, reason: str, tail: str, *, finished_at: str,
+                  slurm: SlurmInfo | None = None, attempt: int = 1,
+                  status: str = "failed", job_reason: str | None = None) -> JobResult:
+    """A job whose first case failed before its server was ready, the rest not run."""
+    first, *rest = job.cases
+    cases = [CaseResult(name=first.name, status="failed", reason=reason, log_tail=tail,
+                        server_logs=[f"logs/{first.name}.log"])]
+    cases += [CaseResult(name=c.name, status="skipped", reason="not run: fail_fast") for c in rest]
+    result = _result(job, status, cases, engine_version="0.32.0", finished_at=finished_at)
+    return result.model_copy(update={"reason": job_reason or f"case {first.name}: {reason}",
+                                     "slurm": slurm,
+                                     "attempt": attempt})
+
+
+def infra_retried() -> Scenario:
+    """A port taken by a leftover process (retried, then passed), a Slurm node set down under a
+    job (retried without that node, failed again) and a bad flag (recipe, never retried)."""
+    port = sweep_plan("qwen3-8b-fp8", arms=("tp1",), concurrencies=(8, 32), job_id="sweep-qwen")
+    node = sweep_plan("llama3-70b-fp8", arms=("tp8",), concurrencies=(16,), gpus=8,
+                      job_id="sweep-llama", runner_label="slurm-h200")
+    flag = sweep_plan("deepseek-r1-fp8", arms=("tp8",), concurrencies=(4,), gpus=8,
+                      job_id="sweep-deepseek")
+    port_first = _failed_start(
+        port, "port 8000 is already in use before the case started (held by pid 4242 "
+        "(python3 -m vllm.entrypoints.openai.api_server --port 8000))", "",
+        finished_at="2025-11-30T04:41:00Z")
+    port_first = port_first.model_copy(update={"hardware": Hardware(
+        host="gpu-host-3", cpu="Xeon", cpu_count=64, gpu_count=1, gpus=["NVIDIA H200"])})
+    node_tail = "\n".join([
+        "(APIServer pid=881) INFO 11-30 04:46:59 [api_server.py:1021] Starting vLLM API server",
+        "slurmstepd: error: *** JOB 4117 ON gpu-node-07 CANCELLED AT 2025-11-30T04:52:10 "
+        "DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"])
+    node_reason = "Slurm node gpu-node-07 failed or was set down (Not responding) while running"
+    node_first = _failed_start(node, f"no result: the job ended before this case reported "
+                               f"({node_reason})", node_tail, finished_at="2025-11-30T04:53:00Z",
+                               job_reason=node_reason,
+                               slurm=SlurmInfo(job_id="4117", node="gpu-node-07",
+                                               state="NODE_FAIL", reason="NodeFail: Not responding"))
+    node_second = _failed_start(node, f"no result: the job ended before this case reported "
+                                f"(Slurm node gpu-node-09 failed or was set down (Kill task "
+                                f"failed) while running)", node_tail.replace("07", "09"),
+                                job_reason="Slurm node gpu-node-09 failed or was set down (Kill "
+                                "task failed) while running",
+                                finished_at="2025-11-30T05:10:00Z", attempt=2,
+                                slurm=SlurmInfo(job_id="4121", node="gpu-node-09",
+                                                state="NODE_FAIL", reason="NodeFail: Kill task failed"))
+    node_second = node_second.model_copy(update={"excluded_nodes": ["gpu-node-07"]})
+    flag_tail = "\n".join([
+        "usage: vllm serve [model_tag] [options]",
+        "vllm serve: error: unrecognized arguments: --max-modle-len 8192"])
+    flag_first = _failed_start(flag, "server 'server' exited with code 2 before it was ready",
+                               flag_tail, finished_at="2025-11-30T04:42:00Z")
+    flag_first = flag_first.model_copy(update={"failure": FailureClass(
+        kind="recipe", rule="bad-arguments",
+        evidence=["vllm serve: error: unrecognized arguments: --max-modle-len 8192"])})
+    port_second = run_sweep(port, finished_at="2025-11-30T05:05:00Z").model_copy(
+        update={"attempt": 2})
+    return Scenario("infra-retried", [port, node, flag],
+                    [port_first, port_second, node_first, node_second, flag_first],
+                    command="/sweep")
+
+
 def many_points(n_points: int, name: str | None = None, sha: str = HEAD_SHA) -> Scenario:
     pairs = large_sweep(n_points, sha=sha)
     # Two base runs a shade apart: their spread is the interval that the 15 % drop below exceeds.
@@ -356,6 +420,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "regression": regression,
     "e2e-sigkill": e2e_sigkill,
     "lost-runner": lost_runner,
+    "infra-retried": infra_retried,
     "points-500": lambda: many_points(500),
 }
 

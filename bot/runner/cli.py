@@ -13,6 +13,7 @@ import yaml
 from pydantic import ValidationError
 from rich.console import Console
 
+from bot.failure_classes import annotate
 from bot.jobs import Job
 from bot.results import JobResult
 from bot.runner import hygiene
@@ -35,6 +36,13 @@ def load_job(path: Path) -> Job:
         raise JobFileError(f"job file {path}: cannot read it as "
                                    f"{'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: "
                                    f"{exc}") from exc
+    if isinstance(data, dict) and "matrices" in data and "job_id" not in data:
+        ids = [j.get("job_id") for j in data.get("jobs") or [] if isinstance(j, dict)]
+        raise JobFileError(
+            f"{path} is a plan, not a job; pick a job with `recipe-bot plan ... --jobs-dir DIR` and run "
+            f"`recipe-bot run --job DIR/<job_id>.json`" + (f" (job ids in this plan: {', '.join(ids[:10])})" if ids else "")
+            + f"\n错误：{path} 是运行计划而不是任务；请用 `recipe-bot plan ... --jobs-dir DIR` 生成任务文件，"
+            "再运行 `recipe-bot run --job DIR/<job_id>.json`")
     try:
         return Job.model_validate(data)
     except ValidationError as exc:
@@ -85,8 +93,10 @@ def _row_job(path: Path):  # noqa: ANN202 - RowJob, imported lazily
               default=None, help="Repository root for launch scripts and data paths [default: .]")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The default branch's .github/recipe-bot.yaml (pr_jobs.allow_persistent_runners).")
+@click.option("--attempt", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="2 for the one automatic retry of an infrastructure failure (gpu.yml sets it).")
 def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
-            config_path: Path | None = None) -> None:
+            config_path: Path | None = None, attempt: int = 1) -> None:
     """Run one planned job and write DIR/result.json.
 
     Exit 0 when the job passed, 1 when it failed or was cancelled, 2 when the job file is bad.
@@ -109,11 +119,15 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
     job = load_job(job_file)
     if backend == "slurm":
         slurm = importlib.import_module("bot.runner.slurm.backend")
-        result = slurm.run_job_slurm(job, job_file, out_dir, console, repo=repo)
+        result = slurm.run_job_slurm(job, job_file, out_dir, console, repo=repo, attempt=attempt,
+                                     retry=attempt == 1)
     else:
         from bot.runner.local import run_job_local
 
         result = run_job_local(job, out_dir, console, repo=repo, job_file=str(job_file))
+        result = result.model_copy(update={"attempt": attempt})
+    result = annotate(result)  # infrastructure or recipe, with the lines that decided it
     path = write_result(result, out_dir)
-    console.print(f"result: {path} ({result.status})", highlight=False)
+    failure = f", {result.failure.kind}: {result.failure.rule}" if result.failure else ""
+    console.print(f"result: {path} ({result.status}{failure})", highlight=False)
     sys.exit(0 if result.status == "passed" else 1)

@@ -63,7 +63,7 @@ def server_env(spec: ServerSpec, case: Case, runner_env: Mapping[str, str], *, r
     for key, value in spec.env.items():
         env[key] = expand(value, runner_env, f"servers[{spec.name}].env.{key}")
     if spec.devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = visible_devices(spec.devices, runner_env)
+        env["CUDA_VISIBLE_DEVICES"] = visible_devices(spec.devices, runner_env, case.devices_env)
     env[procs.RUN_TAG_VAR] = run_tag
     return env
 

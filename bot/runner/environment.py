@@ -48,12 +48,30 @@ def check_required(required: list[str], env: Mapping[str, str]) -> None:
                                  "without them")
 
 
-def visible_devices(devices: list[int], env: Mapping[str, str]) -> str:
+def _ordered(devices: list[int], env: Mapping[str, str], order_var: str | None) -> list[int]:
+    """Positions into the list an opt-in variable gives (AFD_E2E_DEVICES=0,2,4,6,1,3,5,7), when it is set."""
+    value = env.get(order_var, "").strip() if order_var else ""
+    if not value:
+        return devices
+    parts = [p.strip() for p in value.split(",")]
+    if not all(p.isdigit() for p in parts):
+        raise EnvironmentProblem(f"{order_var}={value!r} is not a comma-separated list of GPU indices")
+    order = [int(p) for p in parts]
+    outside = [d for d in devices if not 0 <= d < len(order)]
+    if outside:
+        raise EnvironmentProblem(f"devices {outside} are outside the {len(order)} GPU(s) that {order_var}={value} "
+                                 "lists; devices index into that list")
+    return [order[d] for d in devices]
+
+
+def visible_devices(devices: list[int], env: Mapping[str, str], order_var: str | None = None) -> str:
     """CUDA_VISIBLE_DEVICES for a server: its `devices` index into what the runner was given.
 
     A Slurm allocation (or an operator) may hand the runner CUDA_VISIBLE_DEVICES=4,5; a recipe's
     devices [0, 1] then mean the allocation's first two GPUs, never the node's GPUs 0 and 1.
+    With `order_var` (a suite's devices_env), devices are first positions into that variable's list.
     """
+    devices = _ordered(devices, env, order_var)
     inherited = [d.strip() for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
     if not inherited:
         return ",".join(str(d) for d in devices)

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from bot.jobs import Case, Job, LoadPoint
 from bot.results import CaseResult, JobResult, PointResult
-from bot.runner import procs
+from bot.runner import kernel_log, procs
 from bot.runner.accuracy import run_gsm8k
 from bot.runner.budget import Budget, JobInterrupted
 from bot.runner.engines import HOST, Launch, build_launch
@@ -195,6 +195,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     devices = sorted({d for spec in case.servers for d in (spec.devices or [])}) or None
     used_gpus = case_gpus(devices, _gpus_for(case, ctx.job), os.environ)  # host GPUs, not logical
     gpu_before = gpu_memory_used_mib(used_gpus) if used_gpus else None
+    case_started_boot_s = kernel_log.boot_seconds()
     progress.say(f"case [bold]{escape(case.name)}[/bold]: {len(case.servers)} server(s), "
                  f"{len(case.points)} point(s)" + (", GSM8K" if case.accuracy else ""))
     try:
@@ -247,6 +248,10 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
         points += _not_run(case, len(points), failures[0] if failures else "case stopped")
     if failures and log_tail is None and servers:
         log_tail = servers[0].log_tail()
+    if failures and used_gpus:  # an Xid in the kernel log explains a crash the server log cannot
+        xid = kernel_log.read_gpu_errors(case_started_boot_s)
+        if xid:
+            log_tail = "\n".join([*(log_tail or "").splitlines(), *xid])
     result = CaseResult(
         name=case.name, status="failed" if failures else "passed",
         reason="; ".join(failures) or None, startup_s=round(startup_s, 3) if startup_s else None,

@@ -31,6 +31,7 @@ MODES = (
     "child_holds_port",     # forks a child that leaves the group (setsid) and keeps the port
     "fail_requests",        # healthy, but every completion answers HTTP 500
     "gpu_leak",             # healthy, but leaves an untagged process holding GPU memory (GPU only)
+    "strict_args",          # like `vllm serve`: an unknown flag prints usage and exits 2
 )
 LIFETIME_S = 120.0
 TOKEN_S = float(os.environ.get("FAKE_TOKEN_S", "0.002"))
@@ -117,8 +118,11 @@ def serve(argv: list[str]) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--served-model-name", default=None)
-    args, _unknown = parser.parse_known_args(argv)
     mode = os.environ.get("FAKE_SERVER_MODE", "ok")
+    if mode == "strict_args":
+        parser.prog = "vllm serve"
+        parser.parse_args(argv)  # argparse prints usage and "error: unrecognized arguments"
+    args, _unknown = parser.parse_known_args(argv)
     if mode not in MODES:
         log(f"unknown FAKE_SERVER_MODE {mode!r}")
         return 2

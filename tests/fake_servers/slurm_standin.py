@@ -4,12 +4,14 @@
 Launched by the local runner as a recipe's launch script (PORT, HOST, SERVED_MODEL_NAME come from
 the runner). STANDIN_MODE=ready serves /health and /v1/models after STANDIN_READY_AFTER_S;
 STANDIN_MODE=never-ready only sleeps, so that a job stays in its server start-up for as long as
-a fault test needs. When STANDIN_REPORT_DIR is set it first writes <dir>/<SLURM_JOB_ID>.json with
+a fault test needs; STANDIN_MODE=bad-flag refuses its arguments like an engine's argparse does.
+When STANDIN_REPORT_DIR is set it first writes <dir>/<SLURM_JOB_ID>.json with
 its PID, its CUDA_VISIBLE_DEVICES and Slurm's own `scontrol show job -d` of the job it runs in.
 """
 import json
 import os
 import subprocess
+import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -54,6 +56,11 @@ def main() -> None:
     report()
     print(f"standin pid {os.getpid()} mode {os.environ.get('STANDIN_MODE')} "
           f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}", flush=True)
+    if os.environ.get("STANDIN_MODE") == "bad-flag":
+        print("usage: launch_server.py [-h] --model-path MODEL_PATH [--tp-size TP_SIZE]\n"
+              "launch_server.py: error: unrecognized arguments: --tp-szie 2", file=sys.stderr,
+              flush=True)
+        sys.exit(2)
     if os.environ.get("STANDIN_MODE", "ready") == "never-ready":
         while True:
             time.sleep(3600)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from bot.failure_classes import annotate, should_retry
 from bot.jobs import Job
 from bot.results import CaseResult, JobResult, SlurmInfo
 from bot.runner.slurm import commands as sc
@@ -206,8 +208,50 @@ def _env_float(name: str) -> float | None:
 
 def run_job_slurm(job: Job, job_file: Path, out_dir: Path, console: Console | None = None, *,
                   repo: Path | None = None, poll_s: float | None = None,
-                  pending_timeout_s: float | None = None) -> JobResult:
+                  pending_timeout_s: float | None = None, attempt: int = 1,
+                  retry: bool = False) -> JobResult:
     """Run `job` as one Slurm job and return (and write) DIR/result.json with the Slurm fields.
+
+    retry: an infrastructure failure of this first attempt (bot/failure_classes.py) is run once
+    more, with `--exclude` naming the node that failed; the first attempt's files move to
+    DIR/attempt-1/ so that the report shows both. A recipe failure is never retried.
+    """
+    console = console or Console(stderr=True)
+    kwargs = {"repo": repo, "poll_s": poll_s, "pending_timeout_s": pending_timeout_s}
+    result = _attempt(job, job_file, out_dir, console, attempt=attempt, exclude=(), **kwargs)
+    if not retry or not should_retry(result):
+        return result
+    node = result.slurm.node if result.slurm else None
+    exclude = tuple(n for n in (node,) if n)
+    _say(console, f"infrastructure failure ({result.failure.rule}): retrying once"
+                  + (f" without node {node}" if node else ""), "yellow")
+    _keep_first_attempt(out_dir.resolve(), job_file.resolve())
+    return _attempt(job, job_file, out_dir, console, attempt=2, exclude=exclude, **kwargs)
+
+
+def _keep_first_attempt(out_dir: Path, job_file: Path) -> None:
+    """Everything the first attempt wrote moves to DIR/attempt-1/ (its paths stay relative)."""
+    keep = out_dir / "attempt-1"
+    keep.mkdir(exist_ok=True)
+    for entry in list(out_dir.iterdir()):
+        if entry.name.startswith("attempt-") or entry == job_file:
+            continue
+        shutil.move(str(entry), str(keep / entry.name))
+
+
+def _attempt(job: Job, job_file: Path, out_dir: Path, console: Console, *, attempt: int,
+             exclude: tuple[str, ...], **kwargs) -> JobResult:
+    result = _run_once(job, job_file, out_dir, console, exclude=exclude, **kwargs)
+    result = annotate(result.model_copy(update={"attempt": attempt,
+                                                "excluded_nodes": list(exclude)}))
+    _write_result(result, out_dir.resolve() / "result.json")
+    return result
+
+
+def _run_once(job: Job, job_file: Path, out_dir: Path, console: Console | None = None, *,
+              repo: Path | None = None, poll_s: float | None = None,
+              pending_timeout_s: float | None = None, exclude: tuple[str, ...] = ()) -> JobResult:
+    """One Slurm job for `job`: DIR/result.json with the Slurm fields.
 
     repo: the repository root for launch scripts and data paths, as for the local backend
     (default: the current directory); the job runs there, so it must be on a shared filesystem,
@@ -251,7 +295,8 @@ def run_job_slurm(job: Job, job_file: Path, out_dir: Path, console: Console | No
     script = out_dir / "slurm-batch.sh"
     script.write_text(sc.batch_script(job, plan))
     script.chmod(0o755)
-    submitted = subprocess.run(sc.sbatch_argv(job, script, out_dir, workdir=repo), capture_output=True,
+    submitted = subprocess.run(sc.sbatch_argv(job, script, out_dir, workdir=repo, exclude=exclude),
+                               capture_output=True,
                                text=True, env=_submit_env(kill_wait_s()), cwd=out_dir, timeout=60)
     if submitted.returncode != 0:
         return refused(f"sbatch refused the job: {submitted.stderr.strip() or submitted.stdout.strip()}")
@@ -342,7 +387,9 @@ def _merge(job: Job, slurm_id: str, watch: _Watch, tail: _OutputTail, result_pat
         result = _result_without_run(job, verdict.status, reason or state, ran=watch.ran,
                                      tail=tail.last_lines(), started=started, started_mono=started_mono)
         return result.model_copy(update={"slurm": info})
-    update: dict[str, object] = {"slurm": info}
+    # The inner run classified what it saw; Slurm's view may change the verdict, so the outer
+    # result is classified again (bot.failure_classes.annotate) from the merged fields.
+    update: dict[str, object] = {"slurm": info, "failure": None}
     if state not in ("COMPLETED", "FAILED") or watch.lost:
         # Slurm ended the job from outside (cancel, time limit, node failure): that is the verdict,
         # whatever the inner run managed to write while it was being stopped.

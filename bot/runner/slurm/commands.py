@@ -173,7 +173,8 @@ def batch_script(job: Job, plan: StepPlan) -> str:
     ])
 
 
-def sbatch_argv(job: Job, script: Path, out_dir: Path, workdir: Path | None = None) -> list[str]:
+def sbatch_argv(job: Job, script: Path, out_dir: Path, workdir: Path | None = None,
+                exclude: tuple[str, ...] = ()) -> list[str]:
     argv = ["sbatch", "--parsable", f"--job-name={job_name(job)}",
             f"--output={out_dir / 'slurm-%j.out'}", f"--chdir={workdir or out_dir}",
             # A batch job is requeued after a node failure by default; recipe-bot reports the
@@ -189,6 +190,8 @@ def sbatch_argv(job: Job, script: Path, out_dir: Path, workdir: Path | None = No
         if job.slurm.account:
             argv.append(f"--account={job.slurm.account}")
         argv.extend(job.slurm.extra_args)
+    if exclude:  # the automatic retry of an infrastructure failure avoids the node that failed
+        argv.append(f"--exclude={','.join(exclude)}")
     return [*argv, str(script)]
 
 

@@ -1,0 +1,67 @@
+"""The last line of the CLI: an exception no subcommand handled becomes one clear bilingual line, not a traceback."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+DEBUG_ENV = "RECIPE_BOT_DEBUG"
+_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")
+
+
+def debug_enabled(environ: dict[str, str] | None = None) -> bool:
+    value = (environ if environ is not None else os.environ).get(DEBUG_ENV, "")
+    return value not in ("", "0", "false", "no")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and what caused it, outermost first (a wrapper often hides the useful one)."""
+    seen: list[BaseException] = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return seen
+
+
+def _is(exc: BaseException, module: str, names: tuple[str, ...]) -> bool:
+    """isinstance by name, so the CLI never imports requests or PyGithub just to classify an error."""
+    mod = sys.modules.get(module)
+    classes = tuple(getattr(mod, n) for n in names if mod is not None and hasattr(mod, n))
+    return bool(classes) and isinstance(exc, classes)
+
+
+def _network_reason(exc: BaseException) -> str:
+    found = _ERRNO.search(str(exc))
+    if found:
+        return found.group(0).strip()
+    return "timed out" if "Timeout" in type(exc).__name__ else type(exc).__name__
+
+
+def explain(exc: BaseException, environ: dict[str, str] | None = None) -> tuple[str, str]:
+    """(English, 简体中文) for an exception that escaped a subcommand; never more than one line each."""
+    env = environ if environ is not None else os.environ
+    api = env.get("GITHUB_API_URL") or "https://api.github.com"
+    for link in _chain(exc):
+        if _is(link, "requests.exceptions", ("ConnectionError", "Timeout")):
+            reason = _network_reason(link)
+            return (f"cannot reach the GitHub API at {api} ({reason}); check the network and GITHUB_API_URL",
+                    f"无法连接 GitHub API（{api}，{reason}）；请检查网络和 GITHUB_API_URL")
+        if _is(link, "github.GithubException", ("GithubException",)):
+            status = getattr(link, "status", "?")
+            data = getattr(link, "data", None)
+            message = data.get("message", "") if isinstance(data, dict) else ""
+            return (f"the GitHub API answered HTTP {status}" + (f": {message}" if message else ""),
+                    f"GitHub API 返回 HTTP {status}" + (f"：{message}" if message else ""))
+        if isinstance(link, UnicodeDecodeError):
+            return (f"an input file is not UTF-8 text (byte {link.start}); save it as UTF-8",
+                    f"输入文件不是 UTF-8 文本（第 {link.start} 字节）；请以 UTF-8 编码保存")
+    detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return (f"unexpected error: {type(exc).__name__}: {detail}",
+            f"意外错误：{type(exc).__name__}：{detail}")
+
+
+def one_line(exc: BaseException, environ: dict[str, str] | None = None) -> str:
+    """What the user sees: the English line, then the Chinese line, each pointing at the traceback switch."""
+    en, zh = explain(exc, environ)
+    return (f"{en} (run with {DEBUG_ENV}=1 for the traceback)\n"
+            f"错误：{zh}（设置 {DEBUG_ENV}=1 可查看完整的回溯信息）")

@@ -1,0 +1,175 @@
+"""简体中文 for the messages the planner and the recipe loader write (errors, notes, touched reasons).
+
+Those messages are built in English where the fact is found; the Chinese half of a comment shows
+them through the templates' `zh` filter, which matches each against the English patterns below and
+fills the Chinese form with the same values. Terms follow docs/glossary.md. tests/test_glossary.py
+checks that every message the code can write has a pattern here.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+# (English, 简体中文): `{}` in English is a value; `{0}`, `{1}` ... in Chinese place them.
+PATTERNS: tuple[tuple[str, str], ...] = (
+    # recipe files and their schema (bot/recipes)
+    ("unknown key", "未知的键"),
+    ("{} is not accepted", "不接受 {0}"),
+    ("required, but not given", "必填，但未给出"),
+    ("expected an integer", "应为整数"),
+    ("expected a whole number", "应为整数（不能有小数）"),
+    ("expected a number", "应为数字"),
+    ("expected true or false", "应为 true 或 false"),
+    ("expected a string", "应为字符串"),
+    ("expected a list", "应为列表"),
+    ("expected a mapping", "应为映射（键值对）"),
+    ("must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit",
+     "只能包含小写字母、数字、'.'、'_' 或 '-'，并以字母或数字开头"),
+    ("unknown runner label {}", "未知的 runner 标签 {0}"),
+    ("{} must match the file name", "{0} 必须与文件名一致"),
+    ("needs {} GPUs but runner {} has {} per host", "需要 {0} 张 GPU，但 runner {1} 每台主机只有 {2} 张"),
+    ("device {} does not exist on runner {} ({} GPUs per host)", "设备 {0} 在 runner {1} 上不存在（每台主机 {2} 张 GPU）"),
+    ("must be a path or a list of paths", "必须是一个路径或路径列表"),
+    ("file not found", "文件不存在"),
+    ("a recipe file must be a YAML mapping", "配方文件必须是 YAML 映射"),
+    ("{} points outside the repository", "{0} 指向仓库之外"),
+    ("include cycle: {}", "include 形成循环：{0}"),
+    ("{} not found (looked for {})", "找不到 {0}（查找位置：{1}）"),
+    ("concurrency values must be >= 1 (got {})", "并发值必须 >= 1（实际为 {0}）"),
+    ("concurrency values must be distinct ({} is listed twice)", "并发值不能重复（{0} 出现了两次）"),
+    ("{} is not an environment variable name", "{0} 不是合法的环境变量名"),
+    ("a random workload needs isl and osl", "random 负载需要 isl 和 osl"),
+    ("a trace workload needs trace (dataset name or path)", "trace 负载需要 trace（数据集名称或路径）"),
+    ("give exactly one of num_prompts and prompts_per_concurrency", "num_prompts 和 prompts_per_concurrency 必须且只能给出一个"),
+    ("devices must be distinct non-negative GPU indices", "devices 必须是互不相同的非负 GPU 编号"),
+    ("server names within a case must be unique", "同一用例内的服务名称不能重复"),
+    ("case names must be unique; repeated: {}", "用例名称不能重复；重复的有：{0}"),
+    ("an E2E suite gives devices per server (cases[].servers[].devices), not in launch",
+     "E2E 套件按服务给出 devices（cases[].servers[].devices），不能写在 launch 中"),
+    ("launch.depends_on_concurrency has no meaning for an E2E suite", "launch.depends_on_concurrency 对 E2E 套件没有意义"),
+    ("device {} is given to both {} and {}; servers of one case run side by side and cannot share a device",
+     "设备 {0} 同时分配给了 {1} 和 {2}；同一用例的服务并行运行，不能共用设备"),
+    ("arm name {} is used twice; names must be unique", "搜索分支名称 {0} 用了两次；名称必须唯一"),
+    ("this arm has no concurrency list and the recipe has none", "这个搜索分支没有并发列表，配方本身也没有"),
+    ("uses {concurrency} but launch.depends_on_concurrency is false: set it to true (one launch per point) or use "
+     "a fixed value", "使用了 {{concurrency}}，但 launch.depends_on_concurrency 为 false：请设为 true（每个测试点启动一次服务）或改用固定值"),
+    ("duplicate key (first defined on line {})", "重复的键（首次定义在第 {0} 行）"),
+    ("YAML syntax error: {}", "YAML 语法错误：{0}"),
+    ("YAML error: {}", "YAML 错误：{0}"),
+    ("not UTF-8 text ({})", "不是 UTF-8 文本（{0}）"),
+    # InferenceX configs (bot/inferencex)
+    ("missing: the master configs need it", "缺失：master 配置需要它"),
+    ("must be a mapping", "必须是映射（键值对）"),
+    ("runner {} is not a label of {}", "runner {0} 不是 {1} 中的标签"),
+    ("a master config must map config keys to entries", "master 配置必须把配置键映射到条目"),
+    ("config key also defined in {}", "配置键在 {0} 中也有定义"),
+    ("give conc-list, or conc-start with conc-end (not both)", "请给出 conc-list，或同时给出 conc-start 和 conc-end（二者不可兼有）"),
+    ("conc-start and conc-end go together", "conc-start 和 conc-end 必须同时给出"),
+    ("conc-start must not exceed conc-end", "conc-start 不能大于 conc-end"),
+    ("kv-offloading: dram needs kv-offload-backend with a name", "kv-offloading: dram 需要带名称的 kv-offload-backend"),
+    ("a multi-node search-space entry needs prefill and decode (or worker)", "多节点 search-space 条目需要 prefill 和 decode（或 worker）"),
+    ("dram-utilization is required when an entry uses kv-offloading: dram", "条目使用 kv-offloading: dram 时必须给出 dram-utilization"),
+    ("append-only cannot be combined with evals-only or all-evals", "append-only 不能与 evals-only 或 all-evals 同时使用"),
+    ("search-space[{}]: agentic entries must give kv-offloading", "search-space[{0}]：agentic 条目必须给出 kv-offloading"),
+    # plan notes, errors and touched reasons (bot/plan)
+    ("{}: no point matches --conc {} (its concurrencies: {})", "{0}：没有测试点符合 --conc {1}（它的并发数：{2}）"),
+    ("{}: no case matches {}", "{0}：没有用例符合 {1}"),
+    ("no {} matches {}", "没有{0}符合 {1}"),
+    ("InferenceX canary: {} runs first", "InferenceX 金丝雀作业：{0} 先运行"),
+    ("InferenceX: {} server launches as its workflow runs them (one per row); {} if each server configuration "
+     "served all of its points in one launch",
+     "InferenceX：按其工作流的方式需要 {0} 次服务启动（每行一次）；若每种服务配置的所有测试点合并启动，则只需 {1} 次"),
+    ("{}: changed without a {} entry (InferenceX itself would not run it until one is appended)",
+     "{0}：改动没有对应的 {1} 条目（在追加条目之前，InferenceX 本身不会运行它）"),
+    ("PR has multiple conflicting sweep labels ({}). Pick exactly one.", "PR 有多个互相冲突的扫描标签（{0}）。请只保留一个。"),
+    ("--label {} is not a sweep label", "--label {0} 不是扫描标签"),
+    ("canary: {} runs first; the other jobs wait for it", "金丝雀作业：{0} 先运行，其他作业等它完成"),
+    ("no base revision: every recipe of the catalog is planned", "没有基准版本：规划了目录中的全部配方"),
+    ("--repo {}: no such directory; give the root of a repository that has a recipes/ folder",
+     "--repo {0}：目录不存在；请给出包含 recipes/ 文件夹的仓库根目录"),
+    ("--repo {}: no recipes here (no recipes/*.yaml and no InferenceX configs); give the root of a repository "
+     "that has a recipes/ folder",
+     "--repo {0}：这里没有配方（没有 recipes/*.yaml，也没有 InferenceX 配置）；请给出包含 recipes/ 文件夹的仓库根目录"),
+    ("shared infra touched, {} recipes affected: {} (runner {})", "改动了共享基础设施，影响 {0} 个配方：{1}（runner {2}）"),
+    ("shared infra touched, {} recipes affected: {}", "改动了共享基础设施，影响 {0} 个配方：{1}"),
+    ("recipe {} was removed; nothing to run for it", "配方 {0} 已删除；无需运行"),
+    ("runner {} settings changed, {} recipes affected", "runner {0} 的设置有改动，影响 {1} 个配方"),
+    ("{}: only description/estimate/timeouts changed; nothing to run for it", "{0}：只改动了描述、估算或超时；无需运行"),
+    ("shared infra touched: {}", "改动了共享基础设施：{0}"),
+    ("shared infra of runner {} touched: {}", "改动了 runner {0} 的共享基础设施：{1}"),
+    ("settings of runner {} changed ({})", "runner {0} 的设置有改动（{1}）"),
+    ("uses {}, which changed", "使用的 {0} 有改动"),
+    ("new recipe ({})", "新配方（{0}）"),
+    ("recipe was invalid on the base revision", "该配方在基准版本上无效"),
+    ("recipe changed", "配方有改动"),
+    ("include {} changed", "include 的 {0} 有改动"),
+    ("new config key in {}", "{0} 中新增了配置键"),
+    ("master config entry changed ({})", "master 配置条目有改动（{0}）"),
+    ("{} entry appended (line {})", "追加了 {0} 条目（第 {1} 行）"),
+    # why a case could not start on the runner (bot/runner: environment.py, engines.py, local.py)
+    ("{}: this case is opt-in and fails rather than skips without them", "{0}：这个用例需要显式开启（opt-in），缺少这些设置时判为失败，而不是跳过"),
+    ("required environment variable {} not set", "未设置必需的环境变量 {0}"),
+    ("required environment variables {} not set", "未设置必需的环境变量 {0}"),
+    ("required setting {} not met", "必需的设置 {0} 未满足"),
+    ("required settings {} not met", "必需的设置 {0} 未满足"),
+    ("{} refers to ${{}}, which is not set in the runner's environment", "{0} 引用了 ${{{1}}}，但 runner 的环境中没有设置它"),
+    ("{}={} is not a comma-separated list of GPU indices", "{0}={1} 不是以逗号分隔的 GPU 编号列表"),
+    ("devices {} are outside the {} GPU(s) that {}={} lists; devices index into that list",
+     "devices {0} 超出了 {2}={3} 列出的 {1} 张 GPU；devices 是该列表中的位置"),
+    ("devices {} are outside the {} GPU(s) this runner was given (CUDA_VISIBLE_DEVICES={}); devices index into that list",
+     "devices {0} 超出了分配给这个 runner 的 {1} 张 GPU（CUDA_VISIBLE_DEVICES={2}）；devices 是该列表中的位置"),
+    ("no vLLM found: set RECIPE_BOT_VLLM, put `vllm` on PATH, or run scripts/setup-cpu-engine.sh for the CPU engine",
+     "找不到 vLLM：请设置 RECIPE_BOT_VLLM、把 `vllm` 加入 PATH，或运行 scripts/setup-cpu-engine.sh 安装 CPU 引擎"),
+    ("launch_script {} points outside the repository {}", "launch_script {0} 指向仓库 {1} 之外"),
+    ("launch_script {} does not exist under {}", "launch_script {0} 在 {1} 下不存在"),
+    ("port {} is already in use before the case started (held by {})", "用例开始前端口 {0} 已被占用（占用者：{1}）"),
+    ("port {} is already in use before the case started", "用例开始前端口 {0} 已被占用"),
+    ("not run: {}", "未运行：{0}"),
+    ("runner error: {}", "runner 错误：{0}"),
+    # pydantic's own wording, for the checks it makes itself (ge=, min_length=, pattern=)
+    ("Input should be greater than or equal to {}", "应大于或等于 {0}"),
+    ("Input should be greater than {}", "应大于 {0}"),
+    ("Input should be less than or equal to {}", "应小于或等于 {0}"),
+    ("Input should be less than {}", "应小于 {0}"),
+    ("List should have at least {} item after validation, not {}", "列表至少应有 {0} 项，实际为 {1} 项"),
+    ("List should have at least {} items after validation, not {}", "列表至少应有 {0} 项，实际为 {1} 项"),
+    ("String should match pattern {}", "字符串应符合模式 {0}"),
+)
+# Suffixes the loader adds to a message: the value that was given.
+_SUFFIXES = ((re.compile(r"^(.*), got (.*)$", re.S), "{0}，实际为 {1}"), (re.compile(r"^(.*); got (.*)$", re.S), "{0}；实际为 {1}"))
+_WORDS = {"recipe": "配方", "case": "用例"}  # `no {} matches {}`: what the glob was for
+
+
+def _regex(english: str) -> re.Pattern[str]:
+    parts = english.split("{}")
+    return re.compile("^" + "(.+?)".join(re.escape(p) for p in parts) + "$", re.S)
+
+
+@functools.cache
+def _compiled() -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((_regex(en), zh) for en, zh in PATTERNS)
+
+
+def known(text: str) -> bool:
+    """Whether `text` has a Chinese form (a test checks that every message the code writes does)."""
+    return translate(text) != text
+
+
+def translate(text: str) -> str:
+    """The Chinese form of one message; unknown text is returned as it is (it may be a path or a name)."""
+    text = str(text)
+    for regex, zh in _compiled():
+        found = regex.match(text)
+        if found:
+            # A value may itself be a message (`{}: this case is opt-in ...`): shown in Chinese too.
+            values = [_WORDS.get(v) or (translate(v) if known(v) else v) for v in found.groups()]
+            return zh.format(*values)
+    for regex, zh in _SUFFIXES:
+        found = regex.match(text)
+        if found and known(found.group(1)):
+            return zh.format(translate(found.group(1)), found.group(2))
+    if "; " in text:
+        parts = text.split("; ")
+        if all(known(p) for p in parts):
+            return "；".join(translate(p) for p in parts)
+    return text

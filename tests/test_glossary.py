@@ -1,0 +1,174 @@
+"""Every string the bot writes has its Chinese form, in the terms of docs/glossary.md."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from bot import i18n, messages_zh
+from bot.plan.render import errors_markdown, plan_markdown
+from bot.recipes.errors import RecipeProblem
+
+ROOT = Path(__file__).resolve().parents[1]
+GLOSSARY = ROOT / "docs" / "glossary.md"
+# Where the planner and the recipe loader build the messages a user reads.
+MESSAGE_SOURCES = [*sorted((ROOT / "bot" / "recipes").glob("*.py")), *sorted((ROOT / "bot" / "plan").glob("*.py")),
+                   ROOT / "bot" / "inferencex" / "repo.py", ROOT / "bot" / "inferencex" / "schema.py",
+                   ROOT / "bot" / "runner" / "environment.py", ROOT / "bot" / "runner" / "engines.py"]
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def glossary_terms() -> dict[str, str]:
+    """English → 简体中文, from the first table of docs/glossary.md."""
+    text = GLOSSARY.read_text(encoding="utf-8").split("## Terms kept in English")[0]
+    rows = re.findall(r"^\| ([^|]+?) \| ([^|]+?) \|", text, re.M)
+    return {en: zh for en, zh in rows if en not in ("English", "---")}
+
+
+def _sample(node: ast.AST) -> str | None:
+    """A message as the code builds it, each formatted value replaced by a stand-in."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "X" for v in node.values)
+    if isinstance(node, ast.IfExp):  # `a if x else "fallback"`: the literal branch
+        return _sample(node.orelse) or _sample(node.body)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _sample(node.left), _sample(node.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def written_messages() -> list[tuple[str, str]]:
+    """(where, message) for every message literal the planner and the loader raise, note or record."""
+    found: list[tuple[str, str]] = []
+    for path in MESSAGE_SOURCES:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "missing"
+                                                  for k in node.keys):  # the loader's _FRIENDLY table
+                found += [(f"{path.name}:{node.lineno}", v.value) for v in node.values if isinstance(v, ast.Constant)]
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            owner = func.value if isinstance(func, ast.Attribute) else None
+            arg = None
+            if name in ("ValueError", "PlanError", "EnvironmentProblem") and node.args:
+                arg = node.args[0]
+            elif name in ("single", "RecipeProblem") and len(node.args) >= 4:
+                arg = node.args[3]
+            elif name in ("append", "insert") and isinstance(owner, ast.Attribute) and owner.attr == "notes":
+                arg = node.args[-1]
+            elif name == "append" and isinstance(owner, ast.Name) and owner.id == "found" \
+                    and isinstance(node.args[0], ast.Tuple):  # rule_violations: (loc, message)
+                arg = node.args[0].elts[1]
+            elif name == "add" and isinstance(owner, ast.Name) and owner.id == "touched" and len(node.args) == 2:
+                arg = node.args[1]
+            text = _sample(arg) if arg is not None else None
+            if text and text.strip():
+                found.append((f"{path.relative_to(ROOT)}:{node.lineno}", text))
+    return found
+
+
+MESSAGES = written_messages()
+
+
+def test_the_message_scan_finds_the_messages_it_should():
+    texts = {text for _, text in MESSAGES}
+    assert {"unknown runner label X", "recipe changed", "new recipe (X)"} <= texts  # sanity: the scan sees them
+    assert len(MESSAGES) >= 60
+
+
+@pytest.mark.parametrize("where, text", MESSAGES, ids=[where for where, _ in MESSAGES])
+def test_every_message_the_code_writes_has_a_chinese_form(where, text):
+    assert messages_zh.known(text), f"{where}: {text!r} has no Chinese form in bot/messages_zh.py"
+    assert CJK.search(messages_zh.translate(text))
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param("expected an integer, got 'x'", "应为整数，实际为 'x'", id="loader-suffix"),
+    pytest.param("recipe changed; include recipes/_base/a.yaml changed", "配方有改动；include 的 recipes/_base/a.yaml 有改动",
+                 id="joined-reasons"),
+    pytest.param("no recipe matches 'x*'", "没有配方符合 'x*'", id="what-the-glob-was-for"),
+    pytest.param("recipes/a.yaml", "recipes/a.yaml", id="a-path-stays-as-it-is"),
+])
+def test_translation_keeps_the_values(text, expected):
+    assert messages_zh.translate(text) == expected
+
+
+def test_the_chinese_half_of_a_report_gives_a_runners_reason_in_chinese(tmp_path):
+    from bot.report import render, synthetic
+    from bot.report import build, collect, compare
+    from bot.report.model import Meta
+
+    job = synthetic.e2e_plan("afd", ["a"])
+    reason = ("required environment variable AFD_GPU_E2E_MODEL not set: this case is opt-in and fails rather than "
+              "skips without them")
+    result = synthetic.run_e2e(job, accuracy={"a": (0.8, 0.8)})
+    result = result.model_copy(update={"status": "failed", "reason": reason, "cases": [
+        c.model_copy(update={"status": "failed", "reason": reason, "accuracy": None}) for c in result.cases]})
+    synthetic.write_results(tmp_path / "results", [result])
+    (tmp_path / "base").mkdir()
+    report = build.build_report(collect.collect(tmp_path / "results", [job], synthetic.HEAD_SHA),
+                                compare.load_baseline(tmp_path / "base"), compare.thresholds_from(None),
+                                Meta(sha=synthetic.HEAD_SHA))
+    english, _, chinese = render.render_comment(report).text.partition(i18n.SEPARATOR)
+    assert "opt-in and fails rather than skips" in english
+    assert "未设置必需的环境变量 AFD_GPU_E2E_MODEL：这个用例需要显式开启" in chinese
+    assert "fails rather than skips" not in chinese
+
+
+def _prose(source: str) -> str:
+    """Template text a reader sees: no Jinja tags, no code spans, no identifiers."""
+    text = re.sub(r"\{[{%#].*?[}%#]\}", " ", source, flags=re.S)
+    text = re.sub(r"`[^`]*`", " ", text)
+    return re.sub(r"[\w.-]*[_.\-\[\]/][\w.\-\[\]/]*", " ", text)
+
+
+def _english_terms_left(text: str) -> list[str]:
+    terms = [en for en, zh in glossary_terms().items() if en != zh]
+    return [en for en in terms if re.search(rf"(?<![\w-]){re.escape(en)}(?![\w-])", text, re.I)]
+
+
+def test_the_glossary_has_the_core_terms():
+    terms = glossary_terms()
+    assert terms["recipe"] == "配方" and terms["arm"] == "搜索分支" and terms["point"] == "测试点"
+    assert terms["commit"] == "提交" and terms["job"] == "作业"
+
+
+@pytest.mark.parametrize("name", i18n.template_names("zh"))
+def test_chinese_templates_use_the_glossary_not_the_english_words(name):
+    env = i18n.environment()
+    source = env.loader.get_source(env, i18n.template_path(name, "zh"))[0]
+    assert _english_terms_left(_prose(source)) == []
+
+
+def test_chinese_forms_of_messages_use_the_glossary_not_the_english_words():
+    for english, chinese in messages_zh.PATTERNS:
+        assert _english_terms_left(_prose(chinese)) == [], f"{english!r} → {chinese!r}"
+
+
+def test_the_chinese_half_of_a_recipe_error_has_no_english_detail():
+    problem = RecipeProblem("recipes/a.yaml", 7, "concurrency", "concurrency values must be >= 1 (got 0)")
+    chinese = errors_markdown([problem]).split(i18n.SEPARATOR)[1]
+    assert "并发值必须 >= 1（实际为 0）" in chinese and "must be" not in chinese
+
+
+def test_the_chinese_half_of_a_plan_has_its_notes_in_chinese(tmp_path):
+    from bot.plan.planner import plan_change
+
+    plan = plan_change(ROOT, filters=None)
+    chinese = plan_markdown(plan).split(i18n.SEPARATOR)[1]
+    assert "没有基准版本：规划了目录中的全部配方" in chinese
+    assert "no base revision" not in chinese and "runs first" not in chinese
+
+
+def test_the_command_registry_speaks_the_glossary_in_chinese():
+    from bot.control.commands import REGISTRY
+
+    for name, spec in REGISTRY.items():
+        assert CJK.search(spec.summary_zh), name
+        assert _english_terms_left(_prose(spec.summary_zh)) == [], f"/{name}: {spec.summary_zh}"

@@ -1,0 +1,263 @@
+"""What a new user hits on the command line: one clear line and a non-zero exit for bad input, never a traceback."""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bot.cli import main
+from bot.report import synthetic
+from git_helpers import git
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBCOMMANDS = ("handle", "plan", "run", "report", "sandbox", "demo", "slurm-cancel")
+
+
+def invoke(*args: str, env: dict[str, str] | None = None):
+    # Through the whole group, as `recipe-bot` runs: the guard lives there.
+    result = CliRunner().invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+    assert "Traceback" not in result.output
+    return result
+
+
+def closed_port() -> int:
+    """A port nothing listens on: connecting to it is refused at once (GitHub unreachable)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def recipes_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "recipes", root / "recipes")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root
+
+
+def _set_concurrency(root: Path, text: str) -> None:
+    path = root / "recipes" / "tiny-cpu.yaml"
+    path.write_text(path.read_text().replace("concurrency: [1, 2, 4, 8, 16, 32]", f"concurrency: {text}"))
+
+
+@pytest.mark.parametrize("value, message", [
+    pytest.param("[0, 2]", "concurrency values must be >= 1 (got 0)", id="zero"),
+    pytest.param("[-4, 2]", "concurrency values must be >= 1 (got -4)", id="negative"),
+    pytest.param("[1, 1, 2]", "concurrency values must be distinct (1 is listed twice)", id="duplicate"),
+])
+def test_a_bad_recipe_concurrency_is_one_file_line_field_error(recipes_repo, value, message):
+    _set_concurrency(recipes_repo, value)
+    result = invoke("plan", "--repo", recipes_repo)
+    assert result.exit_code == 1
+    assert f"`recipes/tiny-cpu.yaml:7`, field `concurrency`: `{message}`" in result.output
+
+
+def test_a_valid_recipe_concurrency_still_plans(recipes_repo):
+    _set_concurrency(recipes_repo, "[1, 3]")
+    result = invoke("plan", "--repo", recipes_repo, "--recipe", "tiny-cpu", "--format", "json")
+    assert result.exit_code == 0, result.output
+    jobs = json.loads(result.output)["jobs"]
+    assert sorted(p["concurrency"] for j in jobs for c in j["cases"] for p in c["points"]) == [1, 3]
+
+
+def test_an_error_in_a_shared_base_file_is_listed_once(recipes_repo):
+    base = recipes_repo / "recipes" / "_base" / "tiny-cpu.yaml"
+    base.write_text(base.read_text() + "  bogus: 1\n")  # tiny-cpu and tiny-cpu-e2e both include it
+    result = invoke("plan", "--repo", recipes_repo)
+    assert result.exit_code == 1
+    assert result.output.count("estimate.bogus") == 2  # once in English, once in Chinese
+    assert "a recipe or config file is invalid" in result.output and "有一个配方或配置文件无效" in result.output
+
+
+@pytest.mark.parametrize("args, expected", [
+    pytest.param(["--repo", "/nope/such/dir"], "--repo /nope/such/dir: no such directory", id="missing-repo"),
+    pytest.param(["--label", "sweep-enabld"], "--label 'sweep-enabld' is not a sweep label (accepted: sweep-enabled",
+                 id="unknown-label"),
+])
+def test_bad_plan_arguments_are_one_error_and_a_non_zero_exit(recipes_repo, args, expected):
+    result = invoke("plan", "--repo", recipes_repo, *args) if args[0] != "--repo" else invoke("plan", *args)
+    assert result.exit_code != 0
+    assert expected in result.output
+    assert "Nothing to run" not in result.output
+
+
+def test_an_empty_directory_is_not_a_repository_to_plan(tmp_path):
+    result = invoke("plan", "--repo", tmp_path)
+    assert result.exit_code != 0
+    assert "no recipes here" in result.output
+
+
+def test_a_known_label_still_plans(recipes_repo):
+    result = invoke("plan", "--repo", recipes_repo, "--label", "sweep-enabled", "--recipe", "tiny-cpu")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("fmt, expected", [
+    pytest.param("table", "Nothing to run: no point matches --conc 3", id="table"),
+    pytest.param("markdown", "无需运行：没有测试点的并发数符合 `--conc 3`", id="markdown-zh"),
+])
+def test_a_conc_that_matches_no_point_says_so(recipes_repo, fmt, expected):
+    result = invoke("plan", "--repo", recipes_repo, "--recipe", "tiny-cpu", "--conc", "3", "--format", fmt)
+    assert result.exit_code == 0, result.output
+    assert expected in result.output
+    assert "no recipe is touched" not in result.output
+    assert "its concurrencies: 1, 2, 4, 8, 16, 32" in result.output
+
+
+def test_an_untouched_change_still_says_no_recipe_is_touched(recipes_repo):
+    (recipes_repo / "notes.txt").write_text("unrelated\n")
+    git(recipes_repo, "add", "-A")
+    git(recipes_repo, "commit", "-q", "-m", "docs")
+    result = invoke("plan", "--repo", recipes_repo, "--base", "HEAD~1", "--head", "HEAD")
+    assert result.exit_code == 0
+    assert "Nothing to run: no recipe is touched by this change." in result.output
+
+
+@pytest.mark.parametrize("named", ["qwen3.5-122b-a10b-afd", "baseline-eager", "qwen3.5-*"],
+                         ids=["suite", "case", "suite-glob"])
+def test_e2e_naming_an_untouched_suite_or_case_runs_it(recipes_repo, named):
+    (recipes_repo / "notes.txt").write_text("unrelated\n")
+    git(recipes_repo, "add", "-A")
+    git(recipes_repo, "commit", "-q", "-m", "docs")
+    result = invoke("plan", "--repo", recipes_repo, "--base", "HEAD~1", "--head", "HEAD",
+                    "--command", f"/e2e {named}", "--format", "json")
+    assert result.exit_code == 0, result.output
+    jobs = json.loads(result.output)["jobs"]
+    assert [j["recipe"] for j in jobs] == ["qwen3.5-122b-a10b-afd"]
+    expected_cases = ["baseline-eager"] if named == "baseline-eager" else ["baseline-eager", "afd-eager-4a4f"]
+    assert [c["name"] for c in jobs[0]["cases"]] == expected_cases
+
+
+def test_e2e_naming_nothing_that_exists_runs_nothing(recipes_repo):
+    result = invoke("plan", "--repo", recipes_repo, "--base", "HEAD", "--head", "HEAD",
+                    "--command", "/e2e no-such-suite", "--format", "json")
+    assert json.loads(result.output)["jobs"] == []
+
+
+@pytest.mark.parametrize("subcommand", SUBCOMMANDS)
+def test_dash_h_is_help_everywhere(subcommand):
+    result = invoke(subcommand, "-h")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"Usage: main {subcommand}") or "Usage:" in result.output
+    assert "No such option" not in result.output
+
+
+def test_run_given_a_plan_says_pick_a_job(recipes_repo, tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(invoke("plan", "--repo", recipes_repo, "--recipe", "tiny-cpu", "--format", "json").output)
+    result = invoke("run", "--job", plan, "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "is a plan, not a job; pick a job with `recipe-bot plan ... --jobs-dir DIR`" in result.output
+    assert "tiny-cpu--tp1" in result.output and "是运行计划而不是任务" in result.output
+    assert "validation" not in result.output.lower()
+
+
+def test_demo_with_a_model_path_that_does_not_exist_points_to_model_not_setup(tmp_path, monkeypatch):
+    monkeypatch.setenv("RECIPE_BOT_VLLM", shutil.which("true") or "/bin/true")  # an engine is "installed"
+    result = invoke("demo", "--model", tmp_path / "nope", "--out", tmp_path / "out")
+    assert result.exit_code != 0
+    assert "no config.json there; give a Hugging Face model directory" in result.output
+    assert "setup-cpu-engine" not in result.output
+    assert "该目录下没有 config.json" in result.output
+
+
+def test_handle_with_a_non_utf8_event_file_is_one_bilingual_error(tmp_path):
+    event = tmp_path / "event.json"
+    event.write_bytes(b'{"comment": {"body": "\xff\xfe"}}')
+    result = invoke("handle", "--event-name", "issue_comment", "--event-path", event,
+                    env={"GITHUB_API_URL": f"http://127.0.0.1:{closed_port()}", "GITHUB_TOKEN": "t",
+                         "GITHUB_REPOSITORY": "o/r"})
+    assert result.exit_code == 1
+    assert f"{event}: the event is not UTF-8 text (byte 22)" in result.output
+    assert "事件文件不是 UTF-8 文本" in result.output
+
+
+def _unreachable_env() -> dict[str, str]:
+    return {"GITHUB_API_URL": f"http://127.0.0.1:{closed_port()}", "GITHUB_TOKEN": "t",
+            "GITHUB_REPOSITORY": "octo/demo", "RECIPE_BOT_DEBUG": ""}
+
+
+def _comment_event(tmp_path: Path) -> Path:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({
+        "action": "created", "repository": {"full_name": "octo/demo", "default_branch": "main"},
+        "issue": {"number": 1, "pull_request": {"url": "x"}, "state": "open"},
+        "comment": {"id": 5, "body": "/help", "user": {"login": "alice", "type": "User"},
+                    "author_association": "MEMBER"},
+        "sender": {"login": "alice", "type": "User"},
+    }))
+    return event
+
+
+def _report_inputs(tmp_path: Path) -> dict:
+    return synthetic.materialize(synthetic.passing_sweep(), tmp_path / "in")
+
+
+@pytest.mark.parametrize("how", ["handle", "report-post", "report-baseline"])
+def test_github_unreachable_is_one_bilingual_line(tmp_path, monkeypatch, how):
+    monkeypatch.chdir(tmp_path)
+    if how == "handle":
+        args = ["handle", "--event-name", "issue_comment", "--event-path", _comment_event(tmp_path)]
+    else:
+        paths = _report_inputs(tmp_path)
+        args = ["report", "--results", paths["results"], "--out", tmp_path / "out", "--bot-login", "bot"]
+        args += ["--post"] if how == "report-post" else ["--baseline-from-github", "main"]
+    result = invoke(*args, env=_unreachable_env())
+    assert result.exit_code != 0
+    assert "cannot reach the GitHub API at http://127.0.0.1:" in result.output
+    assert "无法连接 GitHub API" in result.output
+    assert "RECIPE_BOT_DEBUG=1" in result.output
+    assert len([line for line in result.output.splitlines() if "GitHub API" in line]) == 2  # one line a language
+
+
+def _boom_command():
+    import click
+
+    @click.command("boom")
+    def boom() -> None:
+        raise KeyError("an internal slip")
+
+    return boom
+
+
+@pytest.fixture
+def boom(monkeypatch):
+    """A subcommand with a bug in it, registered the way every subcommand is."""
+    import sys as _sys
+    import types
+
+    module = types.ModuleType("bot_test_boom")
+    module.boom_cmd = _boom_command()
+    monkeypatch.setitem(_sys.modules, "bot_test_boom", module)
+    from bot import cli
+
+    monkeypatch.setitem(cli.SUBCOMMANDS, "boom", ("bot_test_boom", "boom_cmd"))
+
+
+def test_an_unexpected_error_is_one_bilingual_line_not_a_traceback(boom):
+    result = invoke("boom", env={"RECIPE_BOT_DEBUG": ""})
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert lines == ["Error: unexpected error: KeyError: 'an internal slip' (run with RECIPE_BOT_DEBUG=1 for the "
+                     "traceback)",
+                     "错误：意外错误：KeyError：'an internal slip'（设置 RECIPE_BOT_DEBUG=1 可查看完整的回溯信息）"]
+
+
+def test_recipe_bot_debug_shows_the_traceback(boom):
+    result = CliRunner().invoke(main, ["boom"], env={"RECIPE_BOT_DEBUG": "1"})
+    assert isinstance(result.exception, KeyError)  # re-raised, so Python prints the traceback
+
+
+def test_the_engine_set_up_states_its_measured_cost():
+    banner = (ROOT / "scripts" / "setup-cpu-engine.sh").read_text(encoding="utf-8")
+    assert "about 2 minutes with a warm pip cache, 6-7 cold; 2.5 GB on disk" in banner
+    assert "600 MB" not in banner
+    from bot.demo.cli import SETUP_HINT
+
+    assert "2.5 GB" in SETUP_HINT and "6-7 cold" in SETUP_HINT
