@@ -87,13 +87,23 @@ def serve_cmd(host: str, port: int, queue: str, secret_env: str, token_env: str 
 
     Endpoints: POST / (webhooks), GET /healthz, /readyz, /metrics. Reads GITHUB_API_URL.
     """
-    from werkzeug.serving import make_server
+    from werkzeug.serving import WSGIRequestHandler, make_server
 
     log = JsonLog()
+
+    class JsonRequestHandler(WSGIRequestHandler):
+        """Werkzeug's access and error lines as JSON too, so every line on stderr parses."""
+
+        def log(self, type: str, message: str, *args: object) -> None:  # noqa: A002 (werkzeug's name)
+            log("http", level=type, client=self.address_string(), line=message % args)
+
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            log("http", client=self.address_string(), method=self.command, path=self.path, status=str(code))
+
     service = build_service(queue=queue, secret_env=secret_env, token_env=token_env, app_id_env=app_id_env,
                             key_env=key_env, workers=workers, log=log)
     try:
-        server = make_server(host, port, service, threaded=True)
+        server = make_server(host, port, service, threaded=True, request_handler=JsonRequestHandler)
     except OSError as exc:
         raise _fail(f"--host {host} --port {port}: cannot listen: {exc.strerror}",
                     f"--host {host} --port {port}：无法监听：{exc.strerror}") from None
