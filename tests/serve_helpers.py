@@ -51,3 +51,38 @@ def drain(svc: Service, timeout: float = 120.0) -> dict[str, int]:
             return counts
         time.sleep(0.05)
     raise AssertionError(f"the queue did not drain: {svc.queue.rows()}")
+
+
+class ServeProcess:
+    """`recipe-bot serve --port 0 --token-env GITHUB_TOKEN` as a subprocess against a sandbox; stderr is JSON lines."""
+
+    def __init__(self, sb: Any, queue_path: Any, extra_env: dict[str, str] | None = None):
+        import os
+        import subprocess
+        import sys
+
+        from handle_helpers import ROOT
+
+        env = {**os.environ, **sb.env(), "RECIPE_BOT_WEBHOOK_SECRET": SECRET, **(extra_env or {})}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from bot.cli import main; main(prog_name='recipe-bot')", "serve", "--port", "0",
+             "--token-env", "GITHUB_TOKEN", "--queue", str(queue_path)],
+            env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        self.lines: list[dict[str, Any]] = []
+        self.url = self.until("listening")["url"]
+
+    def until(self, *messages: str) -> dict[str, Any]:
+        """Read log lines until one whose msg is one of `messages` (every line must be JSON)."""
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(json.loads(line))
+            if self.lines[-1]["msg"] in messages:
+                return self.lines[-1]
+        raise AssertionError(f"serve exited ({self.proc.wait()}) before logging {messages}: {self.lines}")
+
+    def stop(self) -> int:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)

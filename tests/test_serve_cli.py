@@ -1,12 +1,7 @@
 """`recipe-bot serve` as an operator runs it: clear bilingual errors for bad config, and the whole loop as a process."""
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
-import time
 import urllib.request
 
 import pytest
@@ -15,7 +10,7 @@ from click.testing import CliRunner
 from bot.serve.cli import serve_cmd
 from bot.serve.signature import sign
 from handle_helpers import ROOT, Harness, seed
-from serve_helpers import SECRET, body_of
+from serve_helpers import SECRET, ServeProcess, body_of
 
 GOOD = {"RECIPE_BOT_WEBHOOK_SECRET": SECRET, "GITHUB_TOKEN": "bot"}
 
@@ -52,34 +47,44 @@ def test_help_names_the_options():
 
 def test_the_serve_process_turns_a_signed_comment_into_one_dispatch(sandbox, tmp_path):
     h = Harness(sandbox(seed(tmp_path)), tmp_path)
-    env = {**h.env, "RECIPE_BOT_WEBHOOK_SECRET": SECRET}
-    proc = subprocess.Popen([sys.executable, "-c", "from bot.cli import main; main(prog_name='recipe-bot')",
-                             "serve", "--port", "0", "--token-env", "GITHUB_TOKEN",
-                             "--queue", str(tmp_path / "q.sqlite3")],
-                            env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    serve = ServeProcess(h.sb, tmp_path / "q.sqlite3")
     try:
-        lines = []
-        for line in proc.stderr:  # JSON log lines; the `listening` one names the port
-            lines.append(json.loads(line))
-            if lines[-1]["msg"] == "listening":
-                break
-        url = lines[-1]["url"]
         raw = body_of(h.sb.event("issue_comment", "created", comment_id=h.comment(7, "alice", "/sweep")))
-        request = urllib.request.Request(url, data=raw, method="POST", headers={
+        request = urllib.request.Request(serve.url, data=raw, method="POST", headers={
             "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "e2e-1", "Content-Type": "application/json",
             "X-Hub-Signature-256": sign(SECRET, raw)})
         with urllib.request.urlopen(request, timeout=30) as answer:
             assert answer.status == 202
-        deadline = time.monotonic() + 120
-        while not h.dispatches() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for line in proc.stderr:
-            lines.append(json.loads(line))
-            if lines[-1]["msg"] in ("delivery handled", "delivery failed"):
-                break
-        assert lines[-1]["msg"] == "delivery handled" and lines[-1]["delivery"] == "e2e-1"
+        done = serve.until("delivery handled", "delivery failed")
+        assert done["msg"] == "delivery handled" and done["delivery"] == "e2e-1"
         assert len(h.dispatches()) == 1
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-    assert proc.returncode == 0
+        assert serve.stop() == 0
+
+
+def test_the_sandbox_sends_signed_webhooks_and_serve_answers_a_comment(sandbox, tmp_path):
+    h = Harness(sandbox(seed(tmp_path)), tmp_path)
+    serve = ServeProcess(h.sb, tmp_path / "q.sqlite3")
+    try:
+        h.sb.request("POST", "/_sandbox/webhooks/target", {"url": serve.url, "secret": SECRET})
+        comment_id = h.comment(7, "alice", "/sweep")  # only a comment: the sandbox delivers the event
+        done = serve.until("delivery handled", "delivery failed")  # one thread delivers: this is alice's comment
+        assert done["msg"] == "delivery handled", done
+        [run] = h.dispatches()
+        assert run["inputs"]["comment_id"] == str(comment_id)
+        sent = h.sb.request("GET", "/_sandbox/webhooks/deliveries")
+        assert sent[0]["event"] == "issue_comment" and sent[0]["status"] == 202
+    finally:
+        assert serve.stop() == 0
+
+
+def test_a_webhook_signed_with_another_secret_is_refused_by_serve(sandbox, tmp_path):
+    h = Harness(sandbox(seed(tmp_path)), tmp_path)
+    serve = ServeProcess(h.sb, tmp_path / "q.sqlite3")
+    try:
+        h.sb.request("POST", "/_sandbox/webhooks/target", {"url": serve.url, "secret": "not the secret"})
+        h.comment(7, "alice", "/sweep")
+        assert serve.until("webhook signature refused")["status"] == 401
+        assert h.dispatches() == []
+    finally:
+        assert serve.stop() == 0
