@@ -179,3 +179,24 @@ def test_the_queue_is_sqlite_in_wal_mode(tmp_path):
 ], ids=["good", "other-body", "none", "empty", "sha1", "upper-case-prefix"])
 def test_verify_accepts_only_the_exact_sha256_signature(header, ok):
     assert verify(SECRET, b"body", header) is ok
+
+
+def test_a_failing_delivery_is_kept_as_failed_counted_and_the_next_one_still_runs(h, svc):
+    handle = svc.handler
+
+    def first_fails(event, payload):
+        if payload["comment"]["body"] == "/status":
+            raise RuntimeError("GitHub was down")
+        return handle(event, payload)
+
+    svc.handler = first_fails
+    client = Client(svc)
+    post(client, "issue_comment", sweep_event(h, 7, "alice", "/status"), delivery="bad")
+    post(client, "issue_comment", sweep_event(h, 7, "alice", "/sweep"), delivery="good")
+    svc.start()
+    drain(svc)
+    rows = {r["delivery"]: r for r in svc.queue.rows()}
+    assert rows["bad"]["state"] == "failed" and "GitHub was down" in rows["bad"]["error"]
+    assert rows["good"]["state"] == "done" and len(h.dispatches()) == 1
+    assert "recipe_bot_delivery_failures_total 1" in client.get("/metrics").get_data(as_text=True)
+    assert [line["msg"] for line in svc.log.lines if line.get("delivery") == "bad"][-1] == "delivery failed"
