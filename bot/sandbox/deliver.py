@@ -31,7 +31,7 @@ class Deliverer:
         self.secret = ""
         self.sent: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._queue: queue.Queue[tuple[str, str, str, dict[str, Any]]] = queue.Queue()
+        self._queue: queue.Queue[tuple[str, str, str, str, dict[str, Any]]] = queue.Queue()
         self._thread: threading.Thread | None = None
 
     def target(self, url: str | None, secret: str) -> dict[str, Any]:
@@ -49,7 +49,7 @@ class Deliverer:
 
     def enqueue(self, server: str, event: str, action: str, selectors: dict[str, Any]) -> str:
         delivery = str(uuid.uuid4())
-        self._queue.put((delivery, server, event, action, selectors))  # type: ignore[arg-type]
+        self._queue.put((delivery, server, event, action, selectors))
         return delivery
 
     def deliveries(self) -> list[dict[str, Any]]:
@@ -58,7 +58,7 @@ class Deliverer:
 
     def _loop(self) -> None:
         while True:
-            delivery, server, event, action, selectors = self._queue.get()  # type: ignore[misc]
+            delivery, server, event, action, selectors = self._queue.get()
             record: dict[str, Any] = {"delivery": delivery, "event": event, "action": action, "status": None}
             try:
                 raw = json.dumps(self._build(server, event, action, selectors)).encode()
