@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("bot.demo", "demo_cmd"),
     "slurm-cancel": ("bot.runner.slurm.backend", "slurm_cancel_cmd"),
     "checklist": ("bot.checklist.cli", "checklist_cmd"),
+    "serve": ("bot.serve.cli", "serve_cmd"),
 }
 
 SHORT_HELP = {
@@ -27,6 +28,7 @@ SHORT_HELP = {
     "demo": "Run the whole loop on this machine against the sandbox and the CPU engine.",
     "slurm-cancel": "Cancel a PR's recipe-bot jobs on a Slurm cluster (/cancel, a superseding push).",
     "checklist": "Verify a PR's PR_REVIEW_CHECKLIST sign-off (check recipe-bot / sign-off).",
+    "serve": "Serve GitHub App webhooks: a durable queue, the same handler as Actions.",
 }
 
 

@@ -58,7 +58,10 @@ def check_port_free(port: int) -> None:
 @click.option("--port", type=int, default=None,
               help="Check that this port is free first (the sandbox and the engine pick free ports).")
 @click.option("--keep-workdir", is_flag=True, help="Keep the sample repository and the sandbox's files.")
-def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | None, keep_workdir: bool) -> None:
+@click.option("--serve", is_flag=True,
+              help="GitHub App mode: the comment reaches `recipe-bot serve` as a signed webhook (docs/serve.md).")
+def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | None, keep_workdir: bool,
+             serve: bool) -> None:
     """Run the whole loop here: sandbox GitHub, a sample PR, a /sweep comment, the CPU engine, the report."""
     console = Console(highlight=False)
     engine = locate_engine(sample.PROJECT_ROOT, model_dir)
@@ -69,7 +72,7 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
     with tempfile.TemporaryDirectory(prefix="recipe-bot-demo-") as tmp:
         work = Path(tmp)
         try:
-            outcome = run_demo(out_dir.resolve(), work, console, command=command, engine=engine)
+            outcome = run_demo(out_dir.resolve(), work, console, command=command, engine=engine, serve=serve)
         except DemoError as exc:
             raise click.ClickException(str(exc)) from exc
         finally:

@@ -72,7 +72,7 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
-             engine: dict[str, str]) -> DemoOutcome:
+             engine: dict[str, str], serve: bool = False) -> DemoOutcome:
     step = Step(console, total=7)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "demo.log"
@@ -90,9 +90,21 @@ def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
 
         started = step(f"{sample.MAINTAINER} comments `{command}` on PR #{sample.PR_NUMBER}; the bot handles the event")
         pull = sandbox.github(sample.MAINTAINER).get_repo(repo_name).get_pull(sample.PR_NUMBER)
-        comment = pull.create_issue_comment(command)
-        event = sandbox.write_event(work_dir / "event.json", "issue_comment", "created", comment_id=comment.id)
-        recipe_bot(["handle", "--event-name", "issue_comment", "--event-path", str(event)], env, work_dir, log)
+        if serve:  # App mode: the sandbox sends the signed webhook to `recipe-bot serve` (bot/demo/serve_mode.py)
+            from bot.demo.serve_mode import ServeError, serving, wait_for_dispatch
+
+            try:
+                with serving(sandbox, env, work_dir, log) as url:
+                    console.print(f"      recipe-bot serve at {url} receives the sandbox's signed webhooks",
+                                  highlight=False)
+                    pull.create_issue_comment(command)
+                    wait_for_dispatch(sandbox, "gpu.yml")
+            except ServeError as exc:
+                raise DemoError(str(exc)) from exc
+        else:
+            comment = pull.create_issue_comment(command)
+            event = sandbox.write_event(work_dir / "event.json", "issue_comment", "created", comment_id=comment.id)
+            recipe_bot(["handle", "--event-name", "issue_comment", "--event-path", str(event)], env, work_dir, log)
         state = sandbox.state()
         runs = [run for run in state["workflow_runs"] if run["workflow"] == "gpu.yml"]
         if len(runs) != 1:

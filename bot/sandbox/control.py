@@ -11,7 +11,9 @@
     POST /_sandbox/reviews                {pull, user, state: APPROVED|CHANGES_REQUESTED|COMMENTED, body?, commit?}
     POST /_sandbox/pulls/{n}              {title?, body?, draft?, state?, merged?, merged_by?}
     POST /_sandbox/webhook                {event, action, sender?, comment_id?, pull?, label?, before?, after?,
-                                           review_id?, run_id?, changes_from?}  → the payload
+                                           review_id?, run_id?, changes_from?, deliver?}  → the payload
+    POST /_sandbox/webhooks/target        {url, secret}: send signed webhooks there (bot/sandbox/deliver.py)
+    GET  /_sandbox/webhooks/deliveries    what was sent, with the receiver's status
     GET  /_sandbox/artifacts/{id}.zip     an artifact's archive (where download-artifact redirects)
     POST /_sandbox/faults                 {rules: [rule...]} or one rule (bot/sandbox/faults.py) → active rules
     GET  /_sandbox/faults, DELETE /_sandbox/faults   list / remove every rule
@@ -38,6 +40,7 @@ class App(Protocol):
     """What the control endpoints need of the sandbox app: its state and its request log."""
 
     state: SandboxState
+    deliverer: Any  # bot.sandbox.deliver.Deliverer
 
     def log(self, *, everything: bool, since: int) -> Any: ...
 
@@ -97,6 +100,12 @@ class WebhookBody(_Strict):
     review_id: int | None = None
     run_id: int | None = None
     changes_from: str | None = None
+    deliver: bool = False  # also send it, signed, to the registered webhook target (bot/sandbox/deliver.py)
+
+
+class WebhookTarget(_Strict):
+    url: str | None
+    secret: str = ""
 
 
 class ControlError(Exception):
@@ -119,6 +128,9 @@ class Control:
             ("POST", re.compile(r"/_sandbox/reviews"), self.review),
             ("POST", re.compile(r"/_sandbox/pulls/(?P<number>\d+)"), self.update_pull),
             ("POST", re.compile(r"/_sandbox/webhook"), self.webhook),
+            ("POST", re.compile(r"/_sandbox/webhooks/target"),
+             lambda body, **_: app.deliverer.target(**WebhookTarget.model_validate(body).model_dump())),
+            ("GET", re.compile(r"/_sandbox/webhooks/deliveries"), lambda **_: app.deliverer.deliveries()),
             ("GET", re.compile(r"/_sandbox/artifacts/(?P<artifact_id>\d+)\.zip"), self.artifact),
             ("POST", re.compile(r"/_sandbox/faults"), lambda body, **_: self.app.faults.add(parse_rules(body))),
             ("GET", re.compile(r"/_sandbox/faults"), lambda **_: self.app.faults.view()),
@@ -231,7 +243,15 @@ class Control:
         st = self.app.state
         with st.lock:
             shapes = Shapes(st, server, server)
-            return build_event(shapes, req.event, req.action, **req.model_dump(exclude={"event", "action"}))
+            selectors = req.model_dump(exclude={"event", "action", "deliver"})
+            payload = build_event(shapes, req.event, req.action, **selectors)
+        if req.deliver:
+            self.app.deliverer.enqueue(server, req.event, req.action, selectors)
+        return payload
+
+    def build_webhook(self, server: str, event: str, action: str, selectors: dict[str, Any]) -> dict[str, Any]:
+        with self.app.state.lock:
+            return build_event(Shapes(self.app.state, server, server), event, action, **selectors)
 
     def artifact(self, artifact_id: str, **_: Any) -> bytes:
         art = self.app.state.artifacts.get(int(artifact_id))

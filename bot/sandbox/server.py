@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from .api import HANDLERS, ApiError, Call, Reply
 from .control import Control
 from .faults import Faults, FaultRule
+from .deliver import Deliverer
 from .wire import RawRequest, RawResponse
 from .openapi import DEFAULT_API, Route, SpecValidator
 from .seed import SeedFile
@@ -52,6 +53,7 @@ class Sandbox:
         self._seq = itertools.count(1)
         self.control = Control(self)
         self.faults = Faults()
+        self.deliverer = Deliverer(self.control.build_webhook)
 
     # --- the log ---------------------------------------------------------------------------
     def record(self, entry: dict[str, Any]) -> None:
@@ -159,6 +161,8 @@ class Sandbox:
         entry["ms"] = round((time.perf_counter() - started) * 1000, 2)
         entry["validation_ms"] = round(validation_ms, 2)
         self.record(entry)
+        if route is not None:  # GitHub sends the event after the write (bot/sandbox/deliver.py)
+            self.deliverer.after_write(route.operation_id, status, reply.body, server)
         return RawResponse(status, headers, data), entry
 
     @staticmethod

@@ -1,0 +1,58 @@
+"""Who the bot acts as: installation tokens from the App's id and private key, or one plain token (sandbox)."""
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from typing import Any
+
+from github import Auth, GithubIntegration
+
+from bot.github import GitHubClient, GitHubError
+
+REFRESH_BEFORE = dt.timedelta(minutes=5)  # installation tokens live an hour; renew before they lapse
+
+
+class TokenSource:
+    """A plain token for every repository: the sandbox names the acting user by its token."""
+
+    def __init__(self, token: str):
+        self._token = token
+
+    def token(self, installation_id: int | None) -> str:
+        return self._token
+
+
+class AppTokenSource:
+    """Installation tokens from the App's JWT (PyGithub's AppAuth), cached per installation until near expiry."""
+
+    def __init__(self, app_id: str | int, private_key: str, base_url: str):
+        self._integration = GithubIntegration(auth=Auth.AppAuth(app_id, private_key), base_url=base_url)
+        self._lock = threading.Lock()
+        self._cache: dict[int, tuple[str, dt.datetime]] = {}
+
+    def token(self, installation_id: int | None) -> str:
+        if installation_id is None:
+            raise GitHubError("the delivery names no installation, so no installation token can be made")
+        now = dt.datetime.now(dt.timezone.utc)
+        with self._lock:
+            cached = self._cache.get(installation_id)
+            if cached and cached[1] - REFRESH_BEFORE > now:
+                return cached[0]
+            access = self._integration.get_access_token(installation_id)
+            expires = access.expires_at or now + dt.timedelta(hours=1)
+            if expires.tzinfo is None:
+                expires = expires.replace(tzinfo=dt.timezone.utc)
+            self._cache[installation_id] = (access.token, expires)
+            return access.token
+
+
+class ClientFactory:
+    """One GitHubClient per delivery, for the delivery's repository and installation."""
+
+    def __init__(self, source: TokenSource | AppTokenSource, base_url: str):
+        self.source, self.base_url = source, base_url
+
+    def __call__(self, payload: Any) -> GitHubClient:
+        repository = payload["repository"]["full_name"]
+        installation = (payload.get("installation") or {}).get("id")
+        return GitHubClient(base_url=self.base_url, token=self.source.token(installation), repository=repository)

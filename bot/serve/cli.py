@@ -1,0 +1,126 @@
+"""`recipe-bot serve`: the webhook server of a GitHub App, configured from flags and environment variables."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from bot.serve.auth import AppTokenSource, ClientFactory, TokenSource
+from bot.serve.logs import JsonLog
+from bot.serve.queue import DeliveryQueue
+from bot.serve.service import Service
+
+
+def _fail(english: str, chinese: str) -> click.ClickException:
+    return click.ClickException(f"{english}\n{chinese}")
+
+
+def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_env: str, key_env: str,
+                  workers: int, environ: dict[str, str] | None = None, log: JsonLog | None = None) -> Service:
+    """Everything `serve` needs, checked up front; bad config raises one bilingual ClickException."""
+    env = os.environ if environ is None else environ
+    secret = env.get(secret_env, "")
+    if not secret:
+        raise _fail(f"the webhook secret is not set: export {secret_env} (the GitHub App's webhook secret), "
+                    "or name another variable with --secret-env",
+                    f"未设置 webhook 密钥：请设置环境变量 {secret_env}（GitHub App 的 webhook secret），"
+                    "或用 --secret-env 指定其他变量")
+    base_url = env.get("GITHUB_API_URL") or "https://api.github.com"
+    if token_env:
+        token = env.get(token_env, "")
+        if not token:
+            raise _fail(f"--token-env {token_env}: the variable is not set or empty",
+                        f"--token-env {token_env}：该环境变量未设置或为空")
+        source: TokenSource | AppTokenSource = TokenSource(token)
+    else:
+        app_id, key_path = env.get(app_id_env, ""), env.get(key_env, "")
+        if not app_id.isdigit() or not key_path:
+            raise _fail(f"GitHub App auth needs {app_id_env} (the App's numeric id) and {key_env} (the path of "
+                        "its private key .pem); for a plain token (the sandbox) pass --token-env NAME",
+                        f"GitHub App 认证需要 {app_id_env}（App 的数字 id）和 {key_env}（私钥 .pem 文件路径）；"
+                        "使用普通 token（如 sandbox）请传 --token-env NAME")
+        try:
+            private_key = Path(key_path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise _fail(f"{key_env}={key_path}: cannot read the private key: {exc.strerror}",
+                        f"{key_env}={key_path}：无法读取私钥：{exc.strerror}") from None
+        if "PRIVATE KEY" not in private_key:
+            raise _fail(f"{key_path}: not a PEM private key (expected a -----BEGIN ... PRIVATE KEY----- block)",
+                        f"{key_path}：不是 PEM 私钥（应包含 -----BEGIN ... PRIVATE KEY----- 段）")
+        source = AppTokenSource(app_id, private_key, base_url)
+    try:
+        store = DeliveryQueue(queue)
+    except Exception as exc:  # noqa: BLE001 (sqlite3.Error, OSError: both mean a bad --queue)
+        raise _fail(f"--queue {queue}: cannot open the SQLite queue: {exc}",
+                    f"--queue {queue}：无法打开 SQLite 队列：{exc}") from None
+    factory = ClientFactory(source, base_url)
+
+    def handler(event: str, payload: dict) -> object:
+        from bot.control.handle import handle_event  # the Actions-mode handler, unchanged
+        return handle_event(event, payload, factory(payload))
+
+    return Service(store, secret, handler, workers=workers, log=log)
+
+
+@click.command("serve", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 in a container).")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (0: any free port; the log line `listening` names it).")
+@click.option("--queue", "queue", default="recipe-bot-queue.sqlite3", show_default=True,
+              type=click.Path(dir_okay=False), help="SQLite file of the durable delivery queue (WAL mode).")
+@click.option("--secret-env", default="RECIPE_BOT_WEBHOOK_SECRET", show_default=True,
+              help="Environment variable holding the App's webhook secret.")
+@click.option("--token-env", default=None,
+              help="Act with the plain token in this variable instead of App installation tokens (the sandbox).")
+@click.option("--app-id-env", default="RECIPE_BOT_APP_ID", show_default=True,
+              help="Environment variable holding the GitHub App's id.")
+@click.option("--private-key-env", "key_env", default="RECIPE_BOT_APP_PRIVATE_KEY_PATH", show_default=True,
+              help="Environment variable holding the path of the App's private key (.pem).")
+@click.option("--workers", default=4, show_default=True, type=click.IntRange(1, 64),
+              help="Deliveries handled at once (one at a time per PR).")
+def serve_cmd(host: str, port: int, queue: str, secret_env: str, token_env: str | None, app_id_env: str,
+              key_env: str, workers: int) -> None:
+    """Serve GitHub App webhooks: verify, queue durably, handle each like `recipe-bot handle`.
+
+    Endpoints: POST / (webhooks), GET /healthz, /readyz, /metrics. Reads GITHUB_API_URL.
+    """
+    from werkzeug.serving import WSGIRequestHandler, make_server
+
+    log = JsonLog()
+
+    class JsonRequestHandler(WSGIRequestHandler):
+        """Werkzeug's access and error lines as JSON too, so every line on stderr parses."""
+
+        def log(self, type: str, message: str, *args: object) -> None:  # noqa: A002 (werkzeug's name)
+            log("http", level=type, client=self.address_string(), line=message % args)
+
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            log("http", client=self.address_string(), method=self.command, path=self.path, status=str(code))
+
+    service = build_service(queue=queue, secret_env=secret_env, token_env=token_env, app_id_env=app_id_env,
+                            key_env=key_env, workers=workers, log=log)
+    try:
+        server = make_server(host, port, service, threaded=True, request_handler=JsonRequestHandler)
+    except OSError as exc:
+        raise _fail(f"--host {host} --port {port}: cannot listen: {exc.strerror}",
+                    f"--host {host} --port {port}：无法监听：{exc.strerror}") from None
+    service.start()
+
+    def stop(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    log("listening", host=host, port=server.port, url=f"http://{host}:{server.port}/")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        service.stop()
+        log("stopped", **service.queue.counts())
+        service.queue.close()
+    sys.exit(0)
