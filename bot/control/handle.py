@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from bot import failure_classes, i18n
+from bot import i18n
 from bot.control import approvals as approval_sources
-from bot.control import commands, dispatch, dispatch_once, gate_events, github_failures, trust
+from bot.control import commands, dispatch, dispatch_once, gate_events, github_failures, pr_actions, trust
 from bot.checklist import hooks as checklist_hooks
 from bot.control.commands import Command, CommandError
 from bot.config import ConfigError, RepoConfig, read_repo_config
@@ -322,7 +322,7 @@ def _gpu(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
          approvals: list[Approval], key: str) -> None:
     line = command.normalized()
     if command.name == "rerun" and command.failed:
-        _rerun_failed(h, reply, line, actor, pull)
+        pr_actions.rerun_failed(h, reply, line, actor, pull)
         return
     if command.name == "rerun":
         previous = next(iter(h.pr_runs(pull.number)), None)
@@ -336,65 +336,11 @@ def _gpu(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
                 approval_needed=h.approval_needed(pull, actor))
 
 
-def _rerun_failed(h: Handler, reply: Reply, line: str, actor: Actor, pull: Pull) -> None:
-    latest = dispatch.latest_for_head(h.pr_runs(pull.number), pull.head_sha)
-    if latest is None:
-        reply.refuse("no-run", command=line, head_sha=pull.head_sha)
-    elif latest.run.active:
-        reply.refuse("run-active", command=line, run_url=latest.run.html_url)
-    elif latest.run.conclusion in ("success", "skipped", "neutral"):
-        reply.add("nothing-failed", command=line, run_url=latest.run.html_url)
-    else:
-        h.client.rerun_failed_jobs(latest.run.id)
-        h.log(f"rerun failed jobs of run {latest.run.id}")
-        reply.add("rerun", run_url=latest.run.html_url, sha=pull.head_sha, requester=actor.login)
-
-
-def _cancel(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
-            approvals: list[Approval], key: str) -> None:
-    cancelled = dispatch.cancel_active(h.client, h.config.gpu_workflow, pull.number,
-                                       runs=h.pr_runs(pull.number))
-    h.log(f"cancelled {len(cancelled)} run(s)")
-    reply.add("cancelled", runs=_run_rows(cancelled), reason="cancel")
-
-
-def _ok_to_test(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
-                approvals: list[Approval], key: str) -> None:
-    check = trust.check_ok_to_test(command.sha_prefix or "", pull)
-    if not check.allowed:
-        h.refusal(reply, command.normalized(), check, login=actor.login, pull=pull)
-        return
-    approvals.append(Approval(pull.head_sha, actor.login))
-    reply.markers.append(dispatch.approval_marker(pull.head_sha, actor.login))
-    h.log(f"{actor.login} approved {pull.head_sha}")
-    reply.add("approved", sha=pull.head_sha, by=actor.login)
-
-
-def _status(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
-            approvals: list[Approval], key: str) -> None:
-    # Infrastructure failures per runner host, as the bot's own report comments recorded them.
-    bot = h.bot_login()
-    infra = failure_classes.merged_record(c.body for c in h.client.list_issue_comments(pull.number)
-                                          if c.user == bot)
-    reply.add("status", runs=_run_rows(h.pr_runs(pull.number)[:20]), infra=list(infra.items()))
-
-
-def _help(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
-          approvals: list[Approval], key: str) -> None:
-    reply.add("help", rows=commands.help_rows(dict(h.config.permissions)), topic=command.topic,
-              labels=sorted(h.config.labels.items()), head_sha=pull.head_sha)
-
-
 ACTIONS: dict[str, Callable[..., None]] = {
-    "sweep": _gpu, "e2e": _gpu, "rerun": _gpu, "cancel": _cancel, "ok-to-test": _ok_to_test,
-    "status": _status, "help": _help, "accept-regression": gate_events.accept_regression,
+    "sweep": _gpu, "e2e": _gpu, "rerun": _gpu, "cancel": pr_actions.cancel, "ok-to-test": pr_actions.ok_to_test,
+    "status": pr_actions.status, "help": pr_actions.help_reply, "accept-regression": gate_events.accept_regression,
     "baseline": gate_events.baseline,
 }
-
-
-def _run_rows(runs: list[dispatch.PrRun]) -> list[dict[str, Any]]:
-    return [{"command": r.title.command, "sha": r.title.sha, "requester": r.title.requester,
-             "status": r.run.status, "conclusion": r.run.conclusion, "url": r.run.html_url} for r in runs]
 
 
 def _reply_config_error(h: Handler, number: int, key: str, text: str, error: ConfigError) -> None:
@@ -452,7 +398,7 @@ def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
                                            runs=h.pr_runs(pull.number))
         h.log(f"cancelled {len(cancelled)} superseded run(s)")
         if cancelled:
-            reply.add("cancelled", runs=_run_rows(cancelled), reason=CANCEL_ON[event.action])
+            reply.add("cancelled", runs=pr_actions.run_rows(cancelled), reason=CANCEL_ON[event.action])
     for label, command in triggers:
         _label_run(h, reply, event, pull, label, command, ledger)
     if reply.sections:

@@ -1,0 +1,66 @@
+"""The commands that start no GPU work: `/rerun failed`, `/cancel`, `/ok-to-test`, `/status`, `/help`.
+
+Each takes the Handler and the Reply of bot.control.handle (typed Any here: that module imports this one)."""
+from __future__ import annotations
+
+from typing import Any
+
+from bot import failure_classes
+from bot.control import commands, dispatch, trust
+from bot.control.commands import Command
+from bot.control.events import Pull
+from bot.control.trust import Actor, Approval
+
+
+def rerun_failed(h: Any, reply: Any, line: str, actor: Actor, pull: Pull) -> None:
+    latest = dispatch.latest_for_head(h.pr_runs(pull.number), pull.head_sha)
+    if latest is None:
+        reply.refuse("no-run", command=line, head_sha=pull.head_sha)
+    elif latest.run.active:
+        reply.refuse("run-active", command=line, run_url=latest.run.html_url)
+    elif latest.run.conclusion in ("success", "skipped", "neutral"):
+        reply.add("nothing-failed", command=line, run_url=latest.run.html_url)
+    else:
+        h.client.rerun_failed_jobs(latest.run.id)
+        h.log(f"rerun failed jobs of run {latest.run.id}")
+        reply.add("rerun", run_url=latest.run.html_url, sha=pull.head_sha, requester=actor.login)
+
+
+def cancel(h: Any, reply: Any, command: Command, actor: Actor, pull: Pull,
+            approvals: list[Approval], key: str) -> None:
+    cancelled = dispatch.cancel_active(h.client, h.config.gpu_workflow, pull.number,
+                                       runs=h.pr_runs(pull.number))
+    h.log(f"cancelled {len(cancelled)} run(s)")
+    reply.add("cancelled", runs=run_rows(cancelled), reason="cancel")
+
+
+def ok_to_test(h: Any, reply: Any, command: Command, actor: Actor, pull: Pull,
+                approvals: list[Approval], key: str) -> None:
+    check = trust.check_ok_to_test(command.sha_prefix or "", pull)
+    if not check.allowed:
+        h.refusal(reply, command.normalized(), check, login=actor.login, pull=pull)
+        return
+    approvals.append(Approval(pull.head_sha, actor.login))
+    reply.markers.append(dispatch.approval_marker(pull.head_sha, actor.login))
+    h.log(f"{actor.login} approved {pull.head_sha}")
+    reply.add("approved", sha=pull.head_sha, by=actor.login)
+
+
+def status(h: Any, reply: Any, command: Command, actor: Actor, pull: Pull,
+            approvals: list[Approval], key: str) -> None:
+    # Infrastructure failures per runner host, as the bot's own report comments recorded them.
+    bot = h.bot_login()
+    infra = failure_classes.merged_record(c.body for c in h.client.list_issue_comments(pull.number)
+                                          if c.user == bot)
+    reply.add("status", runs=run_rows(h.pr_runs(pull.number)[:20]), infra=list(infra.items()))
+
+
+def help_reply(h: Any, reply: Any, command: Command, actor: Actor, pull: Pull,
+          approvals: list[Approval], key: str) -> None:
+    reply.add("help", rows=commands.help_rows(dict(h.config.permissions)), topic=command.topic,
+              labels=sorted(h.config.labels.items()), head_sha=pull.head_sha)
+
+
+def run_rows(runs: list[dispatch.PrRun]) -> list[dict[str, Any]]:
+    return [{"command": r.title.command, "sha": r.title.sha, "requester": r.title.requester,
+             "status": r.run.status, "conclusion": r.run.conclusion, "url": r.run.html_url} for r in runs]
