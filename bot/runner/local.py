@@ -21,8 +21,9 @@ from bot.runner.environment import (EnvironmentProblem, check_required, find_sgl
                                     find_vllm)
 from bot.runner.hardware import (case_gpus, describe_host, gpu_memory_used_mib,
                                  sglang_version, vllm_version)
-from bot.runner.load import (Client, Target, choose_client, reset_prefix_cache, run_point,
-                             safe_name)
+from bot.runner.inprocess import InProcessClient, open_session
+from bot.runner.load import (VLLM_CLIENT, Client, Target, choose_client, reset_prefix_cache,
+                             run_point, safe_name)
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
 from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
@@ -125,7 +126,8 @@ def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceSe
 
 
 def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, target: Target,
-             servers: list[InferenceServer], case_dir: Path, env: dict[str, str]) -> PointResult:
+             servers: list[InferenceServer], case_dir: Path, env: dict[str, str],
+             session: InProcessClient | None = None) -> PointResult:
     """The point's runs (`repeats`, each with its own seed, the prefix cache reset between them
     like between points); with several, the run with the median throughput per GPU speaks for
     the point and every run's metrics go with it, for the report's run-to-run interval."""
@@ -137,7 +139,8 @@ def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, targ
             ctx.budget.tick(f"starting repeat {repeat + 1} of point {point.point_id!r}")
         result = run_point(point, client=client, target=target, servers=servers,
                            out_dir=ctx.out_dir, case_dir=case_dir, gpus=_gpus_for(case, ctx.job),
-                           env=env, tick=ctx.budget.tick, repeat=repeat)
+                           env=env, tick=ctx.budget.tick, repeat=repeat,
+                           session=session)
         if result.status != "passed" or result.metrics is None:
             if point.repeats > 1:
                 result = result.model_copy(update={
@@ -161,12 +164,43 @@ def _run_points(case: Case, ctx: RunContext, client: Client | None, target: Targ
     the point it hit and the points it leaves unrun.
     """
     client_env = {**os.environ, procs.RUN_TAG_VAR: run_tag, "NO_PROXY": "127.0.0.1,localhost"}
+    session = None
+    if client is not None and client.name == VLLM_CLIENT and case.points:
+        session = _client_session(client, client_env, servers, case_dir, ctx)
+    try:
+        _points_in_order(case, ctx, client, target, servers, case_dir, client_env, session,
+                         points, failures)
+    finally:
+        if session is not None:
+            session.close()
+
+
+def _client_session(client: Client, env: dict[str, str], servers: list[InferenceServer],
+                    case_dir: Path, ctx: RunContext) -> InProcessClient | None:
+    """One `vllm bench serve` process for all of the case's points (bot/runner/inprocess.py)."""
+    def watch() -> None:
+        for server in servers:
+            server.check_alive("while the benchmark client started")
+        ctx.budget.tick("starting the benchmark client")
+
+    with ctx.progress.waiting("starting the benchmark client"):
+        session, why_not = open_session(client.program, env, case_dir / "client.log", watch)
+    if session is None and why_not:
+        ctx.progress.say(f"  benchmark client: one process a point ({escape(why_not)})")
+    return session
+
+
+def _points_in_order(case: Case, ctx: RunContext, client: Client | None, target: Target,
+                     servers: list[InferenceServer], case_dir: Path, client_env: dict[str, str],
+                     session: InProcessClient | None, points: list[PointResult],
+                     failures: list[str]) -> None:
     for index, point in enumerate(case.points):
         if index > 0 and case.reset_prefix_cache_between_points:
             ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
         ctx.budget.tick(f"starting point {point.point_id!r}")
         try:
-            result = _measure(point, case, ctx, client, target, servers, case_dir, client_env)
+            result = _measure(point, case, ctx, client, target, servers, case_dir, client_env,
+                              session)
         except (ServerError, JobInterrupted) as exc:
             points.append(PointResult(point_id=point.point_id, concurrency=point.concurrency,
                                       isl=point.isl, osl=point.osl, status="failed",
