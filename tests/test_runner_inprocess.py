@@ -104,3 +104,25 @@ def test_engine_python_is_the_one_that_runs_vllm(tmp_path: Path, layout: str, fo
         expected = None
 
     assert engine_python(str(script), {}) == (expected if found else None)
+
+
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_the_driver_stands_alone_and_nothing_imports_it() -> None:
+    """It runs in the engine's environment, which has no recipe-bot; the runner starts it by path."""
+    from bot.runner.inprocess import DRIVER
+
+    assert not {n for n in _imports(DRIVER) if n == "bot" or n.startswith("bot.")}
+    importers = [p for p in (REPO / "bot").rglob("*.py")
+                 if any("vllm_bench_driver" in n for n in _imports(p))]
+    assert importers == []
