@@ -43,8 +43,16 @@ from rich.table import Table  # noqa: E402
 from bench.common import ROOT, command_line, load_average, machine_info, write_result  # noqa: E402
 
 RECIPE = "tiny-cpu"
-FIGURES = ("total_token_throughput", "output_throughput", "median_ttft_ms", "median_tpot_ms",
-           "median_e2el_ms")
+FIGURES = ("total_token_throughput", "output_throughput", "ttft_p50_ms", "tpot_p50_ms", "e2el_p50_ms")
+
+
+def point_figures(metrics: dict) -> dict[str, float | None]:
+    """The figures compared between the two clients, from one point's result.json metrics."""
+    return {"total_token_throughput": metrics.get("total_token_throughput"),
+            "output_throughput": metrics.get("output_throughput"),
+            "ttft_p50_ms": (metrics.get("ttft_ms") or {}).get("median"),
+            "tpot_p50_ms": (metrics.get("tpot_ms") or {}).get("median"),
+            "e2el_p50_ms": (metrics.get("e2el_ms") or {}).get("median")}
 FIXTURE = ROOT / "tests" / "fixtures" / "inferencex"
 ENGINE = pathlib.Path(os.environ.get("RECIPE_BOT_ENGINE_DIR") or ROOT / ".engine")  # as the runner finds it
 
@@ -163,8 +171,7 @@ def job_figures(job_id: str, wall: float, returncode: int, result: dict) -> dict
         "outside_runner_s": max(0.0, wall - duration),  # recipe-bot's own start-up and exit
         "point_durations_s": {p["point_id"]: (p.get("metrics") or {}).get("duration_s") for p in points},
         # The figures a point reports, to compare the two clients on the same points.
-        "point_figures": {p["point_id"]: {k: (p.get("metrics") or {}).get(k) for k in FIGURES}
-                          for p in points},
+        "point_figures": {p["point_id"]: point_figures(p.get("metrics") or {}) for p in points},
     }
 
 
@@ -226,6 +233,9 @@ def main() -> None:
                         help=f"which modes to run (default all: {', '.join(MODES)})")
     parser.add_argument("--conc", help="only these concurrencies (a quicker check; the figures then say so)")
     parser.add_argument("--counts-only", action="store_true", help="plan only; run no engine")
+    parser.add_argument("--name", default="packing",
+                        help="write bench/results/NAME.json (default packing), e.g. a second run of "
+                             "--modes packed-per-point,packed to compare the two clients again")
     parser.add_argument("--write", action="store_true",
                         help="write bench/results/packing.json even for a partial run (--modes, --conc, "
                              "--counts-only), which otherwise only prints, so a quick check never "
@@ -284,7 +294,7 @@ def main() -> None:
     if partial and not args.write:
         print("a partial run: bench/results/packing.json left as it was (--write replaces it)")
     else:
-        print(f"wrote {write_result('packing', record).relative_to(ROOT)}")
+        print(f"wrote {write_result(args.name, record).relative_to(ROOT)}")
     if any(not m["all_passed"] for m in sweep.values()):
         raise SystemExit("some jobs did not pass: the wall times above are not a fair comparison")
 
