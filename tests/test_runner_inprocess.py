@@ -126,3 +126,16 @@ def test_the_driver_stands_alone_and_nothing_imports_it() -> None:
     importers = [p for p in (REPO / "bot").rglob("*.py")
                  if any("vllm_bench_driver" in n for n in _imports(p))]
     assert importers == []
+
+
+@pytest.mark.parametrize("mode", ["exit_during_startup", "never_ready"])
+def test_a_server_that_never_serves_leaves_no_client_process(tmp_path: Path, mode: str) -> None:
+    """The client process starts beside the servers; a case that fails before its first point
+    still stops it before the teardown proof."""
+    job = fake_job(mode, points=2, startup_timeout_s=3.0)
+    run = run_cli(job, tmp_path, {**BASE, "PYTHONPATH": LIB})
+
+    assert run.returncode == 1
+    assert [p["status"] for p in run.result["cases"][0]["points"]] == ["skipped", "skipped"]
+    assert run.result["cases"][0]["cleanup"]["groups_gone"]
+    assert live_marked_processes(run.marker) == []

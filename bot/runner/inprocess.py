@@ -75,9 +75,9 @@ class InProcessClient:
     def argv(self) -> list[str]:
         return [self.python, str(DRIVER)]
 
-    def start(self, watch: Callable[[], None]) -> bool:
-        """Start the driver and wait until it has imported vLLM's benchmark library; `watch` runs
-        every 0.2 s meanwhile (server liveness, budget) and may raise. False: fall back."""
+    def launch(self) -> bool:
+        """Start the driver; it imports vLLM's benchmark library meanwhile (the runner launches it
+        while the servers start, so the import overlaps their start-up). False: fall back."""
         with self.log_path.open("ab") as log:
             try:
                 self.process = subprocess.Popen(
@@ -87,6 +87,11 @@ class InProcessClient:
                 self.problem = f"could not start {self.python}: {exc}"
                 return False
         threading.Thread(target=self._read, daemon=True).start()
+        return True
+
+    def wait_ready(self, watch: Callable[[], None]) -> bool:
+        """Wait until the driver has imported the library; `watch` runs every 0.2 s meanwhile
+        (server liveness, budget) and may raise. False: it cannot be used, fall back."""
         try:
             reply = self._await(watch, READY_TIMEOUT_S)
         except DriverGone as exc:
@@ -176,16 +181,14 @@ class InProcessClient:
             pass
 
 
-def open_session(vllm_bin: str, env: Mapping[str, str], log_path: Path,
-                 watch: Callable[[], None]) -> tuple[InProcessClient | None, str | None]:
-    """The case's `vllm bench serve` client process when the engine's Python imports the
-    library; else (None, why not), and the points run one process each."""
+def launch_session(vllm_bin: str, env: Mapping[str, str],
+                   log_path: Path) -> tuple[InProcessClient | None, str | None]:
+    """Start the case's `vllm bench serve` client process (it imports the library while the
+    servers start); else (None, why not), and the points run one process each."""
     if not wanted(env):
         return None, f"{SWITCH_ENV}=0"
     python = engine_python(vllm_bin, env)
     if python is None:
         return None, f"no Python found for {vllm_bin} (set {PYTHON_ENV})"
     session = InProcessClient(python, env, log_path)
-    if session.start(watch):
-        return session, None
-    return None, session.problem
+    return (session, None) if session.launch() else (None, session.problem)
