@@ -57,7 +57,8 @@ def wanted(env: Mapping[str, str]) -> bool:
 
 
 class InProcessClient:
-    """The driver process of one case. `start()` says whether it is usable; `run()` runs a point."""
+    """The driver process of one case: `launch()` beside the servers, `wait_ready()` before the
+    first point (False: fall back), `run()` a point, `close()` before the teardown."""
 
     def __init__(self, python: str, env: Mapping[str, str], log_path: Path) -> None:
         self.python = python
@@ -86,7 +87,7 @@ class InProcessClient:
             except OSError as exc:
                 self.problem = f"could not start {self.python}: {exc}"
                 return False
-        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
         return True
 
     def wait_ready(self, watch: Callable[[], None]) -> bool:
@@ -107,9 +108,8 @@ class InProcessClient:
             return False
         return True
 
-    def _read(self) -> None:
-        assert self.process is not None and self.process.stdout is not None
-        for raw in self.process.stdout:
+    def _read(self, stdout) -> None:
+        for raw in stdout:
             try:
                 self.replies.put(json.loads(raw))
             except ValueError:
