@@ -1,11 +1,15 @@
 """GPU time saved by packing: the tiny-cpu sweep on the CPU engine with and without packing, and the
 server launches the InferenceX sample needs either way.
 
-    .venv/bin/python bench/bench_packing.py [--modes packed,unpacked] [--conc N,...] [--counts-only] [--write]
+    .venv/bin/python bench/bench_packing.py [--modes packed,packed-per-point,unpacked] [--conc N,...]
+        [--counts-only] [--write]
 
 For each mode, `recipe-bot plan --repo . --recipe tiny-cpu --kind sweep --format json --jobs-dir D`
 (unpacked: plus `--no-pack`), then `recipe-bot run --job F --out DIR` for every job file, one after
-another, exactly as a runner would. Reported per mode: jobs, server launches (from each result.json),
+another, exactly as a runner would. Modes: packed (one launch, one benchmark-client process for the
+case: vLLM's benchmark library in process), packed-per-point (one launch, one `vllm bench serve`
+process a point: RECIPE_BOT_INPROCESS_CLIENT=0, the client as it was before), unpacked (one launch
+a point). The two packed modes run the same points, so their figures are compared point by point. Reported per mode: jobs, server launches (from each result.json),
 points, total wall time (sum of the `run` processes), and how that time splits into server start-up,
 the load points, and teardown (from result.json); then the ratio unpacked / packed. The runs take
 several minutes on 2 cores (7 launches of the CPU engine); the load average before and after is
@@ -39,8 +43,18 @@ from rich.table import Table  # noqa: E402
 from bench.common import ROOT, command_line, load_average, machine_info, write_result  # noqa: E402
 
 RECIPE = "tiny-cpu"
+FIGURES = ("total_token_throughput", "output_throughput", "ttft_p50_ms", "tpot_p50_ms", "e2el_p50_ms")
+
+
+def point_figures(metrics: dict) -> dict[str, float | None]:
+    """The figures compared between the two clients, from one point's result.json metrics."""
+    return {"total_token_throughput": metrics.get("total_token_throughput"),
+            "output_throughput": metrics.get("output_throughput"),
+            "ttft_p50_ms": (metrics.get("ttft_ms") or {}).get("median"),
+            "tpot_p50_ms": (metrics.get("tpot_ms") or {}).get("median"),
+            "e2el_p50_ms": (metrics.get("e2el_ms") or {}).get("median")}
 FIXTURE = ROOT / "tests" / "fixtures" / "inferencex"
-ENGINE = ROOT / ".engine"
+ENGINE = pathlib.Path(os.environ.get("RECIPE_BOT_ENGINE_DIR") or ROOT / ".engine")  # as the runner finds it
 
 
 def recipe_bot() -> list[str]:
@@ -78,9 +92,17 @@ def client_startup_s(env: dict[str, str]) -> float | None:
     return time.perf_counter() - start if done.returncode == 0 else None
 
 
+# mode -> (pack?, client): "in-process" is one benchmark-client process per case (vLLM's benchmark
+# library, bot/runner/inprocess.py), "per-point" one `vllm bench serve` process a point (as before).
+MODES = {"packed": (True, "in-process"), "packed-per-point": (True, "per-point"),
+         "unpacked": (False, "in-process")}
+
+
 def run_mode(mode: str, workdir: pathlib.Path, conc: str | None, env: dict[str, str]) -> dict[str, Any]:
     jobs_dir = workdir / f"jobs-{mode}"
-    extra = ["--recipe", RECIPE, "--kind", "sweep"] + (["--no-pack"] if mode == "unpacked" else [])
+    packed, client = MODES[mode]
+    env = {**env, "RECIPE_BOT_INPROCESS_CLIENT": "1" if client == "in-process" else "0"}
+    extra = ["--recipe", RECIPE, "--kind", "sweep"] + ([] if packed else ["--no-pack"])
     if conc:
         extra += ["--conc", conc]
     document = plan(ROOT, extra, jobs_dir, env)
@@ -101,6 +123,7 @@ def run_mode(mode: str, workdir: pathlib.Path, conc: str | None, env: dict[str, 
         print(f"[{mode}] {job_file.name}: {result['status']} in {wall:.1f} s", flush=True)
     failed = [r["job_id"] for r in runs if r["status"] != "passed"]
     return {
+        "client": client,
         "plan_command": " ".join(["recipe-bot", "plan", "--repo", ".", "--format", "json", *extra,
                                   "--jobs-dir", "D"]),
         "plan_summary": document["summary"],
@@ -147,6 +170,8 @@ def job_figures(job_id: str, wall: float, returncode: int, result: dict) -> dict
         "runner_other_s": max(0.0, duration - startup - load - teardown),
         "outside_runner_s": max(0.0, wall - duration),  # recipe-bot's own start-up and exit
         "point_durations_s": {p["point_id"]: (p.get("metrics") or {}).get("duration_s") for p in points},
+        # The figures a point reports, to compare the two clients on the same points.
+        "point_figures": {p["point_id"]: point_figures(p.get("metrics") or {}) for p in points},
     }
 
 
@@ -204,17 +229,21 @@ def inferencex_counts(workdir: pathlib.Path, env: dict[str, str]) -> dict[str, A
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--modes", default="packed,unpacked", help="which modes to run (default both)")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help=f"which modes to run (default all: {', '.join(MODES)})")
     parser.add_argument("--conc", help="only these concurrencies (a quicker check; the figures then say so)")
     parser.add_argument("--counts-only", action="store_true", help="plan only; run no engine")
+    parser.add_argument("--name", default="packing",
+                        help="write bench/results/NAME.json (default packing), e.g. a second run of "
+                             "--modes packed-per-point,packed to compare the two clients again")
     parser.add_argument("--write", action="store_true",
                         help="write bench/results/packing.json even for a partial run (--modes, --conc, "
                              "--counts-only), which otherwise only prints, so a quick check never "
                              "replaces the full figures")
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
-    if any(m not in ("packed", "unpacked") for m in modes):
-        raise SystemExit(f"--modes: {args.modes!r}; accepted: packed, unpacked")
+    if any(m not in MODES for m in modes):
+        raise SystemExit(f"--modes: {args.modes!r}; accepted: {', '.join(MODES)}")
     env = dict(os.environ)
     env.setdefault("RECIPE_BOT_TINY_MODEL", str(ENGINE / "tiny-model"))
     if not args.counts_only:
@@ -254,14 +283,34 @@ def main() -> None:
         record["saved"] = {"server_launches": u["server_launches"] - p["server_launches"],
                            "wall_s": u["wall_s"] - p["wall_s"],
                            "wall_fraction": 1 - p["wall_s"] / u["wall_s"]}
+    if "packed" in sweep and "packed-per-point" in sweep:
+        p, q = sweep["packed"], sweep["packed-per-point"]
+        record["ratio_per_point_client_to_in_process"] = {"wall_s": q["wall_s"] / p["wall_s"],
+                                                          "runner_other_s": q["runner_other_s"]
+                                                          / max(p["runner_other_s"], 1e-9)}
+        record["figures_in_process_vs_per_point"] = compare_figures(p, q)
     print_tables(record)
-    partial = args.counts_only or args.conc or sorted(modes) != ["packed", "unpacked"]
+    partial = args.counts_only or args.conc or sorted(modes) != sorted(MODES)
     if partial and not args.write:
         print("a partial run: bench/results/packing.json left as it was (--write replaces it)")
     else:
-        print(f"wrote {write_result('packing', record).relative_to(ROOT)}")
+        print(f"wrote {write_result(args.name, record).relative_to(ROOT)}")
     if any(not m["all_passed"] for m in sweep.values()):
         raise SystemExit("some jobs did not pass: the wall times above are not a fair comparison")
+
+
+def compare_figures(in_process: dict[str, Any], per_point: dict[str, Any]) -> dict[str, Any]:
+    """Each point's figures from the two clients side by side: in-process / per-point."""
+    def figures(mode: dict[str, Any]) -> dict[str, dict]:
+        return {pid: f for run in mode["runs"] for pid, f in run["point_figures"].items()}
+    a, b = figures(in_process), figures(per_point)
+    rows = {}
+    for pid in a:
+        if pid in b:
+            rows[pid] = {k: (a[pid][k] / b[pid][k] if a[pid].get(k) and b[pid].get(k) else None)
+                         for k in FIGURES}
+    return {"ratio_in_process_to_per_point": rows,
+            "in_process": a, "per_point": b}
 
 
 def print_tables(record: dict[str, Any]) -> None:
@@ -283,7 +332,19 @@ def print_tables(record: dict[str, Any]) -> None:
             table.add_row("unpacked / packed", "", f"{ratio['server_launches']:.1f}×", "",
                           f"{ratio['wall_s']:.2f}×",
                           f"{ratio['startup_s']:.2f}×" if ratio["startup_s"] else "", "", "", "", "")
+        if "ratio_per_point_client_to_in_process" in record:
+            ratio = record["ratio_per_point_client_to_in_process"]
+            table.add_row("packed-per-point / packed", "", "", "", f"{ratio['wall_s']:.2f}×", "", "", "",
+                          f"{ratio['runner_other_s']:.1f}×", "")
         console.print(table)
+        if "figures_in_process_vs_per_point" in record:
+            same = Table(title="the same points, in-process client / per-point client")
+            same.add_column("point")
+            for k in FIGURES:
+                same.add_column(k, justify="right")
+            for pid, row in record["figures_in_process_vs_per_point"]["ratio_in_process_to_per_point"].items():
+                same.add_row(pid, *(f"{row[k]:.2f}" if row[k] else "" for k in FIGURES))
+            console.print(same)
         if record.get("client_startup_probe_s"):
             console.print("client etc. per point: "
                           + ", ".join(f"{mode} {m['runner_other_s_per_point']:.1f} s" for mode, m in sweep.items())

@@ -42,7 +42,8 @@ def timed(function, repeat: int):
     return statistics.median(times), value
 
 
-def measure(points: int, repeat: int, workdir: pathlib.Path) -> dict:
+def measure(points: int, repeat: int, workdir: pathlib.Path,
+            reference: pathlib.Path | None = None) -> dict:
     scenario = synthetic.many_points(points)
     paths = synthetic.materialize(scenario, workdir / f"p{points}")
     plan = collect.load_plan(paths["plan"])
@@ -67,10 +68,26 @@ def measure(points: int, repeat: int, workdir: pathlib.Path) -> dict:
     (workdir / "empty.yaml").write_text("{}\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
 
-    def run_cli() -> None:
-        subprocess.run(command, check=True, capture_output=True, env=env, cwd=workdir)
+    def run_cli(tree: pathlib.Path) -> tuple[float, float]:
+        """Wall and CPU seconds (this process and the chart's child) of one report command."""
+        before = os.times()
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, cwd=workdir,
+                       env={**env, "PYTHONPATH": str(tree)})
+        after = os.times()
+        cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+        return time.perf_counter() - start, cpu
 
-    t_cli, _ = timed(run_cli, repeat)
+    # This tree and the reference (when given) take turns, so both see the same machine.
+    samples: dict[str, list[tuple[float, float]]] = {"this": [], "reference": []}
+    for _ in range(repeat):
+        samples["this"].append(run_cli(ROOT))
+        if reference is not None:
+            samples["reference"].append(run_cli(reference))
+    t_cli = statistics.median(w for w, _ in samples["this"])
+    cli = {name: {"wall_s": statistics.median(w for w, _ in runs),
+                  "cpu_s": statistics.median(c for _, c in runs), "samples": runs}
+           for name, runs in samples.items() if runs}
     text = rendered.text
     return {
         "points": report.counts.points_total,
@@ -78,6 +95,7 @@ def measure(points: int, repeat: int, workdir: pathlib.Path) -> dict:
         "verdict": report.verdict.conclusion,
         "seconds": {"collect": t_collect, "baseline": t_base, "build": t_build,
                     "render": t_render, "png": t_png, "cli_total": t_cli},
+        "cli": cli,  # wall and CPU of the whole command; "reference": the --reference tree's
         "comment_chars": len(text),
         "comment_bytes": len(text.encode("utf-8")),
         "limit_chars": render.COMMENT_LIMIT,
@@ -95,16 +113,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--points", default="500,5000")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--reference", type=pathlib.Path,
+                        help="another checkout of recipe-bot (e.g. `git worktree add /tmp/ref main`): its "
+                             "`recipe-bot report` runs in turn with this tree's on the same files, and the "
+                             "ratio is reported")
     args = parser.parse_args()
     sizes = [int(n) for n in args.points.split(",")]
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
-        runs = [measure(n, args.repeat, pathlib.Path(tmp)) for n in sizes]
+        runs = [measure(n, args.repeat, pathlib.Path(tmp), args.reference) for n in sizes]
     record = {
         "benchmark": "report",
         "command": "python bench/bench_report.py " + " ".join(sys.argv[1:]),
         "repeat": args.repeat, "statistic": "median wall time",
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform()},
+                    "platform": platform.platform(), "load_average_at_end": list(os.getloadavg())},
+        "reference": str(args.reference) if args.reference else None,
         "runs": runs,
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
@@ -122,6 +145,16 @@ def main() -> None:
                       f"{run['comment_chars'] / run['limit_chars']:.0%}",
                       f"{run['point_rows_in_comment']:,}", "yes" if run["shortened"] else "no")
     Console(width=140).print(table)
+    if args.reference:
+        versus = Table(title=f"this tree against {args.reference} (median of {args.repeat}, taking turns)")
+        for column in ("points", "wall s", "reference wall s", "ratio", "CPU s", "reference CPU s", "ratio"):
+            versus.add_column(column, justify="right")
+        for run in runs:
+            this, ref = run["cli"]["this"], run["cli"]["reference"]
+            versus.add_row(f"{run['points']:,}", f"{this['wall_s']:.2f}", f"{ref['wall_s']:.2f}",
+                           f"{ref['wall_s'] / this['wall_s']:.2f}×", f"{this['cpu_s']:.2f}",
+                           f"{ref['cpu_s']:.2f}", f"{ref['cpu_s'] / this['cpu_s']:.2f}×")
+        Console(width=140).print(versus)
     print(f"wrote {RESULT.relative_to(ROOT)}")
 
 

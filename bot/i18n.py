@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import functools
 import pathlib
+from typing import TYPE_CHECKING
 
-import jinja2
-import jinja2.meta
+if TYPE_CHECKING:  # jinja2 is imported when a message is first rendered, not with the module:
+    import jinja2  # every command imports bot.i18n, and most runs render nothing
 
 from bot import messages_zh
 
@@ -39,6 +40,8 @@ def inert(value: object) -> str:
 
 @functools.cache
 def environment() -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         undefined=jinja2.StrictUndefined,
@@ -73,6 +76,8 @@ def template_names(lang: str = "en") -> list[str]:
 
 
 def placeholders(name: str, lang: str) -> set[str]:
+    import jinja2.meta
+
     env = environment()
     source = env.loader.get_source(env, template_path(name, lang))[0]
     return jinja2.meta.find_undeclared_variables(env.parse(source))

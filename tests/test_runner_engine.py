@@ -78,6 +78,8 @@ def test_packed_sweep_runs_three_points_on_one_launch(tmp_path: Path,
     out = tmp_path / "out"
     for point in case["points"]:
         assert point["status"] == "passed" and point["client"] == "vllm bench serve"
+        # vLLM's benchmark library in the case's one client process (bot/runner/inprocess.py)
+        assert "run in process" in (out / point["raw_result_file"]).with_suffix(".log").read_text()
         raw = json.loads((out / point["raw_result_file"]).read_text())
         metrics = point["metrics"]
         assert raw["max_concurrency"] == point["concurrency"]

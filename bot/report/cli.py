@@ -6,7 +6,9 @@ import dataclasses
 import json
 import os
 import pathlib
+import sys
 import tempfile
+from collections.abc import Callable
 
 import click
 
@@ -31,10 +33,17 @@ def _write(path: pathlib.Path, data: bytes | str) -> None:
         raise
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _json_default(value: object) -> object:
     # Shallow, field by field: json walks the rest (dataclasses.asdict would deep-copy it all).
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    # The field names are looked up once a class: tens of thousands of objects share a few.
+    names = _FIELDS.get(type(value))
+    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value))
+    if names is not None:
+        return {name: getattr(value, name) for name in names}
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
     if isinstance(value, (set, frozenset)):
@@ -205,8 +214,8 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
 
     out_dir.mkdir(parents=True, exist_ok=True)
     series = chart.series_from(plausible.without_implausible(report))  # an absurd point would flatten the rest
-    chart.write_png(series, out_dir / "chart.png",
-                    f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
+    png_done = _png_alongside(series, out_dir / "chart.png",
+                              f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
     # Compact on purpose: with thousands of points an indented file is several times larger.
     _write(out_dir / "full-results.json", json.dumps(
         {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys,
@@ -219,6 +228,7 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         summary["posted"] = _post(report, rendered, meta, check_name, bot_login, config,
                                   dry_run, gated)
     _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
+    png_done()
     counts = report.counts
     click.echo(f"verdict: {report.verdict.conclusion} · jobs {counts.jobs_total} · "
                f"points {counts.points_total} · regressions {counts.regressions} · "
@@ -230,6 +240,32 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     if fail_on_failure and report.verdict.conclusion == "failure":
         raise SystemExit(1)
+
+
+def _png_alongside(series: list[chart.Series], path: pathlib.Path, title: str) -> Callable[[], None]:
+    """Draw chart.png in a forked child while this process writes the comment and the JSON:
+    importing matplotlib and drawing is a third of a large report's time, and a second core is
+    usually there. Returns the wait; a child that fails is redrawn here, so its error is shown
+    as it would have been. Where fork is not safe to use (not Linux), draw it now."""
+    if sys.platform != "linux":
+        chart.write_png(series, path, title)
+        return lambda: None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: draw, and leave without running the parent's exit handlers
+        code = 1
+        try:
+            chart.write_png(series, path, title)
+            code = 0
+        finally:
+            os._exit(code)
+
+    def wait() -> None:
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            chart.write_png(series, path, title)
+    return wait
 
 
 def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,

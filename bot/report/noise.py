@@ -18,6 +18,7 @@ Every random draw comes from one fixed seed: the same inputs give the same inter
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -231,7 +232,9 @@ def spread_pct(values: Sequence[float]) -> float | None:
     finite = [v for v in values if math.isfinite(v)]
     if len(finite) < 2:
         return None
-    middle = float(np.median(finite))
+    # statistics.median is np.median's figure (the mean of the two middle values when even),
+    # without numpy's per-call overhead: the report calls this for every metric of every point.
+    middle = float(statistics.median(finite))
     if middle == 0:
         return None
     return (max(finite) - min(finite)) / abs(middle) * 100

@@ -209,6 +209,12 @@ class _Views:
         self.gated = gated or ["tput_per_gpu"]  # with every gate off, Δ is still shown
         self.chart = chart.mermaid_chart(chart.series_from(plausible.without_implausible(report)))
         self._rows: dict[int, dict] = {}
+        # Counted over every row once, not once a size attempt (a large report tries a dozen).
+        compared = [row.comparison for section in report.recipes for row in section.rows
+                    if row.comparison is not None]
+        self.inconclusive = sum(1 for c in compared if not c.regressions and not c.improvements
+                                and any(d.verdict == "inconclusive" for d in c.deltas))
+        self.compared_runs = max((c.base_runs for c in compared), default=0)
 
     def row(self, row: PointRow) -> dict:
         key = id(row)
@@ -237,11 +243,8 @@ def view(report: Report, limits: Limits = Limits(), views: _Views | None = None)
         "jobs": counts.jobs, "jobs_total": counts.jobs_total,
         "points": counts.points, "points_total": counts.points_total,
         "regressions": counts.regressions, "improvements": counts.improvements,
-        "inconclusive": sum(1 for section in recipes for row in section.rows
-                            if row.comparison is not None and not row.regressed
-                            and not row.comparison.improvements and any(d.verdict == "inconclusive" for d in row.comparison.deltas)),
-        "compared_runs": max((row.comparison.base_runs for section in recipes
-                              for row in section.rows if row.comparison), default=0),
+        "inconclusive": views.inconclusive,
+        "compared_runs": views.compared_runs,
         "e2e_source": _source(meta.e2e_source),
         "within": counts.within, "no_baseline": counts.no_baseline,
         "implausible": plausible.count(report),

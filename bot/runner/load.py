@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bot.jobs import LoadPoint
 from bot.results import PointResult
+from bot.runner.inprocess import DRIVER, DriverGone, InProcessClient
 from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
 from bot.runner.server import InferenceServer, die_with_runner, http_status, tail_lines
 
@@ -146,10 +147,39 @@ def _stop_group(process: subprocess.Popen) -> None:
         pass
 
 
+def _run_process(argv: list[str], log_file: Path, env: Mapping[str, str],
+                 watch: Callable[[], None]) -> int:
+    """The point as its own client process (`vllm bench serve ...`, `python -m sglang...`)."""
+    with log_file.open("wb") as log:
+        log.write(f"# recipe-bot: {' '.join(argv)}\n".encode())
+        log.flush()
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, env=dict(env), start_new_session=True,
+                                   preexec_fn=die_with_runner())
+    try:
+        while process.poll() is None:
+            watch()
+            time.sleep(0.2)
+    finally:
+        _stop_group(process)
+    return process.returncode
+
+
+def _run_in_session(session: InProcessClient, argv: list[str], log_file: Path,
+                    watch: Callable[[], None]) -> int:
+    """The point in the case's client process: the same arguments after `vllm bench serve`."""
+    with log_file.open("wb") as log:
+        log.write(f"# recipe-bot: {' '.join(argv)}\n# recipe-bot: run in process by "
+                  f"{session.python} {DRIVER.name}\n".encode())
+    return session.run(argv[3:], log_file, watch)
+
+
 def run_point(point: LoadPoint, *, client: Client, target: Target,
               servers: Sequence[InferenceServer], out_dir: Path, case_dir: Path, gpus: int,
-              env: Mapping[str, str], tick: Callable[[str], None], repeat: int = 0) -> PointResult:
-    """Run one point (its `repeat`-th run: seed and file names) against a ready server.
+              env: Mapping[str, str], tick: Callable[[str], None], repeat: int = 0,
+              session: InProcessClient | None = None) -> PointResult:
+    """Run one point (its `repeat`-th run: seed and file names) against a ready server, in the
+    case's client process when `session` is given, else as a client process of its own.
     A dead server raises ServerDied; the rest is data."""
     points_dir = case_dir / "points"
     points_dir.mkdir(parents=True, exist_ok=True)
@@ -160,27 +190,27 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
     argv = bench_command(client, point, target, result_file, seed=repeat)
     base = PointResult(point_id=point.point_id, concurrency=point.concurrency, isl=point.isl,
                        osl=point.osl, status="failed", client=client.name)
-    with log_file.open("wb") as log:
-        log.write(f"# recipe-bot: {' '.join(argv)}\n".encode())
-        log.flush()
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT, env=dict(env), start_new_session=True,
-                                   preexec_fn=die_with_runner())
-    try:
-        while process.poll() is None:
-            for server in servers:
-                server.check_alive(f"during point {point.point_id!r}")
-            tick(f"running point {point.point_id!r}")
-            time.sleep(0.2)
-    finally:
-        _stop_group(process)
+
+    def watch() -> None:
+        for server in servers:
+            server.check_alive(f"during point {point.point_id!r}")
+        tick(f"running point {point.point_id!r}")
+
+    returncode = None
+    if session is not None and session.alive and client.name == VLLM_CLIENT:
+        try:
+            returncode = _run_in_session(session, argv, log_file, watch)
+        except DriverGone:  # the library crashed under this point: run it the usual way
+            session.close()
+    if returncode is None:
+        returncode = _run_process(argv, log_file, env, watch)
     # The server may have died at the very end; the client's figures would then be partial.
     for server in servers:
         server.check_alive(f"during point {point.point_id!r}")
-    if process.returncode != 0:
+    if returncode != 0:
         last = tail_lines(log_file, 1) or "(no output)"
         return base.model_copy(update={
-            "reason": f"{client.name} exited with code {process.returncode}: {last}"})
+            "reason": f"{client.name} exited with code {returncode}: {last}"})
     if not result_file.exists():
         return base.model_copy(update={"reason": f"{client.name} wrote no result file"})
     raw_rel = str(result_file.relative_to(out_dir))

@@ -5,6 +5,7 @@ import datetime as dt
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +22,9 @@ from bot.runner.environment import (EnvironmentProblem, check_required, find_sgl
                                     find_vllm)
 from bot.runner.hardware import (case_gpus, describe_host, gpu_memory_used_mib,
                                  sglang_version, vllm_version)
-from bot.runner.load import (Client, Target, choose_client, reset_prefix_cache, run_point,
-                             safe_name)
+from bot.runner.inprocess import InProcessClient, launch_session
+from bot.runner.load import (VLLM_CLIENT, Client, Target, choose_client, reset_prefix_cache,
+                             run_point, safe_name)
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
 from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
@@ -91,7 +93,8 @@ def _not_run(case: Case, points_done: int, why: str) -> list[PointResult]:
 
 
 def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceServer],
-                   case_dir: Path, ctx: RunContext) -> float | None:
+                   case_dir: Path, ctx: RunContext,
+                   started: Callable[[], None] = lambda: None) -> float | None:
     """Start every server (appended to `servers` at once, so teardown finds it whatever happens),
     then wait for the ones that answer HTTP. Returns seconds from launch to the last one ready."""
     names = [launch.name for launch in launches]
@@ -109,6 +112,7 @@ def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceSe
             raise ServerError(f"server {launch.name!r} could not start: {exc}") from exc
         ctx.progress.say(f"  started {launch.engine} server [bold]{escape(label)}[/bold] "
                          f"(pid {server.pgid}, port {launch.port})")
+    started()  # e.g. the benchmark client starts importing while the servers load
     startup_s = None
     with ctx.progress.waiting("waiting for /health and /v1/models"):
         for spec, server in zip(case.servers, servers):
@@ -125,7 +129,8 @@ def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceSe
 
 
 def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, target: Target,
-             servers: list[InferenceServer], case_dir: Path, env: dict[str, str]) -> PointResult:
+             servers: list[InferenceServer], case_dir: Path, env: dict[str, str],
+             session: InProcessClient | None = None) -> PointResult:
     """The point's runs (`repeats`, each with its own seed, the prefix cache reset between them
     like between points); with several, the run with the median throughput per GPU speaks for
     the point and every run's metrics go with it, for the report's run-to-run interval."""
@@ -137,7 +142,8 @@ def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, targ
             ctx.budget.tick(f"starting repeat {repeat + 1} of point {point.point_id!r}")
         result = run_point(point, client=client, target=target, servers=servers,
                            out_dir=ctx.out_dir, case_dir=case_dir, gpus=_gpus_for(case, ctx.job),
-                           env=env, tick=ctx.budget.tick, repeat=repeat)
+                           env=env, tick=ctx.budget.tick, repeat=repeat,
+                           session=session)
         if result.status != "passed" or result.metrics is None:
             if point.repeats > 1:
                 result = result.model_copy(update={
@@ -155,18 +161,68 @@ def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, targ
 
 def _run_points(case: Case, ctx: RunContext, client: Client | None, target: Target,
                 servers: list[InferenceServer], case_dir: Path, run_tag: str,
-                points: list[PointResult], failures: list[str]) -> None:
+                points: list[PointResult], failures: list[str],
+                session: InProcessClient | None = None) -> None:
     """The case's points in order on the running servers; results go to `points` as they come,
     failed points' reasons to `failures`. A dead server or an interruption raises after recording
     the point it hit and the points it leaves unrun.
     """
-    client_env = {**os.environ, procs.RUN_TAG_VAR: run_tag, "NO_PROXY": "127.0.0.1,localhost"}
+    client_env = _client_env(run_tag)
+    if session is not None and not _client_ready(session, servers, ctx):
+        session = None
+    _points_in_order(case, ctx, client, target, servers, case_dir, client_env, session,
+                     points, failures)
+
+
+def _client_env(run_tag: str) -> dict[str, str]:
+    return {**os.environ, procs.RUN_TAG_VAR: run_tag, "NO_PROXY": "127.0.0.1,localhost"}
+
+
+def _launch_client(case: Case, ctx: RunContext, launches: list[Launch], case_dir: Path,
+                   run_tag: str) -> InProcessClient | None:
+    """One `vllm bench serve` process for all of the case's points (bot/runner/inprocess.py),
+    started beside the servers so that its imports overlap their start-up; None: one process a
+    point, as when the case's client is not vLLM's."""
+    primary = next((launch for spec, launch in zip(case.servers, launches) if spec.ready_check),
+                   launches[0])
+    try:
+        client = choose_client(primary.engine, ctx.vllm_bin, ctx.sglang_python,
+                               case.points[0].client) if case.points else None
+    except FileNotFoundError:
+        return None  # said after start-up, where the case fails on it
+    if client is None or client.name != VLLM_CLIENT:
+        return None
+    session, why_not = launch_session(client.program, _client_env(run_tag), case_dir / "client.log")
+    if session is None:
+        ctx.progress.say(f"  benchmark client: one process a point ({escape(why_not or '')})")
+    return session
+
+
+def _client_ready(session: InProcessClient, servers: list[InferenceServer],
+                  ctx: RunContext) -> bool:
+    def watch() -> None:
+        for server in servers:
+            server.check_alive("while the benchmark client started")
+        ctx.budget.tick("starting the benchmark client")
+
+    with ctx.progress.waiting("starting the benchmark client"):
+        ready = session.wait_ready(watch)
+    if not ready:
+        ctx.progress.say(f"  benchmark client: one process a point ({escape(session.problem or '')})")
+    return ready
+
+
+def _points_in_order(case: Case, ctx: RunContext, client: Client | None, target: Target,
+                     servers: list[InferenceServer], case_dir: Path, client_env: dict[str, str],
+                     session: InProcessClient | None, points: list[PointResult],
+                     failures: list[str]) -> None:
     for index, point in enumerate(case.points):
         if index > 0 and case.reset_prefix_cache_between_points:
             ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
         ctx.budget.tick(f"starting point {point.point_id!r}")
         try:
-            result = _measure(point, case, ctx, client, target, servers, case_dir, client_env)
+            result = _measure(point, case, ctx, client, target, servers, case_dir, client_env,
+                              session)
         except (ServerError, JobInterrupted) as exc:
             points.append(PointResult(point_id=point.point_id, concurrency=point.concurrency,
                                       isl=point.isl, osl=point.osl, status="failed",
@@ -191,6 +247,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     startup_s = None
     log_tail = None
     servers: list[InferenceServer] = []
+    sessions: list[InProcessClient | None] = []
     launches: list[Launch] = []
     devices = sorted({d for spec in case.servers for d in (spec.devices or [])}) or None
     used_gpus = case_gpus(devices, _gpus_for(case, ctx.job), os.environ)  # host GPUs, not logical
@@ -201,7 +258,11 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     try:
         budget.tick("starting the case")
         launches = _launches(case, ctx, run_tag)
-        startup_s = _start_servers(case, launches, servers, case_dir, ctx)
+
+        def client_alongside() -> None:
+            sessions.append(_launch_client(case, ctx, launches, case_dir, run_tag))
+
+        startup_s = _start_servers(case, launches, servers, case_dir, ctx, client_alongside)
         # The clients talk to the first server that answers HTTP (afd-plugin: the Attention role).
         primary = next((launch for spec, launch in zip(case.servers, launches)
                         if spec.ready_check), launches[0])
@@ -209,7 +270,8 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                         tokenizer=primary.model, engine=primary.engine)
         client = choose_client(primary.engine, ctx.vllm_bin, ctx.sglang_python,
                                case.points[0].client) if case.points else None
-        _run_points(case, ctx, client, target, servers, case_dir, run_tag, points, failures)
+        _run_points(case, ctx, client, target, servers, case_dir, run_tag, points, failures,
+                    next((x for x in sessions if x is not None), None))
         if case.accuracy is not None:
             with progress.waiting(f"GSM8K: {case.accuracy.num_samples} samples"):
                 outcome = run_gsm8k(case.accuracy, base_url=f"http://{HOST}:{primary.port}",
@@ -235,6 +297,9 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     except Exception as exc:  # noqa: BLE001 - a runner bug still tears down and reports
         failures.append(f"runner error: {type(exc).__name__}: {exc}")
     finally:
+        for session in sessions:  # before the servers: the proof must find nothing of the run
+            if session is not None:
+                session.close()
         teardown_started = time.monotonic()
         proof = None
         if servers:

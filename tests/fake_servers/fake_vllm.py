@@ -214,7 +214,8 @@ def bench(argv: list[str]) -> int:
               "total_input_tokens": total_in, "total_output_tokens": total_out,
               "request_throughput": len(good) / duration,
               "output_throughput": total_out / duration,
-              "total_token_throughput": (total_in + total_out) / duration}
+              "total_token_throughput": (total_in + total_out) / duration,
+              "fake_client_pid": os.getpid()}  # which process ran the point (in-process tests)
     for name in ("ttft", "tpot", "e2el"):
         result.update(_stats([o[name] for o in good], name))
     result.update(_stats([o["tpot"] for o in good], "itl"))

@@ -1,0 +1,1 @@
+"""vllm.benchmarks of the stand-in package."""

@@ -1,0 +1,141 @@
+"""A case's points go through one client process that imports vLLM's benchmark library once, and
+the runner falls back to one `vllm bench serve` process a point whenever that cannot be used.
+
+Driven through `recipe-bot run` against tests/fake_servers: fake_vllm.py stands in for the `vllm`
+command and fake_vllm_lib/ for the `vllm` package the engine's Python imports. Each raw result file
+records the pid of the process that ran the point, so the tests see how many client processes ran.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.runner.inprocess import PYTHON_ENV, SWITCH_ENV, engine_python
+from fake_servers import FAKE_VLLM, HERE, REPO, fake_job, live_marked_processes, run_cli
+
+# The stand-in package first, then this checkout (so `recipe-bot` runs this tree's runner).
+LIB = f"{HERE / 'fake_vllm_lib'}{os.pathsep}{REPO}"
+BASE = {"RECIPE_BOT_VLLM": str(FAKE_VLLM), "RECIPE_BOT_SHUTDOWN_GRACE_S": "2",
+        PYTHON_ENV: sys.executable}
+
+
+def _client_pids(run, out: Path) -> list[int]:
+    points = run.result["cases"][0]["points"]
+    assert [p["status"] for p in points] == ["passed"] * 3, run.output
+    return [json.loads((out / p["raw_result_file"]).read_text())["fake_client_pid"] for p in points]
+
+
+CASES = [
+    # (name, extra environment, distinct client processes for 3 points, runner.log says)
+    ("library importable: one process for the case", {"PYTHONPATH": str(LIB)}, 1, None),
+    ("switched off: one process a point", {"PYTHONPATH": str(LIB), SWITCH_ENV: "0"}, 3,
+     f"{SWITCH_ENV}=0"),
+    ("library missing: one process a point", {"PYTHONPATH": str(REPO)}, 3, "No module named 'vllm'"),
+    ("library fails to import: one process a point",
+     {"PYTHONPATH": str(LIB), "FAKE_CLIENT_IMPORT_ERROR": "1"}, 3, "vllm.benchmarks.serve is broken"),
+    ("library crashes at the second point: it reruns as a process, the third as well",
+     {"PYTHONPATH": str(LIB), "FAKE_CLIENT_CRASH_AT": "2"}, 3, None),
+]
+
+
+@pytest.mark.parametrize(("env", "processes", "logged"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_points_pass_with_one_client_process_or_fall_back(tmp_path: Path, env: dict[str, str],
+                                                          processes: int, logged: str | None) -> None:
+    run = run_cli(fake_job("ok", points=3), tmp_path, {**BASE, **env})
+
+    assert run.returncode == 0, run.output
+    out = tmp_path / "out"
+    assert len(set(_client_pids(run, out))) == processes
+    if logged:
+        assert logged in (out / "runner.log").read_text()
+    assert run.result["cases"][0]["cleanup"]["groups_gone"]
+    assert live_marked_processes(run.marker) == []
+
+
+def test_in_process_points_keep_the_raw_file_and_log_of_each_point(tmp_path: Path) -> None:
+    run = run_cli(fake_job("ok", points=3), tmp_path, {**BASE, "PYTHONPATH": str(LIB)})
+
+    out = tmp_path / "out"
+    for point in run.result["cases"][0]["points"]:
+        raw = json.loads((out / point["raw_result_file"]).read_text())
+        assert point["metrics"]["completed"] == raw["completed"] == 12
+        assert point["client"] == "vllm bench serve"
+        log = (out / point["raw_result_file"]).with_suffix(".log").read_text()
+        assert "run in process" in log and "Successful requests: 12" in log
+
+
+def test_a_dying_server_fails_the_point_and_stops_the_client_process(tmp_path: Path) -> None:
+    job = fake_job("die_mid_benchmark", points=2)
+    run = run_cli(job, tmp_path, {**BASE, "PYTHONPATH": str(LIB)})
+
+    assert run.returncode == 1
+    points = run.result["cases"][0]["points"]
+    assert [p["status"] for p in points] == ["failed", "skipped"]
+    assert "exited with code 7" in points[0]["reason"]
+    assert live_marked_processes(run.marker) == []
+
+
+PYTHONS = [
+    ("python beside the vllm script", "venv", True),
+    ("absolute #! line", "shebang", True),
+    ("#!/usr/bin/env names no environment", "env", False),
+]
+
+
+@pytest.mark.parametrize(("layout", "found"), [c[1:] for c in PYTHONS], ids=[c[0] for c in PYTHONS])
+def test_engine_python_is_the_one_that_runs_vllm(tmp_path: Path, layout: str, found: bool) -> None:
+    script = tmp_path / "bin" / "vllm"
+    script.parent.mkdir()
+    if layout == "venv":
+        (tmp_path / "bin" / "python3").write_text("")
+        (tmp_path / "bin" / "python3").chmod(0o755)
+        script.write_text("#!/elsewhere/python\n")
+        expected = str(tmp_path / "bin" / "python3")
+    elif layout == "shebang":
+        script.write_text("#!/opt/engine/bin/python3.12 -s\n")
+        expected = "/opt/engine/bin/python3.12"
+    else:
+        script.write_text("#!/usr/bin/env python3\n")
+        expected = None
+
+    assert engine_python(str(script), {}) == (expected if found else None)
+
+
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_the_driver_stands_alone_and_nothing_imports_it() -> None:
+    """It runs in the engine's environment, which has no recipe-bot; the runner starts it by path."""
+    from bot.runner.inprocess import DRIVER
+
+    assert not {n for n in _imports(DRIVER) if n == "bot" or n.startswith("bot.")}
+    importers = [p for p in (REPO / "bot").rglob("*.py")
+                 if any("vllm_bench_driver" in n for n in _imports(p))]
+    assert importers == []
+
+
+@pytest.mark.parametrize("mode", ["exit_during_startup", "never_ready"])
+def test_a_server_that_never_serves_leaves_no_client_process(tmp_path: Path, mode: str) -> None:
+    """The client process starts beside the servers; a case that fails before its first point
+    still stops it before the teardown proof."""
+    job = fake_job(mode, points=2, startup_timeout_s=3.0)
+    run = run_cli(job, tmp_path, {**BASE, "PYTHONPATH": LIB})
+
+    assert run.returncode == 1
+    assert [p["status"] for p in run.result["cases"][0]["points"]] == ["skipped", "skipped"]
+    assert run.result["cases"][0]["cleanup"]["groups_gone"]
+    assert live_marked_processes(run.marker) == []
