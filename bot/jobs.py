@@ -76,6 +76,10 @@ class SearchSpec(Strict):
     budget: int = Field(default=8, ge=2, le=64)
     tolerance: float = Field(default=0.15, gt=0.0, le=1.0)
     bound: SearchBound | None = None
+    # The workload's per-point rules, so the runner sizes each point it chooses like the planner would.
+    prompts_per_concurrency: int | None = Field(default=None, ge=1)
+    min_prompts: int = Field(default=1, ge=1)
+    warmups_per_concurrency: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _consistent(self) -> "SearchSpec":
