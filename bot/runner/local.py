@@ -26,6 +26,7 @@ from bot.runner.load import (Client, Target, choose_client, reset_prefix_cache, 
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
 from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
+from bot.runner.search_run import search_points, search_trace
 from bot.runner.server import InferenceServer, ServerError, terminate_servers
 
 GRACE_ENV = "RECIPE_BOT_SHUTDOWN_GRACE_S"
@@ -161,7 +162,7 @@ def _run_points(case: Case, ctx: RunContext, client: Client | None, target: Targ
     the point it hit and the points it leaves unrun.
     """
     client_env = {**os.environ, procs.RUN_TAG_VAR: run_tag, "NO_PROXY": "127.0.0.1,localhost"}
-    for index, point in enumerate(case.points):
+    for index, point in enumerate(search_points(case, points) if case.search else case.points):
         if index > 0 and case.reset_prefix_cache_between_points:
             ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
         ctx.budget.tick(f"starting point {point.point_id!r}")
@@ -171,7 +172,8 @@ def _run_points(case: Case, ctx: RunContext, client: Client | None, target: Targ
             points.append(PointResult(point_id=point.point_id, concurrency=point.concurrency,
                                       isl=point.isl, osl=point.osl, status="failed",
                                       reason=str(exc), client=client.name if client else None))
-            points += _not_run(case, index + 1, str(exc))
+            if not case.search:
+                points += _not_run(case, index + 1, str(exc))
             raise
         points.append(result)
         ctx.progress.point(result)
@@ -243,7 +245,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                     reports, ports=[launch.port for launch in launches[:len(servers)]],
                     run_tag=run_tag, gpu_before=gpu_before, started=teardown_started)
             failures += teardown_failures
-    if len(points) < len(case.points):
+    if len(points) < len(case.points) and not (case.search and points):
         points += _not_run(case, len(points), failures[0] if failures else "case stopped")
     if failures and log_tail is None and servers:
         log_tail = servers[0].log_tail()
@@ -252,7 +254,8 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
         reason="; ".join(failures) or None, startup_s=round(startup_s, 3) if startup_s else None,
         points=points, accuracy=accuracy, cleanup=proof,
         server_logs=[str(s.log_path.relative_to(ctx.out_dir)) for s in servers],
-        log_tail=log_tail if failures else None)
+        log_tail=log_tail if failures else None,
+        search=search_trace(case.search, points) if case.search else None)
     progress.case(result)
     return result
 
