@@ -98,3 +98,12 @@ def test_a_search_cannot_go_with_one_launch_per_point(tmp_path):
     text = SEARCHING.replace("kind: sweep\n", "kind: sweep\nlaunch: {depends_on_concurrency: true}\n")
     with pytest.raises(RecipeError, match="depends_on_concurrency"):
         _catalog(tmp_path, text)
+
+
+def test_sweep_search_flag_reaches_the_planner_and_the_normalized_line():
+    from bot.control import commands
+    command = commands.parse_single("/sweep searching --search")
+    assert command.plan_filters()["search"] is True
+    assert command.normalized() == "/sweep searching --search"
+    assert "search" not in commands.parse_single("/sweep").plan_filters()
+    assert PlanFilters(**command.plan_filters()).search is True
