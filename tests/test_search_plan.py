@@ -107,3 +107,10 @@ def test_sweep_search_flag_reaches_the_planner_and_the_normalized_line():
     assert command.normalized() == "/sweep searching --search"
     assert "search" not in commands.parse_single("/sweep").plan_filters()
     assert PlanFilters(**command.plan_filters()).search is True
+
+
+def test_scope_lowest_runs_a_search_only_arm_as_one_point_at_the_low_end(tmp_path):
+    jobs = {job.job_id: job for job in _jobs(tmp_path, PlanFilters(scope="lowest"))}
+    (case,) = jobs["searching--tp1"].cases
+    assert case.search is None and [p.concurrency for p in case.points] == [1]
+    assert "searching--tp1--search" not in jobs

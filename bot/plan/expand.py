@@ -64,7 +64,8 @@ class Expanded:
 
 
 def _arm_concurrencies(recipe: SweepRecipe, arm: Arm, filters: PlanFilters) -> list[int]:
-    values = recipe.arm_concurrency(arm)
+    # A search-only arm narrowed by --scope lowest or --conc is one plain point at the range's low end.
+    values = recipe.arm_concurrency(arm) or ([arm.search.range[0]] if arm.search else [])
     if filters.conc:
         values = [c for c in values if c in filters.conc]
     if filters.scope == "lowest" and values:
@@ -179,8 +180,9 @@ class _SweepBuilder:
         out = Expanded()
         arms = [(arm, _arm_concurrencies(recipe, arm, filters)) for arm in recipe.search_space]
         # An arm searches when it has nothing else to run, or when `/sweep --search` asks.
-        searching = {arm.label for arm, concs in arms
-                     if arm.search is not None and (filters.search or not recipe.arm_concurrency(arm))}
+        narrowed = filters.scope == "lowest" or bool(filters.conc)
+        searching = {arm.label for arm, concs in arms if arm.search is not None and (
+            filters.search or (not recipe.arm_concurrency(arm) and not narrowed))}
         arms = [(arm, [arm.search.range[1]] if arm.label in searching else concs) for arm, concs in arms]
         arms = [(arm, concs) for arm, concs in arms if concs]
         if not arms:
