@@ -1,6 +1,7 @@
 """Adaptive concurrency search against a dense grid of the same range: points used and answer found.
 
-    .venv/bin/python bench/bench_search.py [--engine] [--range 1,32] [--tolerance 0.25]
+    .venv/bin/python bench/bench_search.py [--tolerance 0.15] [--engine [--range 1,64] [--engine-tolerance 0.15]
+        [--prompts-per-concurrency N] [--min-prompts N]]
 
 Recorded surfaces (tests/search_surfaces.py; no engine): for each surface, target and range, the
 dense grid (a point every factor 1 + tolerance) and its answer, then the search with a budget of a
@@ -78,7 +79,7 @@ def _run(job_file: pathlib.Path, out: pathlib.Path, env: dict[str, str]) -> tupl
     return JobResult.model_validate_json(result_file.read_text()), wall
 
 
-def engine(lo: int, hi: int, tolerance: float) -> dict:
+def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_prompts: int | None = None) -> dict:
     """The tiny-cpu recipe's job, once with the dense grid and once with the search, on the CPU engine."""
     from bot.plan.expand import expand
     from bot.plan.model import PlanFilters
@@ -92,15 +93,18 @@ def engine(lo: int, hi: int, tolerance: float) -> dict:
     (job,) = expand(entry, None, PlanFilters(scope="lowest", accuracy=False)).jobs
     workload = entry.recipe.workload
     grid = dense_grid(lo, hi, tolerance)
+    # More requests a point than tiny-cpu's CI-sized workload: a point of 0.3 s on a shared machine is noise.
     spec = SearchSpec(range=(lo, hi), target="knee", budget=len(grid) // 3, tolerance=tolerance,
-                      prompts_per_concurrency=workload.prompts_per_concurrency, min_prompts=workload.min_prompts)
+                      prompts_per_concurrency=per_conc or workload.prompts_per_concurrency,
+                      min_prompts=min_prompts or workload.min_prompts)
     case = job.cases[0]
     template = case.points[0].model_copy(update={"point_id": "tp1-search"})
     dense_job = job.model_copy(update={"job_id": "bench-search-dense", "timeout_s": 3600.0, "cases": [
         case.model_copy(update={"points": [point_at(spec, template, c) for c in grid]})]})
     search_job = job.model_copy(update={"job_id": "bench-search-search", "timeout_s": 3600.0, "cases": [
         case.model_copy(update={"points": [template], "search": spec})]})
-    record: dict = {"range": [lo, hi], "tolerance": tolerance, "load_average_before": load_average()}
+    record: dict = {"range": [lo, hi], "tolerance": tolerance, "prompts_per_concurrency": spec.prompts_per_concurrency,
+                    "min_prompts": spec.min_prompts, "load_average_before": load_average()}
     with tempfile.TemporaryDirectory(prefix="bench-search-") as scratch:
         for name, one in (("dense", dense_job), ("search", search_job)):
             job_file = pathlib.Path(scratch) / f"{name}.json"
@@ -133,8 +137,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tolerance", type=float, default=0.15)
     parser.add_argument("--engine", action="store_true", help="also run the CPU-engine side by side")
-    parser.add_argument("--range", default="1,32", help="the CPU-engine range, lo,hi")
-    parser.add_argument("--engine-tolerance", type=float, default=0.25)
+    parser.add_argument("--range", default="1,64", help="the CPU-engine range, lo,hi")
+    parser.add_argument("--engine-tolerance", type=float, default=0.15)
+    parser.add_argument("--prompts-per-concurrency", type=int, help="the CPU-engine points' size (default: tiny-cpu's)")
+    parser.add_argument("--min-prompts", type=int)
     args = parser.parse_args()
     console = Console()
     rows = surfaces(args.tolerance)
@@ -152,7 +158,8 @@ def main() -> None:
               "surfaces": rows}
     if args.engine:
         lo, hi = (int(v) for v in args.range.split(","))
-        record["engine"] = result = engine(lo, hi, args.engine_tolerance)
+        record["engine"] = result = engine(lo, hi, args.engine_tolerance, args.prompts_per_concurrency,
+                                           args.min_prompts)
         console.print(json.dumps({k: v for k, v in result.items()
                                   if k not in ("dense", "search")}, indent=1))
         for name in ("dense", "search"):
