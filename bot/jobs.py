@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 JOB_SCHEMA_VERSION = 1
 
@@ -61,6 +61,36 @@ class AccuracySpec(Strict):
     data_path: str | None = None  # local JSONL; None: the copy shipped with recipe-bot
 
 
+class SearchBound(Strict):
+    """`max-conc-under`: the bound every chosen point must meet."""
+
+    metric: Literal["interactivity", "ttft_ms"]  # interactivity >= value; TTFT median <= value ms
+    value: float = Field(gt=0)
+
+
+class SearchSpec(Strict):
+    """An adaptive concurrency search (bot/runner/search.py): the runner picks each next point."""
+
+    range: tuple[int, int]
+    target: Literal["knee", "cliff", "max-conc-under"] = "knee"
+    budget: int = Field(default=8, ge=2, le=64)
+    tolerance: float = Field(default=0.15, gt=0.0, le=1.0)
+    bound: SearchBound | None = None
+    # The workload's per-point rules, so the runner sizes each point it chooses like the planner would.
+    prompts_per_concurrency: int | None = Field(default=None, ge=1)
+    min_prompts: int = Field(default=1, ge=1)
+    warmups_per_concurrency: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "SearchSpec":
+        lo, hi = self.range
+        if lo < 1 or hi <= lo:
+            raise ValueError("range must be [lo, hi] with 1 <= lo < hi")
+        if (self.target == "max-conc-under") != (self.bound is not None):
+            raise ValueError("bound is required with target max-conc-under and accepted with no other")
+        return self
+
+
 class Case(Strict):
     """One server launch: its servers, the load points it runs in order, and its accuracy gate."""
 
@@ -75,6 +105,8 @@ class Case(Strict):
     # A variable listing the GPUs that the servers' `devices` index into (afd-plugin's AFD_E2E_DEVICES):
     # devices [0, 1, 2, 3] then mean its first four entries, so the opt-in's value decides the mapping.
     devices_env: str | None = None
+    # Set: `points` holds one template point; the runner chooses each concurrency (bot/runner/search.py).
+    search: SearchSpec | None = None
 
 
 class SlurmSpec(Strict):

@@ -137,6 +137,27 @@ class FailureClass(Model):
     evidence: list[str] = Field(default_factory=list)  # the last lines that decided it
 
 
+class SearchChoice(Model):
+    concurrency: int
+    why: str  # e.g. "log-spaced bracket", "bisect below the knee"
+
+
+class SearchTrace(Model):
+    """What an adaptive search chose and why it stopped (bot/runner/search.py); each chosen point's
+    result, raw files included, is in the case's `points` like any other point."""
+
+    target: str
+    range: tuple[int, int]
+    budget: int
+    tolerance: float
+    bound: dict | None = None
+    choices: list[SearchChoice] = Field(default_factory=list)
+    stop: str | None = None  # "budget", "resolved", "bound crossed", "no data"; None: interrupted
+    stop_why: str | None = None
+    answer: int | None = None  # the knee / cliff / highest concurrency meeting the bound
+    suggested: list[int] = Field(default_factory=list)  # the concurrency list to commit to the recipe
+
+
 class CaseResult(Model):
     name: str
     status: Literal["passed", "failed", "skipped"]
@@ -148,6 +169,7 @@ class CaseResult(Model):
     server_logs: list[str] = Field(default_factory=list)  # relative to the result directory
     log_tail: str | None = None  # last lines of the server log, on failure
     failure: FailureClass | None = None  # set on failed cases
+    search: SearchTrace | None = None  # set when the case ran an adaptive concurrency search
 
 
 class Hardware(Model):

@@ -37,6 +37,7 @@ class Command:
     scope: str | None = None
     fail_fast: bool = False
     evals_only: bool = False
+    search: bool = False  # /sweep --search: arms with a `search:` run it instead of their list
     cases: tuple[str, ...] = ()
     failed: bool = False
     sha_prefix: str | None = None
@@ -62,6 +63,8 @@ class Command:
             filters["scope"] = self.scope
         if self.evals_only:
             filters["evals_only"] = True
+        if self.search:
+            filters["search"] = True
         return filters
 
     def normalized(self) -> str:
@@ -75,6 +78,8 @@ class Command:
             words += ["--scope", self.scope]
         if self.evals_only:
             words.append("--evals-only")
+        if self.search:
+            words.append("--search")
         if self.fail_fast:
             words.append("--fail-fast")
         if self.failed:
@@ -178,6 +183,7 @@ def _build_sweep(p: argparse.ArgumentParser) -> None:
     which.add_argument("--conc", type=_concurrencies)
     which.add_argument("--scope", choices=("lowest", "full"))
     p.add_argument("--evals-only", action="store_true")
+    p.add_argument("--search", action="store_true")
     p.add_argument("--fail-fast", action="store_true")
 
 
@@ -218,9 +224,11 @@ def _parser(name: str) -> argparse.ArgumentParser:
 SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="sweep",
-        usage="/sweep [recipe-glob ...] [--conc 4,8,...] [--scope lowest|full] [--evals-only] [--fail-fast]",
-        summary_en="Benchmark the recipes this PR touches (or the ones named) on the GPU runners.",
-        summary_zh="在 GPU runner 上对本 PR 改动到的配方（或指定的配方）跑基准测试。",
+        usage="/sweep [recipe-glob ...] [--conc 4,8,...] [--scope lowest|full] [--evals-only] [--search] [--fail-fast]",
+        summary_en="Benchmark the recipes this PR touches (or the ones named) on the GPU runners; "
+                   "--search runs each arm's adaptive concurrency search.",
+        summary_zh="在 GPU runner 上对本 PR 改动到的配方（或指定的配方）跑基准测试；"
+                   "--search 对每个搜索分支运行自适应并发搜索。",
         min_permission="write",
         examples=("/sweep", "/sweep llama3-* --conc 4,64", "/sweep --scope full --fail-fast"),
         starts_gpu_work=True,
@@ -432,6 +440,7 @@ def parse_command_line(verb: str, rest: str, line: int = 1) -> Command:
         scope=getattr(ns, "scope", None),
         fail_fast=bool(getattr(ns, "fail_fast", False)),
         evals_only=bool(getattr(ns, "evals_only", False)),
+        search=bool(getattr(ns, "search", False)),
         failed=getattr(ns, "what", None) == "failed",
         sha_prefix=getattr(ns, "sha", None),
         topic=getattr(ns, "topic", None),

@@ -5,7 +5,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-from bot.jobs import AccuracySpec, Case, Job, ServerSpec, SlurmSpec
+from bot.jobs import AccuracySpec, Case, Job, SearchSpec, ServerSpec, SlurmSpec
 from bot.plan.limits import chunk_sizes, limit_for
 from bot.plan.model import PlanError, PlanFilters
 from bot.recipes.catalog import CatalogEntry
@@ -64,7 +64,8 @@ class Expanded:
 
 
 def _arm_concurrencies(recipe: SweepRecipe, arm: Arm, filters: PlanFilters) -> list[int]:
-    values = recipe.arm_concurrency(arm)
+    # A search-only arm narrowed by --scope lowest or --conc is one plain point at the range's low end.
+    values = recipe.arm_concurrency(arm) or ([arm.search.range[0]] if arm.search else [])
     if filters.conc:
         values = [c for c in values if c in filters.conc]
     if filters.scope == "lowest" and values:
@@ -124,6 +125,33 @@ class _SweepBuilder:
             "fail_fast": self.filters.fail_fast or recipe.fail_fast, "slurm": slurm_spec(self.runner, gpus),
         })
 
+    def search_job(self, out: Expanded, arm: Arm, gate: AccuracySpec | None) -> None:
+        """One launch whose runner chooses the points (bot/runner/search.py); the case carries the
+        spec and one template point at the lowest concurrency, with the workload's per-point rules."""
+        recipe, search, w = self.recipe, arm.search, self.recipe.workload
+        lo = search.range[0]
+        spec = SearchSpec(range=search.range, target=search.target, budget=search.budget,
+                          tolerance=search.tolerance, bound=search.bound.model_dump() if search.bound else None,
+                          prompts_per_concurrency=w.prompts_per_concurrency, min_prompts=w.min_prompts,
+                          warmups_per_concurrency=w.warmups_per_concurrency)
+        template = {**self.point(arm, lo), "point_id": f"{arm.label}-search"}
+        job = self.job(job_id(recipe.name, arm.label, "search"), arm, [template], gate,
+                       self.server(arm, None), f"{arm.label}-search")
+        # The estimate counts the whole budget, not the one template point.
+        extra = self.point_s * (search.budget - 1)
+        seconds = (job.estimate_s or 0.0) + extra
+        job.cases[0].search = spec
+        job.estimate_s = seconds
+        job.estimated_gpu_hours = round(job.gpus * seconds / 3600.0, 4)
+        if recipe.timeout_s is None:
+            job.timeout_s = min(max(1800.0, 2.0 * seconds), job.limit_s or float("inf"))
+        out.jobs.append(job)
+        out.points += search.budget
+        out.packed_launches += 1
+        out.unpacked_launches += search.budget
+        out.notes.append(f"{recipe.name} {arm.label}: search for the {search.target} in concurrency "
+                         f"{search.range[0]}..{search.range[1]}, at most {search.budget} points on one launch")
+
     def packed_jobs(self, out: Expanded, arm: Arm, concs: list[int], gate: AccuracySpec | None) -> None:
         """One launch for the arm's points, or as many as it takes for each to fit its time limit."""
         recipe = self.recipe
@@ -151,6 +179,11 @@ class _SweepBuilder:
         recipe, filters = self.recipe, self.filters
         out = Expanded()
         arms = [(arm, _arm_concurrencies(recipe, arm, filters)) for arm in recipe.search_space]
+        # An arm searches when it has nothing else to run, or when `/sweep --search` asks.
+        narrowed = filters.scope == "lowest" or bool(filters.conc)
+        searching = {arm.label for arm, concs in arms if arm.search is not None and (
+            filters.search or (not recipe.arm_concurrency(arm) and not narrowed))}
+        arms = [(arm, [arm.search.range[1]] if arm.label in searching else concs) for arm, concs in arms]
         arms = [(arm, concs) for arm, concs in arms if concs]
         if not arms:
             offered = sorted({c for arm in recipe.search_space for c in recipe.arm_concurrency(arm)})
@@ -169,7 +202,9 @@ class _SweepBuilder:
             with_gate = arm.label in gated
             spec = accuracy_spec(gate) if with_gate else None
             same_launch_gate = spec if with_gate and not gate.separate_launch else None
-            if not filters.evals_only:
+            if arm.label in searching and not filters.evals_only:
+                self.search_job(out, arm, same_launch_gate)
+            elif not filters.evals_only:
                 out.points += len(concs)
                 out.packed_launches += 1 if not recipe.launch.depends_on_concurrency else len(concs)
                 out.unpacked_launches += len(concs)

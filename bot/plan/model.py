@@ -32,6 +32,7 @@ class PlanFilters(Model):
     agentx_fast: bool = False  # InferenceX's `agentx-fast` label: AIPERF_EXPERIMENTAL_FAST=1 for its rows
     accuracy: bool = True
     pack: bool = True  # False: one launch per point even where the recipe allows packing
+    search: bool = False  # `/sweep --search`: arms with a `search:` run it even where they list points
     max_matrix_jobs: int = Field(default=MAX_MATRIX_JOBS, ge=1, le=MAX_MATRIX_JOBS)
 
 

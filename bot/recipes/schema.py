@@ -75,6 +75,31 @@ def _concurrency_list(value: list[int]) -> list[int]:
 Concurrencies = Annotated[list[int], Field(min_length=1), AfterValidator(_concurrency_list)]
 
 
+class SearchBoundSpec(Strict):
+    metric: Literal["interactivity", "ttft_ms"]  # interactivity >= value; median TTFT <= value ms
+    value: float = Field(gt=0)
+
+
+class Search(Strict):
+    """An adaptive concurrency search instead of (or beside) a list: the runner picks each point
+    within one server launch (bot/runner/search.py documents the knee, cliff and bound)."""
+
+    range: tuple[int, int]
+    target: Literal["knee", "cliff", "max-conc-under"] = "knee"
+    budget: int = Field(default=8, ge=2, le=64)
+    tolerance: float = Field(default=0.15, gt=0.0, le=1.0)
+    bound: SearchBoundSpec | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Search":
+        lo, hi = self.range
+        if lo < 1 or hi <= lo:
+            raise ValueError("search.range must be [lo, hi] with 1 <= lo < hi")
+        if (self.target == "max-conc-under") != (self.bound is not None):
+            raise ValueError("search.bound is required with target max-conc-under and accepted with no other")
+        return self
+
+
 class Arm(Strict):
     """One point of the parallelism search space, swept over its concurrency list."""
 
@@ -89,6 +114,8 @@ class Arm(Strict):
     args: list[str] = Field(default_factory=list)
     env: Env = Field(default_factory=dict)
     concurrency: Concurrencies | None = None
+    # With a list as well, the list runs and `/sweep --search` runs the search instead.
+    search: Search | None = None
 
     def default_name(self) -> str:
         parts = [f"tp{self.tp}"]
@@ -225,7 +252,10 @@ class SweepRecipe(RecipeCommon):
             if arm.label in seen:
                 found.append((("search_space", index), f"arm name {arm.label!r} is used twice; names must be unique"))
             seen.add(arm.label)
-            if arm.concurrency is None and not self.concurrency:
+            if arm.search is not None and self.launch.depends_on_concurrency:
+                found.append((("search_space", index, "search"), "a search runs its points on one launch; it "
+                                                                 "cannot be used with launch.depends_on_concurrency"))
+            if arm.concurrency is None and not self.concurrency and arm.search is None:
                 found.append((("search_space", index), "this arm has no concurrency list and the recipe has none"))
         if not self.launch.depends_on_concurrency:
             places = [(("launch", "args", i), a) for i, a in enumerate(self.launch.args)]
@@ -239,7 +269,7 @@ class SweepRecipe(RecipeCommon):
         return found
 
     def arm_concurrency(self, arm: Arm) -> list[int]:
-        return sorted(arm.concurrency or self.concurrency or [])
+        return sorted(arm.concurrency or ([] if arm.search else self.concurrency) or [])
 
 
 class ServerTemplate(Strict):

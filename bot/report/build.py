@@ -209,7 +209,8 @@ def _sections(rows: list[PointRow], jobs: list[CollectedJob],
             tuple(engines), max((r.gpus for r in results), default=0), tuple(recipe_rows),
             tuple(env), source_of(mine),
             tuple(dict.fromkeys((r.job_id, r.runner_label, reproduce(j, head_sha))
-                                for j, r in zip(mine, results)))))
+                                for j, r in zip(mine, results))),
+            tuple((c.name, c.search) for r in results for c in r.cases if c.search is not None)))
     return sections
 
 

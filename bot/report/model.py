@@ -7,7 +7,7 @@ from typing import Literal
 from bot.report.compare import Comparison
 from bot.report.failure_groups import FailureGroup
 from bot.report.sources import Source
-from bot.results import AccuracyResult
+from bot.results import AccuracyResult, SearchTrace
 
 Conclusion = Literal["success", "failure", "neutral"]
 # A point row's status: the point's own, or its job's when the job left no point results.
@@ -57,6 +57,7 @@ class RecipeSection:
     env_changes: tuple[str, ...] = ()
     source: Source | None = None  # hosts, model and data sources of the figures
     reproduce: tuple[tuple[str, str, str], ...] = ()  # (job id, runner label, command)
+    searches: tuple[tuple[str, SearchTrace], ...] = ()  # (case name, what its adaptive search chose)
 
 
 @dataclass(frozen=True)

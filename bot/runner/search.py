@@ -1,0 +1,235 @@
+"""Adaptive concurrency search: pure functions that choose the next concurrency from the results so far.
+
+No I/O and no randomness: the same spec and the same measurements give the same choice, so a
+search can be replayed on a recorded response surface (tests/, bench/bench_search.py).
+
+Every search starts with a log-spaced bracket (BRACKET_POINTS points from lo to hi, ascending,
+rounded to integers), then refines on the log scale by bisecting (geometric mean) one gap at a time:
+
+- `knee` (throughput per GPU vs interactivity). On the measured points, normalise both axes:
+  v(c) = (tput(c) - min tput) / (max tput - min tput)                       (throughput gained, 0..1)
+  u(c) = (ln I_max - ln I(c)) / (ln I_max - ln I_min)                     (interactivity given up, 0..1)
+  where I is interactivity (tokens/s per user). The knee is argmax_c v(c) - u(c): the point
+  farthest above the chord from (least throughput, best interactivity) to (most throughput,
+  worst interactivity) on those normalised axes (Kneedle's difference curve). Ties go to the
+  lower concurrency. Without interactivity for every point, u is ln(c) normalised over [lo, hi].
+  Refinement bisects the wider of the two gaps next to the current knee.
+- `cliff` (where throughput stops rising): the smallest measured concurrency whose throughput per
+  GPU reaches PLATEAU (95 %) of the highest measured. Refinement bisects the gap below it and the
+  gap above the highest point (a sharp KV-cache cliff can hide a higher peak there), wider first.
+- `max-conc-under` a bound (interactivity >= value, or TTFT median <= value ms): the highest
+  measured concurrency that meets it, assuming the metric worsens with concurrency; plain
+  bisection between the highest passing and the lowest failing point. If lo already breaks the
+  bound the search stops ("bound crossed"); if hi meets it, hi is the answer.
+
+The answer is "resolved to ±tol" when each neighbour of it that still matters is within a factor
+(1 + tol) of it, or no integer lies between them. A failed point (None) counts as measured (never
+retried) but carries no figures.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bot.jobs import SearchSpec
+
+BRACKET_POINTS = 4  # lo, hi and two between them, log-spaced: enough to see where the curve bends
+PLATEAU = 0.95  # `cliff`: throughput counts as stopped rising within 5 % of the best measured
+
+STOP_BUDGET = "budget"
+STOP_RESOLVED = "resolved"
+STOP_BOUND = "bound crossed"
+STOP_NO_DATA = "no data"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What the search reads from one measured point."""
+
+    tput_per_gpu: float
+    interactivity: float | None = None
+    ttft_ms: float | None = None
+
+
+Measurements = dict[int, "Measurement | None"]  # None: the point failed
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The next concurrency to measure, or why the search stops; `answer` is the current estimate."""
+
+    next: int | None
+    stop: str | None
+    answer: int | None
+    why: str
+
+
+def log_spaced(lo: int, hi: int, count: int) -> list[int]:
+    """`count` integers from lo to hi, evenly spaced on the log scale (fewer where they round together)."""
+    if count <= 1 or lo == hi:
+        return [lo]
+    ratio = math.log(hi / lo)
+    points = {round(lo * math.exp(ratio * i / (count - 1))) for i in range(count)}
+    return sorted(min(hi, max(lo, p)) for p in points)
+
+
+def dense_grid(lo: int, hi: int, tolerance: float) -> list[int]:
+    """The grid a search replaces: every step a factor (1 + tolerance), integers, lo and hi included."""
+    points, value = {lo, hi}, float(lo)
+    while value < hi:
+        points.add(min(hi, round(value)))
+        value *= 1 + tolerance
+    return sorted(points)
+
+
+def _mid(a: int, b: int, tried: set[int]) -> int | None:
+    """The geometric middle of (a, b) not yet tried, or None when no integer is left between them."""
+    if b - a < 2:
+        return None
+    middle = min(b - 1, max(a + 1, round(math.sqrt(a * b))))
+    return None if middle in tried else middle
+
+
+def _gap(a: int | None, b: int | None, tolerance: float, tried: set[int]) -> tuple[float, int] | None:
+    """An unresolved gap as (log width, its middle), or None when resolved or absent."""
+    if a is None or b is None or b / a <= 1 + tolerance + 1e-9:
+        return None
+    middle = _mid(a, b, tried)
+    return None if middle is None else (math.log(b / a), middle)
+
+
+def knee_scores(measured: dict[int, Measurement], lo: int, hi: int) -> dict[int, float]:
+    """v(c) - u(c) for every measured point (see the module docstring)."""
+    tputs = [m.tput_per_gpu for m in measured.values()]
+    t_min, t_max = min(tputs), max(tputs)
+    inter = {c: m.interactivity for c, m in measured.items()}
+    use_inter = all(i is not None and i > 0 for i in inter.values())
+    if use_inter:
+        logs = {c: math.log(i) for c, i in inter.items()}
+        top, bottom = max(logs.values()), min(logs.values())
+        use_inter = top > bottom
+    scores = {}
+    for c, m in measured.items():
+        v = (m.tput_per_gpu - t_min) / (t_max - t_min) if t_max > t_min else 0.0
+        if use_inter:
+            u = (top - logs[c]) / (top - bottom)
+        else:
+            u = math.log(c / lo) / math.log(hi / lo) if hi > lo else 0.0
+        scores[c] = v - u
+    return scores
+
+
+def knee_of(measured: dict[int, Measurement], lo: int, hi: int) -> int | None:
+    """The knee among the measured points (lowest concurrency on a tie)."""
+    if not measured:
+        return None
+    scores = knee_scores(measured, lo, hi)
+    return max(sorted(scores), key=lambda c: scores[c])
+
+
+def cliff_of(measured: dict[int, Measurement]) -> int | None:
+    """The smallest concurrency whose throughput per GPU is within PLATEAU of the best measured."""
+    if not measured:
+        return None
+    best = max(m.tput_per_gpu for m in measured.values())
+    return min(c for c, m in measured.items() if m.tput_per_gpu >= PLATEAU * best)
+
+
+def meets_bound(spec: SearchSpec, m: Measurement) -> bool | None:
+    """Whether a point meets the spec's bound; None when the point lacks the metric."""
+    assert spec.bound is not None
+    if spec.bound.metric == "interactivity":
+        return None if m.interactivity is None else m.interactivity >= spec.bound.value
+    return None if m.ttft_ms is None else m.ttft_ms <= spec.bound.value
+
+
+def _neighbours(point: int, tried: list[int]) -> tuple[int | None, int | None]:
+    below = [c for c in tried if c < point]
+    above = [c for c in tried if c > point]
+    return (below[-1] if below else None), (above[0] if above else None)
+
+
+def answer_of(spec: SearchSpec, results: Measurements) -> int | None:
+    """The search's current answer on these measurements (what the report suggests around)."""
+    measured = {c: m for c, m in results.items() if m is not None}
+    lo, hi = spec.range
+    if spec.target == "knee":
+        return knee_of(measured, lo, hi)
+    if spec.target == "cliff":
+        return cliff_of(measured)
+    passing = [c for c, m in measured.items() if meets_bound(spec, m)]
+    return max(passing) if passing else None
+
+
+def next_point(spec: SearchSpec, results: Measurements) -> Decision:
+    """The next concurrency to measure given `results` (concurrency -> measurement, None = failed)."""
+    lo, hi = spec.range
+    tried = sorted(results)
+    tried_set = set(tried)
+    measured = {c: m for c, m in results.items() if m is not None}
+    answer = answer_of(spec, results)
+    if len(tried) >= spec.budget:
+        return Decision(None, STOP_BUDGET, answer, f"used the budget of {spec.budget} points")
+    if spec.target == "max-conc-under":
+        return _next_bound(spec, results, tried, answer)
+    for c in log_spaced(lo, hi, min(BRACKET_POINTS, spec.budget)):
+        if c not in tried_set:
+            return Decision(c, None, answer, "log-spaced bracket")
+    if answer is None:
+        return Decision(None, STOP_NO_DATA, None, "no point of the bracket gave figures")
+    healthy = sorted(measured)
+    if spec.target == "knee":
+        below, above = _neighbours(answer, healthy)
+        gaps = [(_gap(below, answer, spec.tolerance, tried_set), "below the knee"),
+                (_gap(answer, above, spec.tolerance, tried_set), "above the knee")]
+    else:
+        peak = max(sorted(measured), key=lambda c: measured[c].tput_per_gpu)
+        below, _ = _neighbours(answer, healthy)
+        _, above = _neighbours(peak, healthy)
+        gaps = [(_gap(below, answer, spec.tolerance, tried_set), "below where throughput stops rising"),
+                (_gap(peak, above, spec.tolerance, tried_set), "above the highest throughput")]
+    open_gaps = [(g, why) for g, why in gaps if g is not None]
+    if not open_gaps:
+        return Decision(None, STOP_RESOLVED, answer, f"resolved to ±{spec.tolerance:g}")
+    (_, middle), why = max(open_gaps, key=lambda item: (item[0][0], -item[0][1]))
+    return Decision(middle, None, answer, f"bisect {why}")
+
+
+def _next_bound(spec: SearchSpec, results: Measurements, tried: list[int],
+                answer: int | None) -> Decision:
+    lo, hi = spec.range
+    if lo not in results:
+        return Decision(lo, None, answer, "the lowest concurrency first")
+    first = results[lo]
+    if first is None or not meets_bound(spec, first):
+        return Decision(None, STOP_BOUND, None, f"the bound is crossed already at {lo}")
+    if hi not in results:
+        return Decision(hi, None, answer, "the highest concurrency")
+    passing = [c for c in tried if results[c] is not None and meets_bound(spec, results[c])]
+    failing = [c for c in tried if c not in passing]
+    best = max(passing)
+    if not any(c > best for c in failing):
+        return Decision(None, STOP_RESOLVED, best, f"the bound holds up to {hi}")
+    above = min(c for c in failing if c > best)
+    gap = _gap(best, above, spec.tolerance, set(tried))
+    if gap is None:
+        return Decision(None, STOP_RESOLVED, best, f"resolved to ±{spec.tolerance:g}")
+    return Decision(gap[1], None, best, "bisect the bound")
+
+
+def run_search(spec: SearchSpec, measure) -> tuple[Measurements, list[tuple[int, str]], Decision]:
+    """Drive a whole search with `measure(concurrency) -> Measurement | None` (a recorded surface
+    or the runner). Returns the results, each choice with its reason, and the final decision."""
+    results: Measurements = {}
+    choices: list[tuple[int, str]] = []
+    while True:
+        decision = next_point(spec, results)
+        if decision.next is None:
+            return results, choices, decision
+        choices.append((decision.next, decision.why))
+        results[decision.next] = measure(decision.next)
+
+
+def suggested_concurrency(spec: SearchSpec, results: Measurements) -> list[int]:
+    """The concurrency list to commit to the recipe: every point the search measured with figures."""
+    return sorted(c for c, m in results.items() if m is not None)

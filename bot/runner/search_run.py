@@ -1,0 +1,66 @@
+"""The runner's side of an adaptive search: each next point from the results so far, and the trace."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bot.jobs import Case, LoadPoint, SearchSpec
+from bot.results import PointResult, SearchChoice, SearchTrace
+from bot.runner.search import Measurement, Measurements, next_point, suggested_concurrency
+
+
+def measurement_of(result: PointResult) -> Measurement | None:
+    """What the search reads from a point's result; None for a point that gave no figures."""
+    if result.status != "passed" or result.metrics is None:
+        return None
+    m = result.metrics
+    return Measurement(tput_per_gpu=m.tput_per_gpu, interactivity=m.interactivity,
+                       ttft_ms=m.ttft_ms.get("median"))
+
+
+def measurements(points: list[PointResult]) -> Measurements:
+    return {p.concurrency: measurement_of(p) for p in points}
+
+
+def point_at(spec: SearchSpec, template: LoadPoint, concurrency: int) -> LoadPoint:
+    """The template point moved to `concurrency`, sized by the workload's per-point rules."""
+    label = template.point_id.removesuffix("-search")
+    prompts = template.num_prompts
+    if spec.prompts_per_concurrency is not None:
+        prompts = max(spec.min_prompts, spec.prompts_per_concurrency * concurrency)
+    warmups = template.num_warmups
+    if spec.warmups_per_concurrency is not None:
+        warmups = spec.warmups_per_concurrency * concurrency
+    return template.model_copy(update={"point_id": f"{label}-c{concurrency}", "concurrency": concurrency,
+                                       "num_prompts": prompts, "num_warmups": warmups})
+
+
+def search_points(case: Case, done: list[PointResult]) -> Iterator[LoadPoint]:
+    """Yield the next point to run until the search stops; `done` grows as the runner records
+    each result (the caller appends to it between yields)."""
+    assert case.search is not None and case.points
+    while True:
+        decision = next_point(case.search, measurements(done))
+        if decision.next is None:
+            return
+        yield point_at(case.search, case.points[0], decision.next)
+
+
+def search_trace(spec: SearchSpec, points: list[PointResult]) -> SearchTrace:
+    """Replay the choices on the recorded results (the search is deterministic) and say why it stopped."""
+    results: Measurements = {}
+    choices: list[SearchChoice] = []
+    recorded = {p.concurrency: measurement_of(p) for p in points}
+    stop = stop_why = answer = None
+    while True:
+        decision = next_point(spec, results)
+        answer = decision.answer
+        if decision.next is None:
+            stop, stop_why = decision.stop, decision.why
+            break
+        if decision.next not in recorded:  # interrupted before this point ran
+            break
+        choices.append(SearchChoice(concurrency=decision.next, why=decision.why))
+        results[decision.next] = recorded[decision.next]
+    return SearchTrace(target=spec.target, range=spec.range, budget=spec.budget, tolerance=spec.tolerance,
+                       bound=spec.bound.model_dump() if spec.bound else None, choices=choices, stop=stop,
+                       stop_why=stop_why, answer=answer, suggested=suggested_concurrency(spec, results))

@@ -1,0 +1,65 @@
+"""The runner chooses each search point within one launch and keeps every point's raw file and the trace."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.jobs import Case, LoadPoint, SearchSpec
+from bot.results import PointMetrics, PointResult
+from bot.runner.search import next_point
+from bot.runner.search_run import measurements, point_at, search_points, search_trace
+from fake_servers import FAKE_VLLM, fake_job, run_cli
+
+SPEC = SearchSpec(range=(1, 16), target="knee", budget=5, tolerance=0.2,
+                  prompts_per_concurrency=3, min_prompts=4)
+TEMPLATE = LoadPoint(point_id="tp1-search", concurrency=1, isl=16, osl=8, num_prompts=4)
+
+
+def _metrics(c: int) -> PointMetrics:
+    tput = 100 * c / (c + 4)
+    return PointMetrics(completed=4, failed=0, duration_s=1.0, request_throughput=1.0, output_throughput=tput,
+                        total_token_throughput=tput, tput_per_gpu=tput, output_tput_per_gpu=tput,
+                        input_tput_per_gpu=0.0, interactivity=50 / (1 + c / 8), ttft_ms={"median": 10.0 + c})
+
+
+def test_a_chosen_point_is_sized_by_the_workloads_per_point_rules():
+    point = point_at(SPEC, TEMPLATE, 6)
+    assert (point.point_id, point.concurrency, point.num_prompts) == ("tp1-c6", 6, 18)
+    assert point_at(SPEC, TEMPLATE, 1).num_prompts == 4  # min_prompts wins over 3 x 1
+
+
+def test_search_points_follow_the_results_as_they_come_and_stop_at_the_budget():
+    case = Case(name="tp1-search", servers=[{"engine": "vllm", "model": "m"}], points=[TEMPLATE], search=SPEC)
+    done: list[PointResult] = []
+    for point in search_points(case, done):
+        status = "failed" if point.concurrency == 6 else "passed"
+        done.append(PointResult(point_id=point.point_id, concurrency=point.concurrency, status=status,
+                                metrics=_metrics(point.concurrency) if status == "passed" else None))
+    assert len(done) == SPEC.budget
+    trace = search_trace(SPEC, done)
+    assert [c.concurrency for c in trace.choices] == [p.concurrency for p in done]
+    assert trace.stop == "budget" and 6 not in trace.suggested
+    assert trace.answer == next_point(SPEC, measurements(done)).answer
+
+
+def test_an_interrupted_search_keeps_the_choices_it_made_and_no_stop_reason():
+    done = [PointResult(point_id="tp1-c1", concurrency=1, status="passed", metrics=_metrics(1))]
+    trace = search_trace(SPEC, done)
+    assert [c.concurrency for c in trace.choices] == [1] and trace.stop is None
+
+
+def test_the_runner_runs_the_search_on_one_launch_and_keeps_raw_files_and_trace(tmp_path: Path):
+    job = fake_job("ok", points=1, num_prompts=4)
+    case = job.cases[0]
+    search = SearchSpec(range=(1, 8), target="knee", budget=4, tolerance=0.2)
+    template = case.points[0].model_copy(update={"point_id": "ok-search"})
+    job = job.model_copy(update={"cases": [case.model_copy(update={"points": [template], "search": search})]})
+    run = run_cli(job, tmp_path, {"RECIPE_BOT_VLLM": str(FAKE_VLLM), "RECIPE_BOT_SHUTDOWN_GRACE_S": "2"})
+    assert run.returncode == 0, run.output
+    (result_case,) = run.result["cases"]
+    trace = result_case["search"]
+    chosen = [c["concurrency"] for c in trace["choices"]]
+    assert chosen == [p["concurrency"] for p in result_case["points"]] == [1, 2, 4, 8]
+    assert trace["stop"] == "budget" and trace["suggested"] == [1, 2, 4, 8]
+    assert run.result["server_launches"] == 1
+    for point in result_case["points"]:
+        assert point["status"] == "passed" and (tmp_path / "out" / point["raw_result_file"]).is_file()
