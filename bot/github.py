@@ -126,7 +126,7 @@ class GitHubClient:
                 line = f"{verb} {label}: HTTP {status}: {str(message or '').strip()[:200]}"
             except requests.RequestException as exc:  # no answer: refused, reset, timed out
                 status, headers, said = None, {}, ""
-                kind = "timed out" if isinstance(exc, requests.Timeout) else "no answer from GitHub"
+                kind = "timed out" if isinstance(exc, requests.Timeout) else f"cannot reach the GitHub API at {self.base_url}"
                 line = f"{verb} {label}: {kind} ({type(exc).__name__})"
             verdict = github_retry.decide(status=status, headers=headers, safe=safe, attempt=attempt,
                                           waited_s=self.waited_s, policy=self.policy, message=said)

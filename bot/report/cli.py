@@ -278,7 +278,8 @@ def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
         runs = fetch_baseline(GitHubClient.from_env(), workflow=workflow, base_branch=base_branch, dest=dest,
                               problems=skipped)
     except (GitHubError, BaselineFetchError) as exc:
-        raise click.ClickException(f"cannot fetch the baseline of {base_branch}: {exc}") from None
+        raise click.ClickException(f"cannot fetch the baseline of {base_branch}: {exc}\n"
+                                   f"无法获取 {base_branch} 的基线：{exc}") from None
     found = ", ".join(f"run {r.run_id} ({r.sha[:12]})" for r in runs) or "none"
     click.echo(f"baseline from {workflow} on {base_branch}: {found}", err=True)
     for problem in skipped:
@@ -308,7 +309,7 @@ def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str
                            bot_login=login, **check,
                            details_url=meta.run_url, check_name=check_name)
     except GitHubError as exc:
-        raise click.ClickException(f"posting the report failed: {exc}") from None
+        raise click.ClickException(f"posting the report failed: {exc}\n发布报告失败：{exc}") from None
     return {"comment": posted.comment.action, "why": posted.comment.why,
             "comment_id": posted.comment_id, "check_run_id": posted.check_run_id,
             "check": posted.check_action, "check_name": check_name, "bot_login": login}
