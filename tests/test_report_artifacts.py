@@ -78,8 +78,9 @@ def test_bad_artifacts_are_skipped_and_listed_while_the_good_one_is_the_baseline
         {"name": "result-absurd", "files": result_files(scenario.baseline, tput=1e308)},  # loads, then refused
         {"name": "result-good", "files": result_files(scenario.baseline)},  # a name clash: kept apart
     ]
-    run = sb.add_run("gpu.yml", inputs={"pr": "3", "sha": main_sha, "command": "/sweep", "requester": "alice",
-                                         "comment_id": ""}, conclusion="success", artifacts=artifacts)
+    # a baseline-mode run (a push to the default branch): only such runs become baselines (#15)
+    run = sb.add_run("gpu.yml", event="push", branch="main", head_sha=main_sha, conclusion="success",
+                     artifacts=artifacts)
     env = sb.env()
     client = GitHubClient(base_url=env["GITHUB_API_URL"], token=env["GITHUB_TOKEN"],
                           repository=env["GITHUB_REPOSITORY"])

@@ -157,7 +157,7 @@ def test_the_base_line_never_says_nothing_is_compared_beside_a_comparison(tmp_pa
 def test_the_against_base_counts_add_up_to_the_compared_points(tmp_path):
     report = h200_report(tmp_path)
     text = render.render_comment(report).text
-    numbers = re.search(r"❌ (\d+) regressed · ⚡ (\d+) improved · ➖ (\d+) within thresholds"
+    numbers = re.search(r"[❌✅] (\d+) regressed · ⚡ (\d+) improved · ➖ (\d+) within thresholds"
                         r"(?: · ❔ (\d+) inconclusive)?", text).groups()
     compared = sum(1 for s in report.recipes for r in s.rows if r.comparison is not None)
     assert sum(int(n or 0) for n in numbers) == compared
