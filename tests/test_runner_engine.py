@@ -119,7 +119,7 @@ def test_e2e_case_scores_gsm8k_against_the_engine(tmp_path: Path,
     assert accuracy["num_samples"] == 3 and accuracy["num_shots"] == 2
     assert accuracy["passed"] is True and accuracy["metric"] == "strict-match"
     samples = json.loads((tmp_path / "out" / accuracy["samples_file"]).read_text())
-    assert samples["source"].startswith(("local:", "huggingface:"))
+    assert samples["source"].startswith(("local:", "huggingface:", "recipe-bot-sample-problems:"))
     assert len(samples["samples"]) == 3
     assert all(s["error"] is None and isinstance(s["response"], str) for s in samples["samples"])
     for metric, key in (("strict_match", "strict_correct"),
