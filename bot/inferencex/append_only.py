@@ -6,6 +6,8 @@ import hashlib
 import json
 from collections import defaultdict
 
+from bot.inferencex.generate import freeze
+
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
 _CURVE_IGNORED = frozenset({"conc", "exp-name", "recipe-fingerprint"})
 
@@ -14,17 +16,9 @@ class AppendOnlyError(ValueError):
     """An append-only entry that InferenceX's changelog processor refuses (same wording)."""
 
 
-def _freeze(value: object) -> object:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    return value
-
-
 def curve_key(row: dict) -> tuple:
     """One curve: every field except the point-level ones."""
-    return tuple(sorted((k, _freeze(v)) for k, v in row.items() if k not in _CURVE_IGNORED))
+    return tuple(sorted((k, freeze(v)) for k, v in row.items() if k not in _CURVE_IGNORED))
 
 
 def recipe_fingerprint(row: dict) -> str:

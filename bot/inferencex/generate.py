@@ -228,17 +228,18 @@ def _eligible(row: dict) -> list[int]:
     return sorted(c for c in values if c >= MIN_EVAL_CONC)
 
 
-def _freeze(value: object) -> object:
+def freeze(value: object) -> object:
+    """A row value in hashable form (dicts as sorted pairs, lists as tuples), for keys over rows."""
     if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+        return tuple(sorted((k, freeze(v)) for k, v in value.items()))
     if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
+        return tuple(freeze(v) for v in value)
     return value
 
 
 def launch_key(row: dict) -> tuple:
     """A row's server configuration: everything except the concurrency and the fields derived from it."""
-    return tuple(sorted((k, _freeze(v)) for k, v in row.items() if k not in POINT_FIELDS))
+    return tuple(sorted((k, freeze(v)) for k, v in row.items() if k not in POINT_FIELDS))
 
 
 def mark_eval_entries(rows: list[dict], include_agentic: bool = False) -> list[dict]:
@@ -381,7 +382,7 @@ def trim_conc_keyed(pairs: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
                 row = {**row, "conc": [min(conc)]}
             out.append((owner, row))
             continue
-        key = tuple(sorted((k, _freeze(v)) for k, v in row.items() if k not in {"conc", "exp-name"}))
+        key = tuple(sorted((k, freeze(v)) for k, v in row.items() if k not in {"conc", "exp-name"}))
         groups.setdefault(key, []).append(len(out))
         out.append((owner, row))
     drop: set[int] = set()
