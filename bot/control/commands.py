@@ -294,7 +294,7 @@ SPECS: tuple[CommandSpec, ...] = (
         summary_en="Accept the performance regressions of one recipe on the current head commit, with the "
         "reason; the merge gate then passes and shows it. A new push clears it.",
         summary_zh="接受某个配方在当前头提交上的性能回退并写明原因；合并门禁随即通过并显示该确认。"
-        "新的 push 会清除它。",
+        "新的推送会清除它。",
         min_permission="maintain",
         examples=("/accept-regression tiny-cpu expected: larger batch trades TTFT for throughput",),
         starts_gpu_work=False,
@@ -307,7 +307,7 @@ SPECS: tuple[CommandSpec, ...] = (
         usage="/baseline",
         summary_en="Measure the default branch's own latest commit with its own code (baseline mode of the GPU "
         "workflow); only such runs become baselines.",
-        summary_zh="用默认分支自己的代码测量其最新提交（GPU workflow 的基线模式）；只有这样的运行才会成为基线。",
+        summary_zh="用默认分支自己的代码测量其最新提交（GPU 工作流的基线模式）；只有这样的运行才会成为基线。",
         min_permission="maintain",
         examples=("/baseline",),
         starts_gpu_work=False,  # it runs the default branch, never the PR: no PR gating applies
