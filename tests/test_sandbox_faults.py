@@ -138,7 +138,7 @@ def free_port() -> int:
 
 def test_no_server_at_all_is_one_github_error():
     gh = GitHubClient(base_url=f"http://127.0.0.1:{free_port()}", token="x", repository="acme/bench", policy=FAST)
-    with pytest.raises(GitHubError, match="no answer from GitHub") as failure:
+    with pytest.raises(GitHubError, match="cannot reach the GitHub API at") as failure:
         gh.get_pull(7)
     assert failure.value.ambiguous and gh.request_count == FAST.attempts
 
@@ -158,5 +158,5 @@ def test_handle_without_github_is_one_clear_line_in_both_languages(tmp_path):
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("recipe-bot: ⚠️ GitHub failed") and "no answer from GitHub" in last
+    assert last.startswith("recipe-bot: ⚠️ GitHub failed") and "cannot reach the GitHub API at" in last
     assert "GitHub 出错" in last
