@@ -35,6 +35,9 @@ def build(out: pathlib.Path) -> None:
     model = Qwen3ForCausalLM(cfg).to(torch.bfloat16)
     model.save_pretrained(out, safe_serialization=True)
     GenerationConfig(eos_token_id=2, pad_token_id=0).save_pretrained(out)
+    # Real safetensors, random values: the runner's provenance reads this marker and reports the
+    # weights as dummy, so no figure measured on this model reads like a real model's.
+    (out / "RECIPE_BOT_RANDOM_WEIGHTS").write_text("random-initialised weights (scripts/make_tiny_model.py)\n")
 
 
 if __name__ == "__main__":

@@ -87,3 +87,18 @@ def test_model_and_dataset_sources_are_read_from_the_job(args, dataset, weights,
     planned = job(None, args=args, dataset=dataset)
     assert sources.weights_of(planned) == weights
     assert sources.dataset_of(planned) == data
+
+
+@pytest.mark.parametrize("marker, expected", [(True, "dummy"), (False, "real")],
+                         ids=["random-weights-marker", "no-marker"])
+def test_a_model_directory_marked_random_is_reported_as_dummy_weights(tmp_path, monkeypatch, marker, expected):
+    model = tmp_path / "tiny-model"
+    model.mkdir()
+    if marker:  # what scripts/make_tiny_model.py writes beside its random safetensors
+        (model / provenance.RANDOM_WEIGHTS_MARKER).write_text("random\n")
+    monkeypatch.setenv("RECIPE_BOT_TINY_MODEL", str(model))
+    planned = job("a" * 40)
+    planned = planned.model_copy(update={"cases": [case.model_copy(update={"servers": [
+        server.model_copy(update={"model": "${RECIPE_BOT_TINY_MODEL}"}) for server in case.servers]})
+        for case in planned.cases]})
+    assert provenance.provenance_of(planned, "a" * 40).weights == expected

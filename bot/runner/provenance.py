@@ -43,9 +43,31 @@ def sha_mismatch(authorized: str | None, checkout: str | None) -> str | None:
             "refusing to measure a commit nobody approved (check out the job's SHA)")
 
 
+RANDOM_WEIGHTS_MARKER = "RECIPE_BOT_RANDOM_WEIGHTS"  # written beside random weights by make_tiny_model.py
+
+
+def random_weights_on_disk(job: Job, environ: dict[str, str] | None = None) -> bool:
+    """A server's model is a local directory that says its weights are random (the tiny CPU model):
+    real safetensors files, so `--load-format` alone cannot tell."""
+    env = os.environ if environ is None else environ
+    for case in job.cases:
+        for server in case.servers:
+            path = Path(_expand(server.model, env))
+            if path.is_dir() and (path / RANDOM_WEIGHTS_MARKER).is_file():
+                return True
+    return False
+
+
+def _expand(value: str, env) -> str:
+    for name, val in env.items():
+        value = value.replace("${" + name + "}", val)
+    return value
+
+
 def provenance_of(job: Job, checkout: str | None, job_file: str | None = None) -> Provenance:
     model = job.cases[0].servers[0].model if job.cases and job.cases[0].servers else None
+    weights = "dummy" if random_weights_on_disk(job) else weights_of(job)
     return Provenance(authorized_sha=job.sha, checkout_sha=checkout,
                       sha_checked=bool(job.sha and checkout and job.sha == checkout),
-                      model=model, weights=weights_of(job),  # type: ignore[arg-type]
+                      model=model, weights=weights,  # type: ignore[arg-type]
                       dataset=dataset_of(job), job_file=job_file)  # type: ignore[arg-type]
