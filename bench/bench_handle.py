@@ -100,7 +100,8 @@ STARTUP_COMMANDS = {
 }
 
 
-def project_seed(workdir: pathlib.Path) -> pathlib.Path:
+def project_seed(workdir: pathlib.Path, pulls: list[dict] | None = None) -> pathlib.Path:
+    """The project's own config, workflow and tiny-cpu recipe on main; the PRs change the recipe."""
     files_main = {
         "README.md": "# bench\n",
         ".github/recipe-bot.yaml": (ROOT / ".github/recipe-bot.yaml").read_text(encoding="utf-8"),
@@ -108,7 +109,7 @@ def project_seed(workdir: pathlib.Path) -> pathlib.Path:
         "recipes/tiny-cpu.yaml": (ROOT / "recipes/tiny-cpu.yaml").read_text(encoding="utf-8"),
     }
     changed = files_main["recipes/tiny-cpu.yaml"].replace("osl: 32", "osl: 64")
-    overrides = {"bot": BOT, "pulls": PULLS}
+    overrides = {"bot": BOT, "pulls": PULLS if pulls is None else pulls}
     return make_seed(workdir / "sandbox", files_main, {"recipes/tiny-cpu.yaml": changed}, overrides)
 
 

@@ -25,24 +25,17 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from bench.common import ROOT, command_line, load_average, machine_info, summary, write_result  # noqa: E402
-from bot.sandbox.harness import SandboxProcess, make_seed  # noqa: E402
+from bench.bench_handle import project_seed  # noqa: E402
+from bot.sandbox.harness import SandboxProcess  # noqa: E402
 
 TARGET_MEDIAN_S = 1.0
-BOT = "github-actions[bot]"
 SECRET = "bench-secret"
 
 
 def seed(workdir: pathlib.Path, pulls: int) -> pathlib.Path:
-    files_main = {
-        "README.md": "# bench\n",
-        ".github/recipe-bot.yaml": (ROOT / ".github/recipe-bot.yaml").read_text(encoding="utf-8"),
-        ".github/workflows/gpu.yml": (ROOT / ".github/workflows/gpu.yml").read_text(encoding="utf-8"),
-        "recipes/tiny-cpu.yaml": (ROOT / "recipes/tiny-cpu.yaml").read_text(encoding="utf-8"),
-    }
-    changed = files_main["recipes/tiny-cpu.yaml"].replace("osl: 32", "osl: 64")
-    overrides = {"bot": BOT, "pulls": [{"number": n, "head": "feature", "base": "main", "author": "carol",
-                                        "title": f"Change {n}"} for n in range(1, pulls + 1)]}
-    return make_seed(workdir / "sandbox", files_main, {"recipes/tiny-cpu.yaml": changed}, overrides)
+    """bench_handle's project, with one PR per measured comment."""
+    return project_seed(workdir, [{"number": n, "head": "feature", "base": "main", "author": "carol",
+                                   "title": f"Change {n}"} for n in range(1, pulls + 1)])
 
 
 def main() -> None:
