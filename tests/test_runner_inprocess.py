@@ -30,27 +30,33 @@ def _client_pids(run, out: Path) -> list[int]:
 
 
 CASES = [
-    # (name, extra environment, distinct client processes for 3 points, runner.log says)
-    ("library importable: one process for the case", {"PYTHONPATH": str(LIB)}, 1, None),
+    # (name, extra environment, distinct client processes for 3 points, runner.log says,
+    #  each point's recorded client_process)
+    ("library importable: one process for the case", {"PYTHONPATH": str(LIB)}, 1, None, ["case"] * 3),
     ("switched off: one process a point", {"PYTHONPATH": str(LIB), SWITCH_ENV: "0"}, 3,
-     f"{SWITCH_ENV}=0"),
-    ("library missing: one process a point", {"PYTHONPATH": str(REPO)}, 3, "No module named 'vllm'"),
+     f"{SWITCH_ENV}=0", ["point"] * 3),
+    ("library missing: one process a point", {"PYTHONPATH": str(REPO)}, 3, "No module named 'vllm'",
+     ["point"] * 3),
     ("library fails to import: one process a point",
-     {"PYTHONPATH": str(LIB), "FAKE_CLIENT_IMPORT_ERROR": "1"}, 3, "vllm.benchmarks.serve is broken"),
+     {"PYTHONPATH": str(LIB), "FAKE_CLIENT_IMPORT_ERROR": "1"}, 3, "vllm.benchmarks.serve is broken",
+     ["point"] * 3),
     ("library crashes at the second point: it reruns as a process, the third as well",
-     {"PYTHONPATH": str(LIB), "FAKE_CLIENT_CRASH_AT": "2"}, 3, None),
+     {"PYTHONPATH": str(LIB), "FAKE_CLIENT_CRASH_AT": "2"}, 3, None, ["case", "point", "point"]),
 ]
 
 
-@pytest.mark.parametrize(("env", "processes", "logged"), [c[1:] for c in CASES],
+@pytest.mark.parametrize(("env", "processes", "logged", "recorded"), [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])
 def test_points_pass_with_one_client_process_or_fall_back(tmp_path: Path, env: dict[str, str],
-                                                          processes: int, logged: str | None) -> None:
+                                                          processes: int, logged: str | None,
+                                                          recorded: list[str]) -> None:
     run = run_cli(fake_job("ok", points=3), tmp_path, {**BASE, **env})
 
     assert run.returncode == 0, run.output
     out = tmp_path / "out"
     assert len(set(_client_pids(run, out))) == processes
+    # Which client measured each point is kept: the two give different figures on a GPU host.
+    assert [p["client_process"] for p in run.result["cases"][0]["points"]] == recorded
     if logged:
         assert logged in (out / "runner.log").read_text()
     assert run.result["cases"][0]["cleanup"]["groups_gone"]

@@ -69,7 +69,7 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
                     comparison = compare_point(
                         metrics, baseline.lookup(result.recipe_fingerprint, point.point_id),
                         thresholds, engine_version=result.engine_version, gpus=gpus,
-                        head_repeats=tuple(point.repeats))
+                        head_repeats=tuple(point.repeats), client_process=point.client_process)
                 row = PointRow(**{**row.__dict__, "tput_per_gpu": metrics.tput_per_gpu,
                                   "interactivity": metrics.interactivity,
                                   "ttft_p50": metrics.ttft_ms.get("median"),

@@ -103,12 +103,17 @@ def runs_of(point: PointResult) -> list[PointMetrics]:
     return [point.metrics] if point.metrics is not None else []
 
 
+# How PointResult.client_process reads in an environment change.
+CLIENT_PROCESS = {"case": "one a case", "point": "one a point", "mixed": "mixed"}
+
+
 @dataclass(frozen=True)
 class BaseSample:
     metrics: PointMetrics
     sha: str | None
     engine_version: str | None
     gpus: tuple[str, ...]
+    client_process: str | None = None  # PointResult.client_process of the run it came from
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,7 @@ def load_baseline(directory: pathlib.Path | None) -> Baseline:
                 if point.status == "passed" and point.metrics is not None:
                     # Each repeat is a run of its own: its spread is the base's noise.
                     samples.setdefault((result.recipe_fingerprint, point.point_id), []).extend(
-                        BaseSample(metrics, result.sha, result.engine_version, gpus)
+                        BaseSample(metrics, result.sha, result.engine_version, gpus, point.client_process)
                         for metrics in runs_of(point))
     return Baseline({key: tuple(value) for key, value in samples.items()}, tuple(shas),
                     tuple(unreadable))
@@ -225,7 +230,8 @@ def _requests(metrics: PointMetrics) -> int:
 def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
                   thresholds: Mapping[str, float], *, engine_version: str | None = None,
                   gpus: tuple[str, ...] = (),
-                  head_repeats: tuple[PointMetrics, ...] = ()) -> Comparison | None:
+                  head_repeats: tuple[PointMetrics, ...] = (),
+                  client_process: str | None = None) -> Comparison | None:
     """Δ% of every metric against the median of the base runs, each with its interval and
     verdict; None without a baseline. `head_repeats`: every head run when the point repeated."""
     if not samples:
@@ -270,4 +276,8 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
     head_gpus = ", ".join(sorted(set(gpus)))
     if head_gpus and base_gpus and base_gpus != [head_gpus]:
         env.append(f"GPUs {' / '.join(base_gpus)} → {head_gpus}")
+    base_clients = sorted({s.client_process for s in samples if s.client_process})
+    if client_process and base_clients and base_clients != [client_process]:
+        env.append(f"benchmark client process {'/'.join(CLIENT_PROCESS[c] for c in base_clients)} → "
+                   f"{CLIENT_PROCESS[client_process]}")
     return Comparison(len(samples), tuple(deltas), tuple(env), len(head_runs))

@@ -189,7 +189,7 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
     result_file.unlink(missing_ok=True)  # sglang appends: start from nothing
     argv = bench_command(client, point, target, result_file, seed=repeat)
     base = PointResult(point_id=point.point_id, concurrency=point.concurrency, isl=point.isl,
-                       osl=point.osl, status="failed", client=client.name)
+                       osl=point.osl, status="failed", client=client.name, client_process="point")
 
     def watch() -> None:
         for server in servers:
@@ -200,6 +200,7 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
     if session is not None and session.alive and client.name == VLLM_CLIENT:
         try:
             returncode = _run_in_session(session, argv, log_file, watch)
+            base = base.model_copy(update={"client_process": "case"})
         except DriverGone:  # the library crashed under this point: run it the usual way
             session.close()
     if returncode is None:

@@ -154,7 +154,9 @@ def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, targ
     if len(runs) == 1:
         return runs[0]
     middle = sorted(runs, key=lambda r: r.metrics.tput_per_gpu)[(len(runs) - 1) // 2]
+    processes = {r.client_process for r in runs}
     return middle.model_copy(update={
+        "client_process": processes.pop() if len(processes) == 1 else "mixed",
         "metrics": middle.metrics.model_copy(update={"requests": None}),  # kept in repeats
         "repeats": [r.metrics for r in runs],
         "raw_result_files": [r.raw_result_file for r in runs if r.raw_result_file]})

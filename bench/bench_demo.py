@@ -1,0 +1,86 @@
+"""A new user's first `scripts/dev demo`: a fresh clone, the pip cache as this machine has it, every
+phase timed from the script's own output, and the disk each install leaves.
+
+    .venv/bin/python bench/bench_demo.py [--keep]
+
+Clones the current commit into a scratch folder (no .venv, .engine or .upstream there), runs
+`scripts/dev demo` in it with RECIPE_BOT_ENGINE_DIR unset, and stamps each line of its output with
+the seconds since start; phases begin at the script's own banners ([dev], [setup-cpu-engine],
+npm, `recipe-bot demo`). Target (issue #22): the whole loop within 5 minutes on 2 cores with a warm
+pip cache. Writes bench/results/demo.json with the stamped output's phase marks, the sizes and the
+load average.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from bench.common import ROOT, command_line, load_average, machine_info, write_result  # noqa: E402
+
+TARGET_S = 300.0
+# (phase, a line that starts it); the first match after the previous phase's start wins.
+PHASES = (
+    ("bot venv", "[dev] installing recipe-bot"),
+    ("npm packages", "setup-upstream"),
+    ("CPU engine", "[setup-cpu-engine] creating"),
+    ("tiny model", "[setup-cpu-engine] building the tiny"),
+    ("demo loop", "recipe-bot demo"),
+)
+
+
+def disk_mib(path: pathlib.Path) -> float:
+    done = subprocess.run(["du", "-sm", str(path)], capture_output=True, text=True)
+    return float(done.stdout.split()[0]) if done.returncode == 0 and done.stdout else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--keep", action="store_true", help="keep the scratch clone")
+    args = parser.parse_args()
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix="bench-demo-"))
+    clone = scratch / "recipe-bot"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RECIPE_BOT_ENGINE_DIR", "VIRTUAL_ENV", "PYTHONPATH", "RECIPE_BOT_UPSTREAM_DIR")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
+    before, start = load_average(), time.perf_counter()
+    stamped: list[tuple[float, str]] = []
+    with subprocess.Popen(["scripts/dev", "demo"], cwd=clone, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            stamped.append((time.perf_counter() - start, line.rstrip("\n")))
+            print(f"{stamped[-1][0]:7.1f}  {stamped[-1][1]}", flush=True)
+    wall = time.perf_counter() - start
+    marks: dict[str, float] = {}
+    for phase, needle in PHASES:
+        hit = next((t for t, line in stamped if needle in line), None)
+        if hit is not None:
+            marks[phase] = hit
+    ordered = sorted(marks.items(), key=lambda kv: kv[1])
+    phases = {name: (ordered[i + 1][1] if i + 1 < len(ordered) else wall) - t for i, (name, t) in enumerate(ordered)}
+    sizes = {name: disk_mib(clone / name) for name in (".venv", ".engine", ".upstream", "demo-out")}
+    record = {"benchmark": "demo", "command": command_line(), "machine": machine_info(),
+              "load_average_before": before, "load_average_after": load_average(),
+              "exit_code": proc.returncode, "wall_s": wall, "target_s": TARGET_S,
+              "within_target": proc.returncode == 0 and wall <= TARGET_S, "phases_s": phases,
+              "disk_mib": sizes, "pip_cache_mib": disk_mib(pathlib.Path.home() / ".cache" / "pip"),
+              "output_tail": [f"{t:.1f} {line}" for t, line in stamped[-15:]]}
+    print(f"\nexit {proc.returncode}; {wall:.0f} s against the {TARGET_S:.0f} s target "
+          f"({wall / TARGET_S:.2f}×); phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()))
+    print("disk: " + ", ".join(f"{k} {v:,.0f} MiB" for k, v in sizes.items()))
+    print(f"wrote {write_result('demo', record).relative_to(ROOT)}")
+    if not args.keep:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
