@@ -249,9 +249,11 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="status",
         usage="/status",
-        summary_en="List this PR's GPU runs and their states, and infrastructure failures per "
+        summary_en="List this PR's GPU runs and their states, their jobs with the time each waited for a "
+        "runner, queued and running jobs per runner label across the repository, and infrastructure failures per "
         "runner host.",
-        summary_zh="列出本 PR 的 GPU 运行及其状态，以及按 runner 主机统计的基础设施失败。",
+        summary_zh="列出本 PR 的 GPU 运行及其状态、各作业等待 runner 的时间、整个仓库按 runner 标签统计的排队中和运行中的作业，"
+        "以及按 runner 主机统计的基础设施失败。",
         min_permission="none",
         examples=("/status",),
         starts_gpu_work=False,
