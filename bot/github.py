@@ -29,6 +29,7 @@ from bot.github_records import (  # noqa: F401  (the client's records: bot.githu
     DispatchedRun,
     _check,
     _comment,
+    _job,
     _run,
     _when,
 )
@@ -284,9 +285,12 @@ class GitHubClient:
     def get_run(self, run_id: int) -> Run:
         return _run(self._call("GET", f"actions/runs/{run_id}")[1])
 
-    def list_run_jobs(self, run_id: int) -> list[RunJob]:
-        return [RunJob(j["id"], j["name"], j["status"], j.get("conclusion"), j.get("html_url") or "")
-                for j in self._pages(f"actions/runs/{run_id}/jobs", key="jobs")]
+    def list_run_jobs(self, run_id: int, *, pages: int | None = None) -> list[RunJob]:
+        return [_job(j) for j in self._pages(f"actions/runs/{run_id}/jobs", key="jobs", max_pages=pages)]
+
+    def list_repo_runs(self, status: str, *, pages: int = 1) -> list[Run]:
+        """Every workflow's runs in the repository with this status (queued, in_progress, ...), newest first."""
+        return [_run(d) for d in self._pages("actions/runs", {"status": status}, key="workflow_runs", max_pages=pages)]
 
     def list_run_artifacts(self, run_id: int) -> list[Artifact]:
         return [Artifact(a["id"], a["name"], a.get("size_in_bytes", 0), bool(a.get("expired")))

@@ -31,6 +31,8 @@ class Run:
     event: str = ""
     run_attempt: int = 1
     head_branch: str = ""  # the branch the workflow file and code came from
+    actor: str = ""  # who started the run (for workflow_dispatch: whoever dispatched it)
+    path: str = ""  # the workflow file, e.g. .github/workflows/gpu.yml
 
     @property
     def active(self) -> bool:
@@ -44,6 +46,9 @@ class RunJob:
     status: str
     conclusion: str | None
     html_url: str
+    labels: tuple[str, ...] = ()  # the job's `runs-on` labels: which runners may take it
+    created_at: dt.datetime | None = None
+    started_at: dt.datetime | None = None  # a queued job repeats created_at here (GitHub's shape)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +120,13 @@ def _run(data: dict[str, Any]) -> Run:
                conclusion=data.get("conclusion"), created_at=_when(data.get("created_at")),
                html_url=data.get("html_url") or "", head_sha=data.get("head_sha") or "",
                event=data.get("event") or "", run_attempt=data.get("run_attempt") or 1,
-               head_branch=data.get("head_branch") or "")
+               head_branch=data.get("head_branch") or "", actor=(data.get("actor") or {}).get("login") or "",
+               path=data.get("path") or "")
+
+
+def _job(data: dict[str, Any]) -> RunJob:
+    return RunJob(data["id"], data["name"], data["status"], data.get("conclusion"), data.get("html_url") or "",
+                  tuple(data.get("labels") or ()), _when(data.get("created_at")), _when(data.get("started_at")))
 
 
 def _check(data: dict[str, Any]) -> CheckRun:

@@ -37,6 +37,7 @@ class Command:
     sha_prefix: str | None = None
     topic: str | None = None  # /help <topic>
     reason: str | None = None  # /accept-regression <recipe> <reason ...>
+    run_id: int | None = None  # /reuse <run-id>
 
     @property
     def spec(self) -> CommandSpec:
@@ -84,6 +85,8 @@ class Command:
             words.append(self.topic)
         if self.reason:
             words.append(self.reason)
+        if self.run_id is not None:
+            words.append(str(self.run_id))
         return " ".join(words)
 
 
@@ -209,6 +212,7 @@ def parse_command_line(verb: str, rest: str, line: int = 1) -> Command:
         sha_prefix=getattr(ns, "sha", None),
         topic=getattr(ns, "topic", None),
         reason=" ".join(getattr(ns, "reason", None) or ()) or None,
+        run_id=getattr(ns, "run_id", None),
     )
 
 

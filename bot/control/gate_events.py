@@ -12,7 +12,7 @@ import tempfile
 from typing import Any
 
 from bot import i18n
-from bot.control import commands
+from bot.control import commands, reuse
 from bot.plan.model import PlanError, PlanFilters
 from bot.recipes.catalog import is_recipe_path
 from bot.recipes.errors import RecipeError
@@ -102,6 +102,8 @@ def _on_pull_request(h, event) -> None:
         _post_check(h.client, pull.head_sha, conclusion="success", title=title, summary=section)
         h.log(f"gate on {pull.head_sha}: no recipe or suite touched")
         return
+    if event.action == "synchronize" and _carry_reuse(h, pull):
+        return
     kinds = {job.kind for job in jobs} | ({"sweep"} if configs else set())
     needed = [line for line, one in zip(lines, filters) if one.kind in kinds or one.kind == "all"]
     title, section = _render(_verdict(required), pull.head_sha, reason="planned", commands=needed)
@@ -179,19 +181,46 @@ def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
     return result.verdict
 
 
+# -- /reuse <run-id> (bot/control/reuse.py decides; the gate's check is posted here) ----------------------
+
+def reuse_run(h, reply, command, actor, pull, approvals, key) -> None:
+    """Accept an earlier run for the head when every touched recipe's fingerprint matches, or say why not."""
+    judged = reuse.judge(h.client, run_id=command.run_id, pull=pull, by=actor.login, bot_login=h.bot_login(),
+                         workflow=h.config.gpu_workflow, check_name=CHECK_NAME)
+    if not judged.accepted:
+        reply.refused = True
+        reply.add("reuse-refused", command=command.normalized(), reason=judged.reason, **judged.context)
+        h.log(f"refused {command.normalized()}: {judged.reason}")
+        return
+    record = judged.record
+    reply.markers.append(reuse.marker(record))
+    title, section = reuse.check_text(record, judged.run_url, judged.context["recipes"])
+    _post_check(h.client, pull.head_sha, conclusion="success", title=title, summary=section,
+                details_url=judged.run_url or None)
+    reply.add("reuse-accepted", **judged.context)
+    h.log(f"{actor.login} reused run {record.run_id} ({record.run_sha}) for {pull.head_sha}")
+
+
+def _carry_reuse(h, pull) -> bool:
+    """After a push: a live `/reuse` holds at the new head (its check is posted) or ends, said once."""
+    carried = reuse.carry(h.client, pull=pull, bot_login=h.bot_login())
+    if carried is None:
+        return False
+    if carried.comment:
+        h.client.create_comment(pull.number, carried.comment)
+    if carried.record.state != "applies":
+        h.log(f"the reuse of run {carried.record.run_id} ended at {pull.head_sha}: a touched recipe changed")
+        return False
+    title, section = reuse.check_text(carried.record, carried.run_url)
+    _post_check(h.client, pull.head_sha, conclusion="success", title=title, summary=section,
+                details_url=carried.run_url or None)
+    h.log(f"the reuse of run {carried.record.run_id} holds at {pull.head_sha}")
+    return True
+
+
 # -- merge queues --------------------------------------------------------------------------------------
 
 _QUEUE_REF = re.compile(r"/pr-(\d+)-[0-9a-f]{40}$")
-
-
-def fingerprints(client, sha: str) -> dict[str, str] | None:
-    """Every recipe's fingerprint at sha; None when the recipes do not load (nothing to compare)."""
-    from bot.plan import remote
-
-    try:
-        return {name: entry.fingerprint for name, entry in remote.head_catalog(client, sha).entries.items()}
-    except (RecipeError, PlanError):
-        return None
 
 
 def handle_merge_group(h, payload: dict) -> None:
@@ -210,8 +239,9 @@ def handle_merge_group(h, payload: dict) -> None:
         return
     done = [c for c in h.client.list_check_runs(pull.head_sha, CHECK_NAME)
             if c.name == CHECK_NAME and c.status == "completed" and c.conclusion in ("success", "failure")]
-    same = fingerprints(h.client, sha)
-    if done and same is not None and same == fingerprints(h.client, pull.head_sha):
+    # The merge-group commit may carry other PRs' changes too: every recipe must match (reuse's one rule).
+    if done and not reuse.differences(None, reuse.recipe_fingerprints(h.client, sha),
+                                      reuse.recipe_fingerprints(h.client, pull.head_sha)):
         check = max(done, key=lambda c: c.id)
         run = next((r for r in h.pr_runs(pull.number) if r.title.sha == pull.head_sha), None)
         url = run.run.html_url if run else check.html_url

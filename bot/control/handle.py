@@ -339,7 +339,7 @@ def _gpu(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
 ACTIONS: dict[str, Callable[..., None]] = {
     "sweep": _gpu, "e2e": _gpu, "rerun": _gpu, "cancel": pr_actions.cancel, "ok-to-test": pr_actions.ok_to_test,
     "status": pr_actions.status, "help": pr_actions.help_reply, "accept-regression": gate_events.accept_regression,
-    "baseline": gate_events.baseline,
+    "baseline": gate_events.baseline, "reuse": gate_events.reuse_run,
 }
 
 

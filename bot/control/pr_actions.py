@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import failure_classes
-from bot.control import commands, dispatch, trust
+from bot.control import commands, dispatch, queue_view, trust
 from bot.control.commands import Command
 from bot.control.events import Pull
 from bot.control.trust import Actor, Approval
@@ -52,7 +52,9 @@ def status(h: Any, reply: Any, command: Command, actor: Actor, pull: Pull,
     bot = h.bot_login()
     infra = failure_classes.merged_record(c.body for c in h.client.list_issue_comments(pull.number)
                                           if c.user == bot)
-    reply.add("status", runs=run_rows(h.pr_runs(pull.number)[:20]), infra=list(infra.items()))
+    runs = h.pr_runs(pull.number)
+    reply.add("status", runs=run_rows(runs[:20]), infra=list(infra.items()),
+              **queue_view.read(h.client, runs, h.now, h.log))
 
 
 def help_reply(h: Any, reply: Any, command: Command, actor: Actor, pull: Pull,

@@ -115,6 +115,16 @@ def _build_accept_regression(p: argparse.ArgumentParser) -> None:
     p.add_argument("reason", nargs="+")
 
 
+def _run_id(value: str) -> int:
+    if not value.isascii() or not value.isdigit() or len(value) > 20 or int(value) == 0:
+        raise argparse.ArgumentTypeError(f"{value[:40]!r} is not a workflow run id (the number in .../actions/runs/<id>)")
+    return int(value)
+
+
+def _build_reuse(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_id", type=_run_id)
+
+
 def _build_help(p: argparse.ArgumentParser) -> None:
     p.add_argument("topic", nargs="?", type=lambda v: v.lstrip("/"), choices=None)
 
@@ -209,6 +219,21 @@ SPECS: tuple[CommandSpec, ...] = (
         order=3,  # after any run it shares a comment with: its marker must follow the dispatch ack
     ),
     CommandSpec(
+        name="reuse",
+        usage="/reuse <run-id>",
+        summary_en="Let the merge gate of the head commit reuse an earlier GPU run of this PR, only when every "
+        "touched recipe's fingerprint at the head equals the one at that run's commit; a push that changes a "
+        "touched recipe ends it.",
+        summary_zh="让头提交的合并门禁沿用本 PR 之前的一次 GPU 运行，前提是每个被改动配方在头提交上的配方指纹"
+        "都与该运行所测提交上的相同；改动了这些配方的推送会使其失效。",
+        min_permission="maintain",
+        examples=("/reuse 9876543210",),
+        starts_gpu_work=False,
+        author_may_use=False,
+        build=_build_reuse,
+        order=3,  # like /accept-regression: its marker follows any dispatch ack of the same comment
+    ),
+    CommandSpec(
         name="baseline",
         usage="/baseline",
         summary_en="Measure the default branch's own latest commit with its own code (baseline mode of the GPU "
@@ -224,9 +249,11 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="status",
         usage="/status",
-        summary_en="List this PR's GPU runs and their states, and infrastructure failures per "
+        summary_en="List this PR's GPU runs and their states, their jobs with the time each waited for a "
+        "runner, queued and running jobs per runner label across the repository, and infrastructure failures per "
         "runner host.",
-        summary_zh="列出本 PR 的 GPU 运行及其状态，以及按 runner 主机统计的基础设施失败。",
+        summary_zh="列出本 PR 的 GPU 运行及其状态、各作业等待 runner 的时间、整个仓库按 runner 标签统计的排队中和运行中的作业，"
+        "以及按 runner 主机统计的基础设施失败。",
         min_permission="none",
         examples=("/status",),
         starts_gpu_work=False,

@@ -1,6 +1,7 @@
 """The sandbox seed file (a contract, see docs/sandbox.md): strict schema, errors that name the file, line and field."""
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,21 @@ class SeedJob(_Strict):
     name: str
     status: RunStatus = "completed"
     conclusion: Conclusion | None = None
+    labels: list[str] | None = None  # the job's `runs-on` labels (default: ["self-hosted"])
+    created_at: str | None = None  # ISO 8601 with a zone, e.g. 2026-01-01T10:00:00Z (default: now)
+    started_at: str | None = None  # when a runner took it (a queued job: GitHub repeats created_at)
+
+    @field_validator("created_at", "started_at")
+    @classmethod
+    def _iso_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                raise ValueError("must be an ISO 8601 time such as 2026-01-01T10:00:00Z") from None
+            if when.tzinfo is None:
+                raise ValueError("needs a time zone, e.g. 2026-01-01T10:00:00Z")
+        return value
 
 
 class SeedRun(_Strict):

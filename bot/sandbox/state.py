@@ -126,8 +126,10 @@ class Job:
     name: str
     status: str
     conclusion: str | None
-    started_at: str
+    started_at: str  # a queued job repeats created_at here, as GitHub does
     completed_at: str | None
+    created_at: str = ""
+    labels: list[str] = field(default_factory=lambda: ["self-hosted"])
 
 
 @dataclass
@@ -382,9 +384,15 @@ class SandboxState:
         for spec in jobs or []:
             job = next((self.jobs[j] for j in run.job_ids if self.jobs[j].name == spec["name"]), None)
             if job is None:
-                job = Job(self.new_id(), run.id, spec["name"], "queued", None, now, None)
+                job = Job(self.new_id(), run.id, spec["name"], "queued", None, now, None, now)
                 self.jobs[job.id] = job
                 run.job_ids.append(job.id)
+            if spec.get("labels") is not None:
+                job.labels = list(spec["labels"])
+            if spec.get("created_at"):
+                job.created_at = job.started_at = spec["created_at"]
+            if spec.get("started_at"):
+                job.started_at = spec["started_at"]
             job.status = spec.get("status") or "completed"
             job.conclusion = spec.get("conclusion") if job.status == "completed" else None
             job.completed_at = now if job.status == "completed" else None

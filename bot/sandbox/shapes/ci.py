@@ -65,9 +65,9 @@ class CiShapes(ShapesBase):
             "id": j.id, "run_id": j.run_id, "run_url": f"{self.repo_api}/actions/runs/{j.run_id}",
             "run_attempt": run.run_attempt, "node_id": node_id("CheckRun", j.id), "head_sha": run.head_sha,
             "url": url, "html_url": f"{self.repo_web}/actions/runs/{j.run_id}/job/{j.id}", "status": j.status,
-            "conclusion": j.conclusion, "created_at": j.started_at, "started_at": j.started_at,
+            "conclusion": j.conclusion, "created_at": j.created_at or j.started_at, "started_at": j.started_at,
             "completed_at": j.completed_at, "name": j.name, "steps": [],
-            "check_run_url": f"{self.repo_api}/check-runs/{j.id}", "labels": ["self-hosted"], "runner_id": None,
+            "check_run_url": f"{self.repo_api}/check-runs/{j.id}", "labels": list(j.labels), "runner_id": None,
             "runner_name": None, "runner_group_id": None, "runner_group_name": None,
             "workflow_name": run.name, "head_branch": run.head_branch,
         }
