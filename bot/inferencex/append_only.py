@@ -10,6 +10,8 @@ from bot.inferencex.generate import freeze
 
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
 _CURVE_IGNORED = frozenset({"conc", "exp-name", "recipe-fingerprint"})
+# json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True), its encoder built once
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
 
 
 class AppendOnlyError(ValueError):
@@ -24,7 +26,7 @@ def curve_key(row: dict) -> tuple:
 def recipe_fingerprint(row: dict) -> str:
     """InferenceX's `recipe-fingerprint`: SHA-256 of the row without its point-level fields."""
     recipe = {k: v for k, v in row.items() if k not in _CURVE_IGNORED}
-    canonical = json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    canonical = _CANONICAL_JSON(recipe)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

@@ -20,11 +20,12 @@ from bot.recipes.schema import RunnerTable
 from bot.recipes.sources import Source
 
 Keyed = list[tuple[str, dict]]
+_SORTED_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(row, sort_keys=True), built once
 
 
 def row_id(key: str, row: dict) -> str:
     """A readable, unique id for one InferenceX row (its shape, concurrency and a content hash)."""
-    digest = hashlib.sha1(json.dumps(row, sort_keys=True).encode()).hexdigest()[:6]
+    digest = hashlib.sha1(_SORTED_JSON(row).encode()).hexdigest()[:6]
     if "tp" in row:
         shape = f"tp{row['tp']}-ep{row['ep']}" + ("-dpa" if row.get("dp-attn") else "")
     else:
