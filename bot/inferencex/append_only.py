@@ -30,6 +30,28 @@ def recipe_fingerprint(row: dict) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+_KEYABLE = frozenset({str, int, bool, type(None)})  # exact types whose equality is JSON equality
+
+
+def recipe_fingerprint_once(row: dict, seen: dict[tuple, str]) -> str:
+    """`recipe_fingerprint(row)`, computed once per curve: a curve's points differ only in the fields
+    the fingerprint leaves out. Rows are keyed by their other fields, each with its type (True is not
+    1); a row with a float or a nested value is fingerprinted as it is."""
+    key = []
+    for name, value in row.items():
+        if name in _CURVE_IGNORED:
+            continue
+        kind = value.__class__
+        if kind not in _KEYABLE:
+            return recipe_fingerprint(row)
+        key.append((name, kind, value))
+    frozen = tuple(key)
+    found = seen.get(frozen)
+    if found is None:
+        found = seen[frozen] = recipe_fingerprint(row)
+    return found
+
+
 def _series_key(row: dict) -> tuple:
     agentic = row.get("scenario-type") == "agentic-coding"
     offload = "off" if row.get("kv-offloading", "none") in (None, "", "none") else "on"

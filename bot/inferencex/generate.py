@@ -239,7 +239,8 @@ def freeze(value: object) -> object:
 
 def launch_key(row: dict) -> tuple:
     """A row's server configuration: everything except the concurrency and the fields derived from it."""
-    return tuple(sorted((k, freeze(v)) for k, v in row.items() if k not in POINT_FIELDS))
+    return tuple(sorted((k, freeze(v) if isinstance(v, (dict, list)) else v)
+                        for k, v in row.items() if k not in POINT_FIELDS))
 
 
 def mark_eval_entries(rows: list[dict], include_agentic: bool = False) -> list[dict]:

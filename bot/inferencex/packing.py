@@ -22,8 +22,11 @@ class PackVerdict:
 def per_point_values(rows: list[dict]) -> dict[str, list[str]]:
     """Environment variables whose value differs between the rows (CONC, EXP_NAME, ...), with the values."""
     envs = [template_env(row, "runner_0") for row in rows]
-    return {k: [e.get(k, "") for e in envs] for k in sorted(envs[0])
-            if k not in CLIENT_ONLY and len({e.get(k) for e in envs}) > 1}
+    first = envs[0]
+    # a key of the first environment varies when another lacks it or gives it another value: the
+    # difference of the item sets says so without a Python loop over every key (values are strings)
+    varying = {k for env in envs[1:] for k, _ in first.items() - env.items()}
+    return {k: [e.get(k, "") for e in envs] for k in sorted(varying) if k not in CLIENT_ONLY}
 
 
 def per_point_vars(rows: list[dict]) -> list[str]:

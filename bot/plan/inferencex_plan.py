@@ -189,8 +189,11 @@ def _packing_notes(plan: Plan, packing: list[dict]) -> None:
 
 def _summarise(plan: Plan, repo: InferenceXRepo, selected: list[str], groups: list[LaunchGroup],
                canary: tuple[str, dict] | None, reasons: dict[str, list[str]]) -> None:
+    by_key: dict[str, list[LaunchGroup]] = {}
+    for group in groups:
+        by_key.setdefault(group.config_key, []).append(group)
     for key in selected:
-        mine = [g for g in groups if g.config_key == key]
+        mine = by_key.get(key, [])
         own_canary = canary is not None and canary[0] == key
         rows = [r for g in mine for r in g.rows] + ([canary[1]] if own_canary else [])
         if key in reasons:
