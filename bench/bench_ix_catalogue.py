@@ -116,6 +116,38 @@ def _timed(argv: list[str], cwd: pathlib.Path, env: dict[str, str]) -> tuple[flo
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
 
 
+# Where recipe-bot's time goes, in one process doing what `recipe-bot plan --format json` does (CPU seconds).
+PHASES = """
+import json, pathlib, sys, time
+clock = time.process_time
+t0 = clock()
+from bot.cli import main  # noqa: F401 - the command line and the plan command's imports
+import bot.plan.cli  # noqa: F401
+from bot.plan.model import PlanFilters
+from bot.plan.planner import plan_change
+from bot.plan.render import dump_json, plan_document
+t1 = clock()
+plan = plan_change(pathlib.Path(sys.argv[1]), filters=PlanFilters(canary=False, max_matrix_jobs=256))
+t2 = clock()
+text = dump_json(plan_document(plan))
+t3 = clock()
+print(json.dumps({"imports": t1 - t0, "load_and_plan": t2 - t1, "json_document": t3 - t2, "bytes": len(text)}))
+"""
+
+
+def phases(root: pathlib.Path, env: dict[str, str], runs: int = 3) -> dict:
+    """Median CPU seconds of each phase of a plan (the rest of a run: interpreter start, argument
+    parsing, writing the output, interpreter exit)."""
+    found: dict[str, list[float]] = {}
+    for _ in range(runs):
+        _, interpreter, _ = _timed([sys.executable, "-c", "pass"], ROOT, env)
+        found.setdefault("interpreter_start_and_exit", []).append(interpreter)
+        _, _, out = _timed([sys.executable, "-c", PHASES, str(root)], ROOT, env)
+        for key, value in json.loads(out).items():
+            found.setdefault(key, []).append(value)
+    return {k: round(sorted(v)[len(v) // 2], 3) for k, v in found.items()}
+
+
 def bytecode_env(tmp: pathlib.Path) -> dict[str, str]:
     """Both sides run as installed code runs: imports read cached bytecode (a private cache, filled by an
     untimed first round), whatever PYTHONDONTWRITEBYTECODE the caller's shell sets. Without it every run
@@ -167,6 +199,7 @@ def main() -> int:
                     samples["inferencex_generator"].append(total)
                     cpu["inferencex_generator"].append(total_cpu)
                 their_rows = rows
+        record["recipe_bot_cpu_phases"] = phases(root, env)
     ix = plan_doc["inferencex"]
     throughput = [r for k, v in ix["rows"].items() if "." in k for r in v]
     evals = [r for k, v in ix["rows"].items() if "." not in k for r in v]
