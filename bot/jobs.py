@@ -9,7 +9,7 @@ JOB_SCHEMA_VERSION = 1
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class ServerSpec(Strict):
