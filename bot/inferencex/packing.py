@@ -64,22 +64,24 @@ def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]
     """
     if len(rows) < 2:
         return PackVerdict(False, "one point: nothing to pack")
-    values = per_point_values(rows)
-    varying = list(values)
     if not scripts:
         return PackVerdict(False, "no benchmark script found for this config: cannot tell whether its server "
                                   "reads the concurrency")
+    values = per_point_values(rows)
+    varying = list(values)
     for path, text in sorted(launchers.items()):
+        lines = text.splitlines()
         for name in varying:
-            for number, line in enumerate(text.splitlines(), 1):
-                if not line.lstrip().startswith("#") and _reads(line, name, values[name]):
+            for number, line in enumerate(lines, 1):
+                # `name in line` first: a line that never names the variable cannot read it
+                if name in line and not line.lstrip().startswith("#") and _reads(line, name, values[name]):
                     return PackVerdict(False, f"{path}:{number} reads ${name} before the server starts: "
                                               f"{line.strip()[:100]}", tuple(scripts))
     for path, text in sorted(scripts.items()):
         lines, found = server_side(text)
         for number, line in lines:
             for name in varying:
-                if _reads(line, name, values[name]):
+                if name in line and _reads(line, name, values[name]):
                     where = "before the server is ready" if found else "(no wait_for_server_ready: whole script)"
                     return PackVerdict(False, f"{path}:{number} reads ${name} {where}: {line.strip()[:100]}",
                                        tuple(scripts))
