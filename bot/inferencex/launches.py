@@ -71,7 +71,7 @@ def launch_groups(rows: list[dict], key_of: dict[int, str], repo: InferenceXRepo
     """Throughput rows grouped by server configuration; eval and multi-node rows are launches of their own.
 
     With `repo`, each group of two or more rows says whether it may share one launch (honest packing)."""
-    groups: dict[tuple, LaunchGroup] = {}
+    groups: dict[tuple | frozenset, LaunchGroup] = {}
     for index, row in enumerate(rows):
         own = is_eval(row) or "prefill" in row
         key = ("row", index) if own else launch_key(row)
