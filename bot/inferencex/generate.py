@@ -148,18 +148,19 @@ def _fixed_rows(config: dict, ident: dict, conc: set[int] | None) -> list[dict]:
             if not values:
                 continue
             spec = bmk.get("spec-decoding", "none")
+            components = _components(bmk, config)  # the same for every point of this entry
             if multinode:
                 prefill, decode = worker_pair(bmk, disagg)
                 row = {**ident, **common, "spec-decoding": spec, "prefill": prefill, "decode": decode,
                        "conc": values, "max-model-len": isl + osl + 256, "exp-name": name,
                        "disagg": disagg, "run-eval": False}
-                rows.append({**row, **_components(bmk, config)})
+                rows.append({**row, **components})
                 continue
             for c in values:
                 row = {**_single_node(ident, bmk), **common, "conc": c, "max-model-len": isl + osl + 256,
                        "ep": bmk.get("ep") or 1, "dp-attn": bool(bmk.get("dp-attn", False)),
                        "spec-decoding": spec, "exp-name": name, "disagg": disagg, "run-eval": False}
-                rows.append({**row, **_components(bmk, config)})
+                rows.append({**row, **components})
     return rows
 
 
