@@ -23,9 +23,12 @@ def per_point_values(rows: list[dict]) -> dict[str, list[str]]:
     """Environment variables whose value differs between the rows (CONC, EXP_NAME, ...), with the values."""
     envs = [template_env(row, "runner_0") for row in rows]
     first = envs[0]
-    # a key of the first environment varies when another lacks it or gives it another value: the
-    # difference of the item sets says so without a Python loop over every key (values are strings)
-    varying = {k for env in envs[1:] for k, _ in first.items() - env.items()}
+    try:
+        # a key of the first environment varies when another lacks it or gives it another value: the
+        # difference of the item sets says so without a Python loop over every key
+        varying = {k for env in envs[1:] for k, _ in first.items() - env.items()}
+    except TypeError:  # a value that is not hashable (the template's values are strings)
+        varying = {k for k, v in first.items() if any(e.get(k) != v for e in envs[1:])}
     return {k: [e.get(k, "") for e in envs] for k in sorted(varying) if k not in CLIENT_ONLY}
 
 
