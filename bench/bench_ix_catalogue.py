@@ -11,6 +11,8 @@ run and alternating so that machine load hits both alike:
   same config files, once with `--no-evals` and once with `--evals-only` (the two calls its changelog
   processor makes), from a checkout of InferenceX given by --ix-dir (never copied into this
   repository). Without --ix-dir only recipe-bot's figure is taken, and the JSON says why.
+Both read cached bytecode, as installed code does (a private cache filled by one untimed round of each),
+and both are timed as wall seconds, process start to exit, with their CPU seconds beside.
 Also checks that both produce the same rows (recipe-bot's generator against InferenceX's output).
 Writes bench/results/ix_catalogue.json.
 """
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 import tempfile
@@ -103,10 +106,55 @@ def make_catalogue(root: pathlib.Path) -> dict:
     return {"configs": 208}
 
 
-def _timed(argv: list[str], cwd: pathlib.Path) -> tuple[float, str]:
+def _timed(argv: list[str], cwd: pathlib.Path, env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds (process start to exit), CPU seconds (user + system) and stdout of one process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=True)
-    return time.perf_counter() - start, done.stdout
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
+
+
+# Where recipe-bot's time goes, in one process doing what `recipe-bot plan --format json` does (CPU seconds).
+PHASES = """
+import json, pathlib, sys, time
+clock = time.process_time
+t0 = clock()
+from bot.cli import main  # noqa: F401 - the command line and the plan command's imports
+import bot.plan.cli  # noqa: F401
+from bot.plan.model import PlanFilters
+from bot.plan.planner import plan_change
+from bot.plan.render import dump_json, plan_document
+t1 = clock()
+plan = plan_change(pathlib.Path(sys.argv[1]), filters=PlanFilters(canary=False, max_matrix_jobs=256))
+t2 = clock()
+text = dump_json(plan_document(plan))
+t3 = clock()
+print(json.dumps({"imports": t1 - t0, "load_and_plan": t2 - t1, "json_document": t3 - t2, "bytes": len(text)}))
+"""
+
+
+def phases(root: pathlib.Path, env: dict[str, str], runs: int = 3) -> dict:
+    """Median CPU seconds of each phase of a plan (the rest of a run: interpreter start, argument
+    parsing, writing the output, interpreter exit)."""
+    found: dict[str, list[float]] = {}
+    for _ in range(runs):
+        _, interpreter, _ = _timed([sys.executable, "-c", "pass"], ROOT, env)
+        found.setdefault("interpreter_start_and_exit", []).append(interpreter)
+        _, _, out = _timed([sys.executable, "-c", PHASES, str(root)], ROOT, env)
+        for key, value in json.loads(out).items():
+            found.setdefault(key, []).append(value)
+    return {k: round(sorted(v)[len(v) // 2], 3) for k, v in found.items()}
+
+
+def bytecode_env(tmp: pathlib.Path) -> dict[str, str]:
+    """Both sides run as installed code runs: imports read cached bytecode (a private cache, filled by an
+    untimed first round), whatever PYTHONDONTWRITEBYTECODE the caller's shell sets. Without it every run
+    of either side compiles its modules again, which neither pays where it is installed."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    return env
 
 
 def main() -> int:
@@ -128,20 +176,30 @@ def main() -> int:
             theirs = [[*base, "--no-evals"], [*base, "--evals-only"]]
         else:
             record["inferencex_skipped"] = "no --ix-dir with utils/matrix_logic/generate_sweep_configs.py given"
+        env = bytecode_env(pathlib.Path(tmp))
+        record["bytecode"] = ("both sides read cached bytecode (PYTHONPYCACHEPREFIX in the temporary directory, "
+                              "PYTHONDONTWRITEBYTECODE unset), filled by one untimed round of each")
         samples: dict[str, list[float]] = {"recipe_bot_plan": [], "inferencex_generator": []}
+        cpu: dict[str, list[float]] = {"recipe_bot_plan": [], "inferencex_generator": []}
         plan_doc, their_rows = None, None
-        for _ in range(args.repeat):
-            seconds, out = _timed(ours, ROOT)
-            samples["recipe_bot_plan"].append(seconds)
+        for round_ in range(args.repeat + 1):  # round 0 fills the bytecode cache of both and is not counted
+            wall, used, out = _timed(ours, ROOT, env)
+            if round_:
+                samples["recipe_bot_plan"].append(wall)
+                cpu["recipe_bot_plan"].append(used)
             plan_doc = json.loads(out)
             if theirs:
-                total, rows = 0.0, []
+                total, total_cpu, rows = 0.0, 0.0, []
                 for argv in theirs:
-                    seconds, out = _timed(argv, args.ix_dir)
-                    total += seconds
+                    wall, used, out = _timed(argv, args.ix_dir, env)
+                    total += wall
+                    total_cpu += used
                     rows.append(json.loads(out))
-                samples["inferencex_generator"].append(total)
+                if round_:
+                    samples["inferencex_generator"].append(total)
+                    cpu["inferencex_generator"].append(total_cpu)
                 their_rows = rows
+        record["recipe_bot_cpu_phases"] = phases(root, env)
     ix = plan_doc["inferencex"]
     throughput = [r for k, v in ix["rows"].items() if "." in k for r in v]
     evals = [r for k, v in ix["rows"].items() if "." not in k for r in v]
@@ -150,6 +208,7 @@ def main() -> int:
                       "configs_that_pack": sum(1 for p in ix["packing"] if p["packs"]),
                       "configs_that_do_not": sum(1 for p in ix["packing"] if not p["packs"])}
     record["seconds"] = {k: summary(v) for k, v in samples.items() if v}
+    record["cpu_seconds"] = {k: summary(v) for k, v in cpu.items() if v}  # user + system: less load-bound
     if their_rows is not None:
         from bot.inferencex.contract import matrix_row
 
@@ -164,6 +223,10 @@ def main() -> int:
                                and canon(evals) == canon(their_rows[1], matrix_row))
         ratio = record["seconds"]["recipe_bot_plan"]["median"] / record["seconds"]["inferencex_generator"]["median"]
         record["ratio_recipe_bot_to_inferencex"] = round(ratio, 3)
+        record["speedup"] = round(1 / ratio, 2)  # how many times faster recipe-bot is (target: 5)
+        cpu_ratio = (record["cpu_seconds"]["recipe_bot_plan"]["median"]
+                     / record["cpu_seconds"]["inferencex_generator"]["median"])
+        record["cpu_ratio_recipe_bot_to_inferencex"] = round(cpu_ratio, 3)
     path = write_result("ix_catalogue", record)
     print(json.dumps({k: record[k] for k in record if k not in ("machine", "command")}, indent=1))
     print(f"written {path}")

@@ -10,6 +10,8 @@ from bot.inferencex.generate import freeze
 
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
 _CURVE_IGNORED = frozenset({"conc", "exp-name", "recipe-fingerprint"})
+# json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True), its encoder built once
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
 
 
 class AppendOnlyError(ValueError):
@@ -24,8 +26,30 @@ def curve_key(row: dict) -> tuple:
 def recipe_fingerprint(row: dict) -> str:
     """InferenceX's `recipe-fingerprint`: SHA-256 of the row without its point-level fields."""
     recipe = {k: v for k, v in row.items() if k not in _CURVE_IGNORED}
-    canonical = json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    canonical = _CANONICAL_JSON(recipe)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+_KEYABLE = frozenset({str, int, bool, type(None)})  # exact types whose equality is JSON equality
+
+
+def recipe_fingerprint_once(row: dict, seen: dict[tuple, str]) -> str:
+    """`recipe_fingerprint(row)`, computed once per curve: a curve's points differ only in the fields
+    the fingerprint leaves out. Rows are keyed by their other fields, each with its type (True is not
+    1); a row with a float or a nested value is fingerprinted as it is."""
+    key = []
+    for name, value in row.items():
+        if name in _CURVE_IGNORED:
+            continue
+        kind = value.__class__
+        if kind not in _KEYABLE:
+            return recipe_fingerprint(row)
+        key.append((name, kind, value))
+    frozen = tuple(key)
+    found = seen.get(frozen)
+    if found is None:
+        found = seen[frozen] = recipe_fingerprint(row)
+    return found
 
 
 def _series_key(row: dict) -> tuple:

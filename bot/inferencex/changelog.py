@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from bot.inferencex.append_only import (
-    SCENARIO_TYPES, AppendOnlyError, append_only_delta, check_scope, recipe_fingerprint,
+    SCENARIO_TYPES, AppendOnlyError, append_only_delta, check_scope, recipe_fingerprint_once,
 )
 from bot.inferencex.contract import matrix_row
 from bot.inferencex.generate import ConfigKeyError, expand_config_keys, generate_keyed, trim_conc_keyed
@@ -211,8 +211,9 @@ def changelog_rows(
             result.evals.extend(pairs)
     if trim:
         result.throughput = trim_conc_keyed(result.throughput)
+    fingerprints: dict[tuple, str] = {}
     for _, row in result.throughput:
-        row["recipe-fingerprint"] = recipe_fingerprint(row)
+        row["recipe-fingerprint"] = recipe_fingerprint_once(row, fingerprints)
     result.throughput = [(k, matrix_row(r)) for k, r in result.throughput]
     result.evals = [(k, matrix_row(r)) for k, r in result.evals]
     return result

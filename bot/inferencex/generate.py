@@ -148,18 +148,19 @@ def _fixed_rows(config: dict, ident: dict, conc: set[int] | None) -> list[dict]:
             if not values:
                 continue
             spec = bmk.get("spec-decoding", "none")
+            components = _components(bmk, config)  # the same for every point of this entry
             if multinode:
                 prefill, decode = worker_pair(bmk, disagg)
                 row = {**ident, **common, "spec-decoding": spec, "prefill": prefill, "decode": decode,
                        "conc": values, "max-model-len": isl + osl + 256, "exp-name": name,
                        "disagg": disagg, "run-eval": False}
-                rows.append({**row, **_components(bmk, config)})
+                rows.append({**row, **components})
                 continue
             for c in values:
                 row = {**_single_node(ident, bmk), **common, "conc": c, "max-model-len": isl + osl + 256,
                        "ep": bmk.get("ep") or 1, "dp-attn": bool(bmk.get("dp-attn", False)),
                        "spec-decoding": spec, "exp-name": name, "disagg": disagg, "run-eval": False}
-                rows.append({**row, **_components(bmk, config)})
+                rows.append({**row, **components})
     return rows
 
 
@@ -237,9 +238,11 @@ def freeze(value: object) -> object:
     return value
 
 
-def launch_key(row: dict) -> tuple:
-    """A row's server configuration: everything except the concurrency and the fields derived from it."""
-    return tuple(sorted((k, freeze(v)) for k, v in row.items() if k not in POINT_FIELDS))
+def launch_key(row: dict) -> frozenset:
+    """A row's server configuration: everything except the concurrency and the fields derived from it.
+    A set of (field, value) pairs: equal exactly when the fields are, and hashed without sorting them."""
+    return frozenset([(k, freeze(v) if isinstance(v, (dict, list)) else v)
+                      for k, v in row.items() if k not in POINT_FIELDS])
 
 
 def mark_eval_entries(rows: list[dict], include_agentic: bool = False) -> list[dict]:
@@ -248,7 +251,7 @@ def mark_eval_entries(rows: list[dict], include_agentic: bool = False) -> list[d
     marked: set[int] = set()
     eval_conc: dict[int, int] = {}
     single: dict[tuple, list[int]] = defaultdict(list)
-    multi: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+    multi: dict[frozenset, list[tuple[int, int]]] = defaultdict(list)
     for i, row in enumerate(rows):
         if (row.get("isl"), row.get("osl")) != EVAL_SEQ or not _eligible(row):
             continue
@@ -268,7 +271,7 @@ def mark_eval_entries(rows: list[dict], include_agentic: bool = False) -> list[d
         eval_conc[best] = value
     if include_agentic:
         agentic_single: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
-        agentic_multi: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+        agentic_multi: dict[frozenset, list[tuple[int, int]]] = defaultdict(list)
         for i, row in enumerate(rows):
             if row.get("scenario-type") != "agentic-coding":
                 continue
@@ -297,7 +300,7 @@ def mark_all_eval_entries(rows: list[dict], owners: list[str] | None = None) -> 
     owners = owners if owners is not None else [""] * len(rows)
     out: list[dict] = []
     out_owners: list[str] = []
-    merged: dict[tuple, int] = {}
+    merged: dict[frozenset, int] = {}
     for row, owner in zip(rows, owners, strict=True):
         agentic = row.get("scenario-type") == "agentic-coding"
         if (not agentic and (row.get("isl"), row.get("osl")) != EVAL_SEQ) or "prefill" not in row:

@@ -1,6 +1,7 @@
 """What InferenceX rows cost: server launches (with and without packing), GPUs, GPU-hours, files they use."""
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ def launch_groups(rows: list[dict], key_of: dict[int, str], repo: InferenceXRepo
     """Throughput rows grouped by server configuration; eval and multi-node rows are launches of their own.
 
     With `repo`, each group of two or more rows says whether it may share one launch (honest packing)."""
-    groups: dict[tuple, LaunchGroup] = {}
+    groups: dict[tuple | frozenset, LaunchGroup] = {}
     for index, row in enumerate(rows):
         own = is_eval(row) or "prefill" in row
         key = ("row", index) if own else launch_key(row)
@@ -91,13 +92,19 @@ def launch_groups(rows: list[dict], key_of: dict[int, str], repo: InferenceXRepo
     return out
 
 
-def _scripts_in(repo: InferenceXRepo, directory: str) -> list[tuple[str, str]]:
-    """The scripts of one directory, indexed once per repository (planning asks per server configuration)."""
+def _scripts_in(repo: InferenceXRepo, directory: str) -> tuple[list[str], list[tuple[int, str, str]]]:
+    """The scripts of one directory as sorted names and their (order, path, text), indexed once per repository:
+    planning asks per server configuration, and the names sharing a stem are one slice of the sorted names."""
     index = repo.__dict__.setdefault("_scripts_by_dir", {})
     if not index:
-        for path, text in repo.scripts.items():
-            index.setdefault(posixpath.dirname(path), []).append((path, text))
-    return index.get(directory, [])
+        by_dir: dict[str, list[tuple[str, int, str, str]]] = {}
+        for order, (path, text) in enumerate(repo.scripts.items()):
+            folder, name = posixpath.split(path)
+            by_dir.setdefault(folder, []).append((name, order, path, text))
+        for folder, items in by_dir.items():
+            items.sort()
+            index[folder] = ([name for name, *_ in items], [(order, path, text) for _, order, path, text in items])
+    return index.get(directory, ([], []))
 
 
 def scripts_for_row(repo: InferenceXRepo, key: str, row: dict) -> dict[str, str]:
@@ -107,13 +114,16 @@ def scripts_for_row(repo: InferenceXRepo, key: str, row: dict) -> dict[str, str]
     directory = "benchmarks/single_node/agentic" if agentic else "benchmarks/single_node/fixed_seq_len"
     mtp = row.get("spec-decoding") == "mtp"
     stem = f"{config['model-prefix']}_{config['precision']}_{_gpu_family(config['runner'])}"
-    out = {}
-    for path, text in _scripts_in(repo, directory):
-        if not posixpath.basename(path).startswith(stem) or not _script_matches(config, path):
-            continue
-        if ("mtp" in re.split(r"[_.]", posixpath.basename(path))) == mtp:
-            out[path] = text
-    return out
+    names, scripts = _scripts_in(repo, directory)
+    found = []
+    for index in range(bisect.bisect_left(names, stem), len(names)):
+        name = names[index]
+        if not name.startswith(stem):
+            break  # sorted: no later name has this stem
+        order, path, text = scripts[index]
+        if _script_matches(config, path) and ("mtp" in re.split(r"[_.]", name)) == mtp:
+            found.append((order, path, text))
+    return {path: text for _, path, text in sorted(found)}  # in the repository's order, as a full scan gives
 
 
 def fleets(repo: InferenceXRepo, runner_label: str) -> set[str]:

@@ -22,8 +22,14 @@ class PackVerdict:
 def per_point_values(rows: list[dict]) -> dict[str, list[str]]:
     """Environment variables whose value differs between the rows (CONC, EXP_NAME, ...), with the values."""
     envs = [template_env(row, "runner_0") for row in rows]
-    return {k: [e.get(k, "") for e in envs] for k in sorted(envs[0])
-            if k not in CLIENT_ONLY and len({e.get(k) for e in envs}) > 1}
+    first = envs[0]
+    try:
+        # a key of the first environment varies when another lacks it or gives it another value: the
+        # difference of the item sets says so without a Python loop over every key
+        varying = {k for env in envs[1:] for k, _ in first.items() - env.items()}
+    except TypeError:  # a value that is not hashable (the template's values are strings)
+        varying = {k for k, v in first.items() if any(e.get(k) != v for e in envs[1:])}
+    return {k: [e.get(k, "") for e in envs] for k in sorted(varying) if k not in CLIENT_ONLY}
 
 
 def per_point_vars(rows: list[dict]) -> list[str]:
@@ -61,22 +67,24 @@ def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]
     """
     if len(rows) < 2:
         return PackVerdict(False, "one point: nothing to pack")
-    values = per_point_values(rows)
-    varying = list(values)
     if not scripts:
         return PackVerdict(False, "no benchmark script found for this config: cannot tell whether its server "
                                   "reads the concurrency")
+    values = per_point_values(rows)
+    varying = list(values)
     for path, text in sorted(launchers.items()):
+        lines = text.splitlines()
         for name in varying:
-            for number, line in enumerate(text.splitlines(), 1):
-                if not line.lstrip().startswith("#") and _reads(line, name, values[name]):
+            for number, line in enumerate(lines, 1):
+                # `name in line` first: a line that never names the variable cannot read it
+                if name in line and not line.lstrip().startswith("#") and _reads(line, name, values[name]):
                     return PackVerdict(False, f"{path}:{number} reads ${name} before the server starts: "
                                               f"{line.strip()[:100]}", tuple(scripts))
     for path, text in sorted(scripts.items()):
         lines, found = server_side(text)
         for number, line in lines:
             for name in varying:
-                if _reads(line, name, values[name]):
+                if name in line and _reads(line, name, values[name]):
                     where = "before the server is ready" if found else "(no wait_for_server_ready: whole script)"
                     return PackVerdict(False, f"{path}:{number} reads ${name} {where}: {line.strip()[:100]}",
                                        tuple(scripts))

@@ -45,7 +45,9 @@ def template_inputs(row: dict, *, agentx_fast: bool = False) -> dict[str, str]:
     else:
         inputs.update({"isl": row["isl"], "osl": row["osl"], "max-model-len": row["max-model-len"],
                        "disagg": row.get("disagg", False)})
-    return {k: _text(v) for k, v in inputs.items()}
+    # _text(v) inline: this runs for every row of every plan, thirty values a row
+    return {k: v if v.__class__ is str else "true" if v is True else "false" if v is False else ""
+            if v is None else str(v) for k, v in inputs.items()}
 
 
 def _multinode_env(row: dict, runner_name: str, agentx_fast: bool) -> dict[str, str]:

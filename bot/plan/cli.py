@@ -6,9 +6,7 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from bot.plan.allowed import allowed_at, check_plan
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
 from bot.plan.planner import plan_change
@@ -84,6 +82,8 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
             filters = filters_for_labels(labels, filters)
         plan = plan_change(repo, base=base, head=head, filters=filters)
         if allowed_from is not None:
+            from bot.plan.allowed import allowed_at, check_plan  # the repository's config: only when asked
+
             check_plan(plan, allowed_at(repo, allowed_from))
     except RecipeError as exc:
         if fmt == "json":
@@ -100,6 +100,8 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
     elif fmt == "markdown":
         click.echo(plan_markdown(plan))
     else:
+        from rich.console import Console  # the table only: JSON and Markdown never load rich
+
         out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         print_table(plan, out)
         if job_files is not None:

@@ -20,11 +20,12 @@ from bot.recipes.schema import RunnerTable
 from bot.recipes.sources import Source
 
 Keyed = list[tuple[str, dict]]
+_SORTED_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(row, sort_keys=True), built once
 
 
 def row_id(key: str, row: dict) -> str:
     """A readable, unique id for one InferenceX row (its shape, concurrency and a content hash)."""
-    digest = hashlib.sha1(json.dumps(row, sort_keys=True).encode()).hexdigest()[:6]
+    digest = hashlib.sha1(_SORTED_JSON(row).encode()).hexdigest()[:6]
     if "tp" in row:
         shape = f"tp{row['tp']}-ep{row['ep']}" + ("-dpa" if row.get("dp-attn") else "")
     else:
@@ -188,8 +189,11 @@ def _packing_notes(plan: Plan, packing: list[dict]) -> None:
 
 def _summarise(plan: Plan, repo: InferenceXRepo, selected: list[str], groups: list[LaunchGroup],
                canary: tuple[str, dict] | None, reasons: dict[str, list[str]]) -> None:
+    by_key: dict[str, list[LaunchGroup]] = {}
+    for group in groups:
+        by_key.setdefault(group.config_key, []).append(group)
     for key in selected:
-        mine = [g for g in groups if g.config_key == key]
+        mine = by_key.get(key, [])
         own_canary = canary is not None and canary[0] == key
         rows = [r for g in mine for r in g.rows] + ([canary[1]] if own_canary else [])
         if key in reasons:

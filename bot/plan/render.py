@@ -1,18 +1,18 @@
 """A plan as the GPU workflow reads it (JSON, job files) and as people read it (table, Markdown)."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
-
-from bot.i18n import render_bilingual
+from bot.plan.jsonout import dumps_indented
 from bot.plan.model import MatrixEntry, Plan
 from bot.recipes.errors import RecipeProblem
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _entry_json(entry: MatrixEntry, job_files: dict[str, str] | None) -> dict:
@@ -96,6 +96,8 @@ def _conc_text(plan: Plan) -> str:
 
 
 def print_table(plan: Plan, console: Console) -> None:
+    from rich.table import Table  # only the table needs rich: the JSON the workflow reads does not
+
     summary = plan.summary()
     title = f"recipe-bot plan: {plan.head}" + (f" against {plan.base}" if plan.base else "")
     table = Table(title=title, title_justify="left")
@@ -157,6 +159,8 @@ def _print_limits(plan: Plan, console: Console, shown: int = 20) -> None:
 
 def plan_markdown(plan: Plan) -> str:
     """The bilingual Markdown summary (for a job summary or a comment)."""
+    from bot.i18n import render_bilingual
+
     return render_bilingual(
         "plan/summary", head=plan.head, base=plan.base, summary=plan.summary(),
         rows=[r.model_dump() for r in plan.recipes], touched=[t.model_dump() for t in plan.touched],
@@ -165,8 +169,10 @@ def plan_markdown(plan: Plan) -> str:
 
 
 def errors_markdown(problems: list[RecipeProblem]) -> str:
+    from bot.i18n import render_bilingual
+
     return render_bilingual("plan/recipe-error", problems=[p.as_dict() for p in problems])
 
 
 def dump_json(document: dict) -> str:
-    return json.dumps(document, indent=2, sort_keys=False) + "\n"
+    return dumps_indented(document) + "\n"  # json.dumps(indent=2)'s text, C-encoder fast

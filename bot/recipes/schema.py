@@ -14,7 +14,7 @@ Precision = Literal["bf16", "fp16", "fp8", "fp4", "int8", "int4", "mxfp4", "nvfp
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def _check_env_names(names: list[str] | dict[str, str], what: str) -> None:
