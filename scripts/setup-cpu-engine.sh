@@ -25,7 +25,9 @@ if [ ! -f "$marker" ]; then
   "$venv/bin/python" -m compileall -q -j 0 "$site" >/dev/null || true  # a module that does not compile is one pip skips too
   mkdir -p "$site/vllm-0.32.0+cpu.dist-info"
   printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n' > "$site/vllm-0.32.0+cpu.dist-info/METADATA"
-  "$venv/bin/vllm" --version
+  # The shim is what `vllm` needs at start; importing vLLM itself here would cost 15-40 s of a new
+  # user's wait, and the first `vllm serve` imports it anyway (and says clearly when it cannot).
+  "$venv/bin/python" -c 'import importlib.metadata as m; print("vllm", m.version("vllm"), "torch", m.version("torch"))'
   touch "$marker"
 else
   echo "[setup-cpu-engine] $venv is ready"
