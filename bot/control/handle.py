@@ -319,7 +319,7 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
 def _claim_first(h: Handler, event: CommentEvent, parsed: commands.ParsedComment, reply: Reply) -> Pull | None:
     """A comment that may start a GPU run writes its claim before anything else, then reads every comment
     once: that one read is both the ledger and the claim's arbitration (bot/control/dispatch_once.py)."""
-    gpu = [c for c in parsed.commands if c.spec.starts_gpu_work]
+    gpu = [c for c in parsed.commands if c.spec.starts_gpu_work and not (c.name == "rerun" and c.failed)]
     if not gpu or not event.on_pull or h.client.dry_run:
         h.comments = h.client.list_issue_comments(event.number)
         return None
