@@ -114,7 +114,7 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
         out.run = DispatchedRun(existing[0].id, existing[0].html_url)
         out.dispatched_now = True
         return out
-    if resumed or not holder or not out.run or out.run.id is None:
+    if resumed or not holder or out.run is None or out.run.run_id is None:
         # Two resumers may race past one claim; a fresh claim in Actions cannot be resumed while its
         # holder runs, so only a resumed request, or one claimed outside Actions, looks for twins.
         _cancel_twins(client, workflow, pr, key, match_sha, since, out)
