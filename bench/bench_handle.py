@@ -112,6 +112,9 @@ def project_seed(workdir: pathlib.Path, pulls: list[dict] | None = None) -> path
         ".github/recipe-bot.yaml": (ROOT / ".github/recipe-bot.yaml").read_text(encoding="utf-8"),
         ".github/workflows/gpu.yml": (ROOT / ".github/workflows/gpu.yml").read_text(encoding="utf-8"),
         "recipes/tiny-cpu.yaml": (ROOT / "recipes/tiny-cpu.yaml").read_text(encoding="utf-8"),
+        # what the recipe includes and its runner label: the acknowledgement's estimate plans it
+        "recipes/_base/tiny-cpu.yaml": (ROOT / "recipes/_base/tiny-cpu.yaml").read_text(encoding="utf-8"),
+        "recipes/_runners.yaml": (ROOT / "recipes/_runners.yaml").read_text(encoding="utf-8"),
     }
     changed = files_main["recipes/tiny-cpu.yaml"].replace("osl: 32", "osl: 64")
     overrides = {"bot": BOT, "pulls": PULLS if pulls is None else pulls}
@@ -194,6 +197,8 @@ def check(scenario: str, returncode: int, log: str, entries: list[dict[str, Any]
         problems.append(f"exit {returncode}")
     if word not in log:
         problems.append(f"its log lacks {word!r}")
+    if scenario == "sweep" and "GPU-hours" not in log:
+        problems.append("no estimate was made before the dispatch")
     if sum(e["method"] != "GET" for e in entries) != writes:
         problems.append(f"{writes} write(s) expected")
     if any(not e["valid"] or not e["known"] for e in entries):
