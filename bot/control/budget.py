@@ -93,6 +93,30 @@ def waiting(comments: list, bot_login: str, sha: str) -> list[Waiting]:
 
 # -- the handler's side (h: bot.control.handle.Handler, reply: its Reply) --------------------------
 
+def local_config(h: Any) -> Any:
+    """The config from the default branch's checkout (None without one, or when it cannot be used)."""
+    if h.checkout is None:
+        return None
+    from bot.control import checkout
+
+    try:
+        return checkout.read_config(h.checkout, h.default_branch)
+    except checkout.CheckoutError as exc:
+        h.log(f"the checkout cannot serve the config ({exc}); reading it through the API")
+        return None
+
+
+def gate(h: Any, reply: Any, *, command_line: str, pull: Any, key: str, requester: str, label: str | None,
+         approved_hours: float | None) -> tuple[float | None, bool]:
+    """The estimate into the reply, then the budget: (the GPU-hours to record, whether the run waits)."""
+    if approved_hours is not None:  # approved with the estimate its waiting reply recorded
+        return approved_hours, False
+    found = estimate_for(h, reply, command_line=command_line, pull=pull, key=key)
+    waits = over_budget(h, reply, found, command_line=command_line, pull=pull, key=key, requester=requester,
+                        label=label)
+    return (found.gpu_hours if found is not None else None), waits
+
+
 def estimate_for(h: Any, reply: Any, *, command_line: str, pull: Any, key: str) -> estimates.Estimate | None:
     """Plan the command at the head and add the estimate to the reply (or say why there is none)."""
     try:

@@ -45,8 +45,9 @@ def default_branch_commit(root: pathlib.Path, default_branch: str) -> str:
     return head
 
 
-def read_config(root: pathlib.Path, default_branch: str) -> RepoConfig:
+def read_config(root: pathlib.Path | str, default_branch: str) -> RepoConfig:
     """The config as committed on the default branch's checked-out commit; raises ConfigError, CheckoutError."""
+    root = pathlib.Path(root).resolve()
     commit = default_branch_commit(root, default_branch)
     done = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{CONFIG_PATH}"], capture_output=True,
                           check=False, timeout=60)
@@ -89,7 +90,7 @@ def sources(h: Any, pull: Any) -> tuple[Any, Any]:
     from bot.plan.remote import ApiSource
     from bot.recipes.sources import GitSource
 
-    root = getattr(h, "checkout", None)
+    root = None if getattr(h, "checkout", None) is None else pathlib.Path(h.checkout).resolve()
     if root is not None:
         try:
             tip = default_branch_commit(root, h.default_branch)

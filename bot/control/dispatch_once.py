@@ -18,6 +18,7 @@ import datetime as dt
 import os
 import secrets
 from collections.abc import Callable
+from typing import Any
 
 from bot.control import dispatch
 from bot.github import DispatchedRun, GitHubClient, GitHubError, Run
@@ -57,11 +58,15 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
     `started_at`: when the handler read the ledger (every comment); later claims are read back by time.
     `holder`: this handler's Actions run, `<run id>.<attempt>` (default: from GITHUB_RUN_ID/_ATTEMPT).
     `taken`: the claim claim_first() already took (or resumes) for this request.
-    `recheck_head`: read the PR again right before dispatching (False: the handler read it itself).
+    `recheck_head`: read the PR again right before dispatching (always without `taken`: a label's payload
+    may be minutes old; a comment's handler read the PR itself).
     """
     out = Started()
     holder = this_run() if holder is None else holder
     match_sha = sha if per_sha else None
+    if taken is not None and (taken.claim is None or taken.claim.key != key):
+        taken = None  # claim_first() took another request's claim (a budget approval starts waiting ones)
+    recheck_head = recheck_head and taken is None  # a comment's handler read the PR itself
     if client.dry_run:  # nothing is written, so there is nothing to claim or to find
         out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
                                     authorized_sha=sha, command=command, requester=requester, key=key)
@@ -171,6 +176,35 @@ def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login:
         log.append(f"request {key} is being handled by run {first.holder} (claim comment {first.comment_id}); "
                    "leaving it to that run")
     return taken
+
+
+def claim_comment(h: Any, event: Any, parsed: Any, reply: Any) -> Any:
+    """A comment that may start a GPU run writes its claim before anything else, then reads every comment
+    once: that one read is both the ledger and the claim's arbitration. Other comments read the comments
+    only. Sets h.comments (and h.taken); returns the PR it read, or None. (h, reply: bot.control.handle's.)"""
+    gpu = [c for c in parsed.commands if c.spec.starts_gpu_work and not (c.name == "rerun" and c.failed)]
+    if not gpu or not event.on_pull or h.client.dry_run:
+        h.comments = h.client.list_issue_comments(event.number)
+        return None
+    from bot import i18n
+
+    pull = event.pull or h.client.get_pull(event.number)
+    line = gpu[0].normalized()
+    taken = claim_first(h.client, pr=event.number, key=event.key, sha=pull.head_sha, bot_login=h.bot_login(),
+                        claim_body=lambda marker: marker + "\n" + i18n.render_bilingual(
+                            "control/starting", command=line, sha=pull.head_sha, requester=event.sender) + "\n")
+    for entry in taken.log:
+        h.log(entry)
+    reply.silent = taken.lost
+    h.comments, h.taken = taken.comments, taken
+    reply.claims.append(taken.claim.comment_id)
+    return pull
+
+
+def drop_claim(h: Any) -> None:
+    """The request was already handled: remove the claim this handler wrote before finding that out."""
+    if h.taken is not None and not h.taken.resumed:
+        h.client.delete_comment(h.taken.claim.comment_id)
 
 
 def this_run(environ: dict[str, str] | None = None) -> str:

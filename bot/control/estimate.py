@@ -63,8 +63,8 @@ def from_plan(plan: Any) -> Estimate:
                     recipes=tuple(rows), inferencex_rows=ix_rows)
 
 
-def marker(key: str, sha: str, estimate: Estimate) -> str:
-    return ESTIMATE_MARKER.format(key=key, sha=sha, hours=f"{estimate.gpu_hours:.2f}")
+def marker(key: str, sha: str, gpu_hours: float) -> str:
+    return ESTIMATE_MARKER.format(key=key, sha=sha, hours=f"{gpu_hours:.2f}")
 
 
 def read_markers(body: str) -> list[tuple[str, str, float]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import pathlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -68,8 +67,7 @@ class Handler:
 
     def __init__(self, client: GitHubClient, default_branch: str, now: dt.datetime, checkout: Any = None):
         self.client, self.default_branch, self.now = client, default_branch, now
-        self.checkout = checkout  # the default branch's local checkout (bot/control/checkout.py), if any
-        self.comments: list = []  # every comment of the PR, as this event last read them
+        self.checkout, self.comments = checkout, []  # the default branch's checkout, if any; the comments read
         self.taken: dispatch_once.Taken | None = None  # the claim written before deciding (comments)
         self.started = dt.datetime.now(dt.timezone.utc)  # the real clock: comments are read back from here
         self.outcome = Outcome()
@@ -94,23 +92,12 @@ class Handler:
             return self._config_error
         self._config_read, self._config_error = True, None
         try:
-            self.config = self._local_config() or read_repo_config(self.client, self.default_branch)
+            self.config = budget.local_config(self) or read_repo_config(self.client, self.default_branch)
         except ConfigError as exc:
             self.outcome.failed = str(exc)
             self._config_error = exc
             return exc
         return None
-
-    def _local_config(self) -> RepoConfig | None:
-        if self.checkout is None:
-            return None
-        from bot.control import checkout
-
-        try:
-            return checkout.read_config(self.checkout, self.default_branch)
-        except checkout.CheckoutError as exc:
-            self.log(f"the checkout cannot serve the config ({exc}); reading it through the API")
-            return None
 
     def bot_login(self) -> str:
         if self.config.bot_login:
@@ -192,14 +179,11 @@ class Handler:
 
     def start_run(self, reply: Reply, *, pull: Pull, command_line: str, requester: str, key: str,
                   approval_needed: bool, label: str | None = None, budget_approved: float | None = None) -> None:
-        found = None
-        if budget_approved is None:  # the estimate first; above the budget, the run waits for an approval
-            found = budget.estimate_for(self, reply, command_line=command_line, pull=pull, key=key)
-            if budget.over_budget(self, reply, found, command_line=command_line, pull=pull, key=key,
-                                  requester=requester, label=label):
-                return
-        taken = self.taken if self.taken is not None and self.taken.claim.key == key else None
-
+        # The estimate first; above the budget, the run waits for an approval (bot/control/budget.py).
+        hours, waits = budget.gate(self, reply, command_line=command_line, pull=pull, key=key, requester=requester,
+                                   label=label, approved_hours=budget_approved)
+        if waits:
+            return
         def claim_body(marker: str) -> str:
             return marker + "\n" + i18n.render_bilingual("control/starting", command=command_line,
                                                           sha=pull.head_sha, requester=requester) + "\n"
@@ -209,7 +193,7 @@ class Handler:
                 self.client, workflow=self.config.gpu_workflow, default_branch=self.default_branch,
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
                 bot_login=self.bot_login(), ledger=self.ledger, claim_body=claim_body, per_sha=label is not None,
-                started_at=self.started, taken=taken, recheck_head=taken is None)
+                started_at=self.started, taken=self.taken)
         except dispatch.HeadMoved as moved:
             if moved.claim_id is not None and moved.claim_id not in reply.claims:
                 reply.claims.append(moved.claim_id)
@@ -227,10 +211,8 @@ class Handler:
         run = started.run
         reply.dispatched = True
         reply.markers.append(dispatch.ack_marker(key, pull.head_sha))
-        hours = found.gpu_hours if found is not None else budget_approved
         if hours is not None:  # the per-PR-per-day budget sums these
-            reply.markers.append(budget.estimates.ESTIMATE_MARKER.format(key=key, sha=pull.head_sha,
-                                                                          hours=f"{hours:.2f}"))
+            reply.markers.append(budget.estimates.marker(key, pull.head_sha, hours))
         if not started.dispatched_now:
             self.log(f"request {key} resumed: its run was already started")
         else:
@@ -288,14 +270,13 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
         return
     body_digest = dispatch.digest(event.body)
     reply = Reply(markers=[dispatch.reply_marker(event.key, body_digest)])
-    pull = _claim_first(h, event, parsed, reply)
+    pull = dispatch_once.claim_comment(h, event, parsed, reply)
     if reply.silent:
         return
     ledger = h.ledger = h.taken.ledger if h.taken is not None else dispatch.read_ledger(h.comments, bot)
     if ledger.replied(event.key, body_digest):
         h.log(f"comment {event.key} was already handled")
-        if h.taken is not None and not h.taken.resumed:
-            h.client.delete_comment(h.taken.claim.comment_id)  # this handler's claim, not needed
+        dispatch_once.drop_claim(h)
         return
     if ledger.acked(event.key):
         # An edit of a comment that started a run: say so once, never start a second run.
@@ -314,26 +295,6 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
         pull = pull or event.pull or h.client.get_pull(event.number)
         _run_commands(h, event, parsed.commands, pull, ledger, reply)
     h.post(event.number, reply, event.comment_id)
-
-
-def _claim_first(h: Handler, event: CommentEvent, parsed: commands.ParsedComment, reply: Reply) -> Pull | None:
-    """A comment that may start a GPU run writes its claim before anything else, then reads every comment
-    once: that one read is both the ledger and the claim's arbitration (bot/control/dispatch_once.py)."""
-    gpu = [c for c in parsed.commands if c.spec.starts_gpu_work and not (c.name == "rerun" and c.failed)]
-    if not gpu or not event.on_pull or h.client.dry_run:
-        h.comments = h.client.list_issue_comments(event.number)
-        return None
-    pull = event.pull or h.client.get_pull(event.number)
-    line = gpu[0].normalized()
-    taken = dispatch_once.claim_first(h.client, pr=event.number, key=event.key, sha=pull.head_sha,
-                                      bot_login=h.bot_login(), claim_body=lambda marker: marker + "\n" + i18n.render_bilingual(
-                                          "control/starting", command=line, sha=pull.head_sha, requester=event.sender) + "\n")
-    for entry in taken.log:
-        h.log(entry)
-    reply.silent = taken.lost
-    h.comments, h.taken = taken.comments, taken
-    reply.claims.append(taken.claim.comment_id)
-    return pull
 
 
 def _run_commands(h: Handler, event: CommentEvent, parsed: tuple[Command, ...], pull: Pull,
@@ -507,8 +468,7 @@ def handle_event(event_name: str, payload: Any, client: GitHubClient,
 @click.option("--dry-run", is_flag=True,
               help="Make no write to GitHub; print each intended write as one JSON object a line.")
 @click.option("--checkout", type=click.Path(file_okay=False, exists=True), envvar="RECIPE_BOT_CHECKOUT",
-              help="A checkout of the default branch (never a PR's): read the config there and plan the "
-                   "estimate from git objects instead of the API. Env: RECIPE_BOT_CHECKOUT.")
+              help="A checkout of the default branch (never a PR's): the config and the estimate's recipes come from it.")
 def handle_cmd(event_name: str, event_path: str, dry_run: bool, checkout: str | None) -> None:
     """Act on one GitHub event (the Actions entry point).
 
@@ -527,8 +487,7 @@ def handle_cmd(event_name: str, event_path: str, dry_run: bool, checkout: str | 
                                    "GitHub 写出的事件是 UTF-8 编码的 JSON") from None
     try:
         client = GitHubClient.from_env(dry_run=dry_run)
-        outcome = handle_event(event_name, payload, client,
-                               checkout=None if checkout is None else pathlib.Path(checkout).resolve())
+        outcome = handle_event(event_name, payload, client, checkout=checkout)
     except EventError as exc:
         raise click.ClickException(f"{event_path}: {exc}") from None
     except GitHubError as exc:
