@@ -106,15 +106,22 @@ def local_config(h: Any) -> Any:
         return None
 
 
-def gate(h: Any, reply: Any, *, command_line: str, pull: Any, key: str, requester: str, label: str | None,
-         approved_hours: float | None) -> tuple[float | None, bool]:
-    """The estimate into the reply, then the budget: (the GPU-hours to record, whether the run waits)."""
-    if approved_hours is not None:  # approved with the estimate its waiting reply recorded
-        return approved_hours, False
-    found = estimate_for(h, reply, command_line=command_line, pull=pull, key=key)
-    waits = over_budget(h, reply, found, command_line=command_line, pull=pull, key=key, requester=requester,
-                        label=label)
-    return (found.gpu_hours if found is not None else None), waits
+class Gate:
+    """Asked by dispatch_once.start() once the request is the handler's and has no run yet: the estimate
+    goes into the reply, then the budget decides (False: the run waits). `hours`: what to record."""
+
+    def __init__(self, h: Any, reply: Any, *, command_line: str, pull: Any, key: str, requester: str,
+                 label: str | None, approved_hours: float | None) -> None:
+        self.h, self.reply, self.hours, self.approved = h, reply, approved_hours, approved_hours is not None
+        self.args = dict(command_line=command_line, pull=pull, key=key)
+        self.wait_args = dict(requester=requester, label=label)
+
+    def __call__(self) -> bool:
+        if self.approved:  # approved with the estimate its waiting reply recorded
+            return True
+        found = estimate_for(self.h, self.reply, **self.args)
+        self.hours = found.gpu_hours if found is not None else None
+        return not over_budget(self.h, self.reply, found, **self.args, **self.wait_args)
 
 
 def estimate_for(h: Any, reply: Any, *, command_line: str, pull: Any, key: str) -> estimates.Estimate | None:

@@ -33,6 +33,7 @@ class Started:
     claim_id: int | None = None  # the comment to turn into the reply
     dispatched_now: bool = False  # False: the run already existed (a resumed request)
     lost: bool = False  # another handler holds the request's claim: say nothing, do nothing
+    held: bool = False  # before_dispatch() said no (a budget): the claim becomes the reply, nothing runs
     log: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -50,7 +51,7 @@ def find_runs(client: GitHubClient, workflow: str, pr: int, key: str, sha: str |
 def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, sha: str, command: str,
           requester: str, key: str, bot_login: str, ledger: dispatch.Ledger, claim_body: Callable[[str], str],
           per_sha: bool, started_at: dt.datetime, holder: str | None = None, taken: Taken | None = None,
-          recheck_head: bool = True) -> Started:
+          recheck_head: bool = True, before_dispatch: Callable[[], bool] | None = None) -> Started:
     """Claim, look, dispatch at most once, look again. Raises dispatch.HeadMoved and GitHubError.
 
     `per_sha`: the key may run once per head SHA (a label), not once in all (a comment).
@@ -58,6 +59,7 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
     `started_at`: when the handler read the ledger (every comment); later claims are read back by time.
     `holder`: this handler's Actions run, `<run id>.<attempt>` (default: from GITHUB_RUN_ID/_ATTEMPT).
     `taken`: the claim claim_first() already took (or resumes) for this request.
+    `before_dispatch()`: asked once the request is this handler's and has no run yet; False holds it.
     `recheck_head`: read the PR again right before dispatching (always without `taken`: a label's payload
     may be minutes old; a comment's handler read the PR itself).
     """
@@ -68,6 +70,9 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
         taken = None  # claim_first() took another request's claim (a budget approval starts waiting ones)
     recheck_head = recheck_head and taken is None  # a comment's handler read the PR itself
     if client.dry_run:  # nothing is written, so there is nothing to claim or to find
+        if before_dispatch is not None and not before_dispatch():
+            out.held = True
+            return out
         out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
                                     authorized_sha=sha, command=command, requester=requester, key=key)
         out.dispatched_now = True
@@ -95,6 +100,9 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
     if existing:
         out.log.append(f"request {key} already has run {existing[0].id}; not dispatching again")
         out.run = DispatchedRun(existing[0].id, existing[0].html_url)
+        return out
+    if before_dispatch is not None and not before_dispatch():
+        out.held = True
         return out
     try:
         if recheck_head:

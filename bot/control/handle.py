@@ -179,11 +179,8 @@ class Handler:
 
     def start_run(self, reply: Reply, *, pull: Pull, command_line: str, requester: str, key: str,
                   approval_needed: bool, label: str | None = None, budget_approved: float | None = None) -> None:
-        # The estimate first; above the budget, the run waits for an approval (bot/control/budget.py).
-        hours, waits = budget.gate(self, reply, command_line=command_line, pull=pull, key=key, requester=requester,
-                                   label=label, approved_hours=budget_approved)
-        if waits:
-            return
+        gate = budget.Gate(self, reply, command_line=command_line, pull=pull, key=key, requester=requester,
+                           label=label, approved_hours=budget_approved)  # the estimate first (budget.py)
         def claim_body(marker: str) -> str:
             return marker + "\n" + i18n.render_bilingual("control/starting", command=command_line,
                                                           sha=pull.head_sha, requester=requester) + "\n"
@@ -193,7 +190,7 @@ class Handler:
                 self.client, workflow=self.config.gpu_workflow, default_branch=self.default_branch,
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
                 bot_login=self.bot_login(), ledger=self.ledger, claim_body=claim_body, per_sha=label is not None,
-                started_at=self.started, taken=self.taken)
+                started_at=self.started, taken=self.taken, before_dispatch=gate)
         except dispatch.HeadMoved as moved:
             if moved.claim_id is not None and moved.claim_id not in reply.claims:
                 reply.claims.append(moved.claim_id)
@@ -208,11 +205,13 @@ class Handler:
             return
         if started.claim_id is not None and started.claim_id not in reply.claims:
             reply.claims.append(started.claim_id)
+        if started.held:
+            return
         run = started.run
         reply.dispatched = True
         reply.markers.append(dispatch.ack_marker(key, pull.head_sha))
-        if hours is not None:  # the per-PR-per-day budget sums these
-            reply.markers.append(budget.estimates.marker(key, pull.head_sha, hours))
+        if gate.hours is not None:  # the per-PR-per-day budget sums these
+            reply.markers.append(budget.estimates.marker(key, pull.head_sha, gate.hours))
         if not started.dispatched_now:
             self.log(f"request {key} resumed: its run was already started")
         else:
