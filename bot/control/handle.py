@@ -181,6 +181,7 @@ class Handler:
                   approval_needed: bool, label: str | None = None, budget_approved: float | None = None) -> None:
         gate = budget.Gate(self, reply, command_line=command_line, pull=pull, key=key, requester=requester,
                            label=label, approved_hours=budget_approved)  # the estimate first (budget.py)
+
         def claim_body(marker: str) -> str:
             return marker + "\n" + i18n.render_bilingual("control/starting", command=command_line,
                                                           sha=pull.head_sha, requester=requester) + "\n"
