@@ -209,3 +209,14 @@ def test_the_budget_check_names_the_limit_it_is_over(limits, hours, spent, expec
 
     verdict = budget.check(Budget(gpu_hours_per_command=limits[0], gpu_hours_per_pr_per_day=limits[1]), hours, spent)
     assert (verdict.reason, verdict.limit) == expected if expected else verdict is None
+
+
+def test_a_checkout_that_is_not_the_default_branch_is_never_read(open_harness, tmp_path):
+    # The config is the default branch's: a checkout of the PR's branch falls back to the API.
+    h = open_harness(_config("budget:\n  gpu_hours_per_command: 3\n"))
+    h.env["RECIPE_BOT_CHECKOUT"] = str(h.sb.checkout(tmp_path / "pr-checkout", branch="feature"))
+    before = h.seq()
+    result = _handle(h, "carol", "/sweep")
+    assert "is not a checkout of main" in result.stderr
+    assert "GET repos/get-content" in [f"{r['method']} {r['operation']}" for r in h.requests(before)]
+    assert h.dispatches() == [] and "waits for /approve-budget" in result.stderr  # main's budget held
