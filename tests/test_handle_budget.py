@@ -220,3 +220,16 @@ def test_a_checkout_that_is_not_the_default_branch_is_never_read(open_harness, t
     assert "is not a checkout of main" in result.stderr
     assert "GET repos/get-content" in [f"{r['method']} {r['operation']}" for r in h.requests(before)]
     assert h.dispatches() == [] and "waits for /approve-budget" in result.stderr  # main's budget held
+
+
+def test_a_sweep_naming_recipes_is_checked_against_the_checkout_within_six_requests(open_harness):
+    h = open_harness(_config())
+    before = h.seq()
+    _handle(h, "carol", "/sweep bi*")
+    assert len(h.dispatches()) == 1
+    operations = [f"{r['method']} {r['operation']}" for r in h.requests(before)]
+    assert len(operations) <= 6 and "GET repos/get-content" not in operations, operations
+    _handle(h, "carol", "/sweep nothing-like-it")  # an unknown name is still refused before any run
+    assert len(h.dispatches()) == 1
+    english, _ = bilingual(h.bot_comments(7)[-1]["body"])
+    assert "nothing-like-it" in english
