@@ -144,6 +144,13 @@ class Gate(Strict):
     required: list[LabelCommand] = Field(default_factory=lambda: ["/sweep", "/e2e"])
 
 
+class Budget(Strict):
+    """GPU-hours a command may plan before a maintainer's `/approve-budget <sha>` (unset: no limit)."""
+
+    gpu_hours_per_command: float | None = Field(default=None, gt=0)
+    gpu_hours_per_pr_per_day: float | None = Field(default=None, gt=0)  # started in the last 24 hours
+
+
 class RepoConfig(Strict):
     """What a repository tells recipe-bot; every field has a safe default."""
 
@@ -158,6 +165,7 @@ class RepoConfig(Strict):
     checklist: Checklist | None = None  # the PR_REVIEW_CHECKLIST sign-off; on when the section exists
     pr_jobs: PrJobs = Field(default_factory=PrJobs)
     gate: Gate = Field(default_factory=Gate)
+    budget: Budget = Field(default_factory=Budget)
 
     @field_validator("gpu_workflow")
     @classmethod

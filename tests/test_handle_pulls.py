@@ -100,11 +100,10 @@ def test_dry_run_prints_each_intended_write_and_makes_none(h):
     before = h.seq()
     result = h.handle("issue_comment", "created", comment_id=comment_id, dry_run=True)
     lines = dry_run_lines(result.stdout)
-    assert [line["action"] for line in lines] == ["dispatch", "react", "comment"]
-    dispatch, react, comment = lines
+    assert [line["action"] for line in lines] == ["dispatch", "comment"]  # the reply is the acknowledgement
+    dispatch, comment = lines
     assert dispatch["workflow"] == "gpu.yml" and dispatch["ref"] == "main"
     assert dispatch["inputs"]["sha"] == h.head(7) and dispatch["inputs"]["comment_id"] == str(comment_id)
-    assert react == {"action": "react", "comment_id": comment_id, "content": "rocket"}
     assert comment["pr"] == 7 and "recipe-bot:ack" in comment["body"]
     assert h.writes(before) == [] and h.dispatches() == []
     assert {r["method"] for r in h.requests(before)} == {"GET"}
@@ -131,15 +130,30 @@ class PushAfterFirstRead(GitHubClient):
         return pull
 
 
-def test_a_push_between_authorization_and_dispatch_starts_nothing(h):
+def test_a_push_after_authorization_never_runs_the_pushed_commit(h):
+    # A comment's handler reads the PR once and dispatches exactly the commit it authorized: the GPU
+    # workflow checks out that SHA, so a push in between can never run unapproved code.
     authorized = h.head(7)
     comment_id = h.comment(7, "alice", "/sweep")
     payload = h.sb.event("issue_comment", "created", comment_id=comment_id)
     client = PushAfterFirstRead(h, base_url=h.sb.url, token="recipe-bot[bot]", repository="acme/bench")
     outcome = handle.handle_event("issue_comment", payload, client, now=dt.datetime.now(dt.timezone.utc))
-    assert outcome.dispatched == [] and client.reads == 2
-    assert h.dispatches() == []
-    english, chinese = bilingual(h.bot_comments(7)[0]["body"])
+    assert client.reads == 1
+    [run] = h.dispatches()
+    assert run["inputs"]["sha"] == authorized != h.head(7)
+    assert [d["sha"] for d in outcome.dispatched] == [authorized]
+
+
+def test_a_label_event_older_than_the_head_starts_nothing(h):
+    # A label's payload can be minutes old: its handler reads the PR again right before dispatching.
+    h.label(7, "alice", "sweep-enabled")
+    payload = h.sb.event("pull_request", "labeled", pull=7, label="sweep-enabled", sender="alice")
+    authorized = payload["pull_request"]["head"]["sha"]
+    h.push("name: tiny\nsneaky: true\n")
+    client = GitHubClient(base_url=h.sb.url, token="recipe-bot[bot]", repository="acme/bench")
+    outcome = handle.handle_event("pull_request", payload, client, now=dt.datetime.now(dt.timezone.utc))
+    assert outcome.dispatched == [] and h.dispatches() == []
+    english, chinese = bilingual(h.bot_comments(7)[-1]["body"])
     assert f"`{authorized[:12]}` → `{h.head(7)[:12]}`" in english
     assert "comment the command again" in english and "重新评论" in chinese
 

@@ -20,7 +20,7 @@ _RUN_TITLE = re.compile(r"^recipe-bot pr-(\d+) ([0-9a-f]{40}) by (\S+?)(?: \[([^
 
 # Markers sit on the first lines of the bot's own comments, before any text a user could have
 # influenced, and count only in comments the bot's login wrote.
-_MARKER = re.compile(r"^<!-- recipe-bot:(ack|reply|ok-to-test|claim) ((?:[a-z_]+=[^\s=]+ ?)+)-->$")
+_MARKER = re.compile(r"^<!-- recipe-bot:(ack|reply|ok-to-test|claim|estimate|budget-wait) ((?:[a-z_]+=[^\s=]+ ?)+)-->$")
 _KEY = re.compile(r"^[A-Za-z0-9._%:-]{1,200}$")
 
 

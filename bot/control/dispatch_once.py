@@ -18,6 +18,7 @@ import datetime as dt
 import os
 import secrets
 from collections.abc import Callable
+from typing import Any
 
 from bot.control import dispatch
 from bot.github import DispatchedRun, GitHubClient, GitHubError, Run
@@ -32,6 +33,7 @@ class Started:
     claim_id: int | None = None  # the comment to turn into the reply
     dispatched_now: bool = False  # False: the run already existed (a resumed request)
     lost: bool = False  # another handler holds the request's claim: say nothing, do nothing
+    held: bool = False  # before_dispatch() said no (a budget): the claim becomes the reply, nothing runs
     log: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -48,28 +50,42 @@ def find_runs(client: GitHubClient, workflow: str, pr: int, key: str, sha: str |
 
 def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, sha: str, command: str,
           requester: str, key: str, bot_login: str, ledger: dispatch.Ledger, claim_body: Callable[[str], str],
-          per_sha: bool, started_at: dt.datetime, holder: str | None = None) -> Started:
+          per_sha: bool, started_at: dt.datetime, holder: str | None = None, taken: Taken | None = None,
+          recheck_head: bool = True, before_dispatch: Callable[[], bool] | None = None) -> Started:
     """Claim, look, dispatch at most once, look again. Raises dispatch.HeadMoved and GitHubError.
 
     `per_sha`: the key may run once per head SHA (a label), not once in all (a comment).
     `claim_body(marker)`: the claim comment's text, with the marker as its first line.
     `started_at`: when the handler read the ledger (every comment); later claims are read back by time.
     `holder`: this handler's Actions run, `<run id>.<attempt>` (default: from GITHUB_RUN_ID/_ATTEMPT).
+    `taken`: the claim claim_first() already took (or resumes) for this request.
+    `before_dispatch()`: asked once the request is this handler's and has no run yet; False holds it.
+    `recheck_head`: read the PR again right before dispatching (always without `taken`: a label's payload
+    may be minutes old; a comment's handler read the PR itself).
     """
     out = Started()
     holder = this_run() if holder is None else holder
     match_sha = sha if per_sha else None
+    if taken is not None and (taken.claim is None or taken.claim.key != key):
+        taken = None  # claim_first() took another request's claim (a budget approval starts waiting ones)
+    recheck_head = recheck_head and taken is None  # a comment's handler read the PR itself
     if client.dry_run:  # nothing is written, so there is nothing to claim or to find
+        if before_dispatch is not None and not before_dispatch():
+            out.held = True
+            return out
         out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
                                     authorized_sha=sha, command=command, requester=requester, key=key)
         out.dispatched_now = True
         return out
-    claim = ledger.claim(key, match_sha)
-    resumed = claim is not None
+    claim = taken.claim if taken is not None else ledger.claim(key, match_sha)
+    resumed = taken.resumed if taken is not None else claim is not None
     if claim is None:
         claim = _take_claim(client, pr, key, sha, bot_login, claim_body, match_sha, started_at, holder, out)
         if claim is None:
             return out
+    elif taken is not None:
+        out.log.append(f"resuming request {key} (claim comment {claim.comment_id})" if resumed else
+                       f"claimed request {key} (comment {claim.comment_id})")
     elif not holder_gone(client, claim.holder, holder):
         out.lost = True
         out.log.append(f"request {key} is being handled by run {claim.holder} (claim comment {claim.comment_id}); "
@@ -85,9 +101,16 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
         out.log.append(f"request {key} already has run {existing[0].id}; not dispatching again")
         out.run = DispatchedRun(existing[0].id, existing[0].html_url)
         return out
+    if before_dispatch is not None and not before_dispatch():
+        out.held = True
+        return out
     try:
-        out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
-                                    authorized_sha=sha, command=command, requester=requester, key=key)
+        if recheck_head:
+            out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
+                                        authorized_sha=sha, command=command, requester=requester, key=key)
+        else:
+            out.run = client.dispatch_workflow(workflow, ref=default_branch, inputs=dispatch.dispatch_inputs(
+                pr=pr, sha=sha, command=command, requester=requester, key=key))
         out.dispatched_now = True
     except dispatch.HeadMoved as moved:
         moved.claim_id = claim.comment_id  # the refusal replaces the claim
@@ -104,8 +127,92 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
         out.run = DispatchedRun(existing[0].id, existing[0].html_url)
         out.dispatched_now = True
         return out
-    _cancel_twins(client, workflow, pr, key, match_sha, since, out)
+    if resumed or not holder or out.run is None or out.run.run_id is None:
+        # Two resumers may race past one claim; a fresh claim in Actions cannot be resumed while its
+        # holder runs, so only a resumed request, or one claimed outside Actions, looks for twins.
+        _cancel_twins(client, workflow, pr, key, match_sha, since, out)
     return out
+
+
+@dataclasses.dataclass
+class Taken:
+    """What claim_first() found: every comment (the ledger), and the claim this handler acts on."""
+
+    comments: list
+    ledger: dispatch.Ledger
+    claim: dispatch.Claim | None = None  # ours (fresh), or an earlier one this handler resumes
+    resumed: bool = False
+    lost: bool = False  # another live handler holds the request
+    log: list[str] = dataclasses.field(default_factory=list)
+
+
+def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login: str,
+                claim_body: Callable[[str], str], holder: str | None = None) -> Taken:
+    """Write the claim, then read every comment once: the ledger and the claim's arbitration in one read.
+
+    The oldest claim of the key wins (comment ids only grow). When it is not ours, ours is removed and
+    the earlier one is resumed if its holder is over, or left to it. Raises GitHubError.
+    """
+    holder = this_run() if holder is None else holder
+    nonce = secrets.token_hex(6)
+    mine: int | None = None
+    log: list[str] = []
+    try:
+        mine = client.create_comment(pr, claim_body(dispatch.claim_marker(key, sha, nonce, holder)))
+    except GitHubError as exc:
+        if not exc.ambiguous:
+            raise
+        log.append(f"writing the claim of {key} failed ambiguously ({exc}); reading it back")
+    comments = client.list_issue_comments(pr)
+    ledger = dispatch.read_ledger(comments, bot_login)
+    first = ledger.claim(key)
+    ours = mine or next((c.comment_id for c in ledger.claims.get(key, []) if c.nonce == nonce), None)
+    if first is None or ours is None:
+        raise GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
+    taken = Taken(comments, ledger, first, log=log)
+    if first.nonce == nonce:
+        return taken
+    try:
+        client.delete_comment(ours)
+    except GitHubError as exc:  # a stray later claim is harmless: only the first one counts
+        log.append(f"could not delete the extra claim comment {ours}: {exc}")
+    ledger.claims[key] = [c for c in ledger.claims[key] if c.comment_id != ours]
+    if holder_gone(client, first.holder, holder):
+        taken.resumed = True
+    else:
+        taken.lost = True
+        log.append(f"request {key} is being handled by run {first.holder} (claim comment {first.comment_id}); "
+                   "leaving it to that run")
+    return taken
+
+
+def claim_comment(h: Any, event: Any, parsed: Any, reply: Any) -> Any:
+    """A comment that may start a GPU run writes its claim before anything else, then reads every comment
+    once: that one read is both the ledger and the claim's arbitration. Other comments read the comments
+    only. Sets h.comments (and h.taken); returns the PR it read, or None. (h, reply: bot.control.handle's.)"""
+    gpu = [c for c in parsed.commands if c.spec.starts_gpu_work and not (c.name == "rerun" and c.failed)]
+    if not gpu or not event.on_pull or h.client.dry_run:
+        h.comments = h.client.list_issue_comments(event.number)
+        return None
+    from bot import i18n
+
+    pull = event.pull or h.client.get_pull(event.number)
+    line = gpu[0].normalized()
+    taken = claim_first(h.client, pr=event.number, key=event.key, sha=pull.head_sha, bot_login=h.bot_login(),
+                        claim_body=lambda marker: marker + "\n" + i18n.render_bilingual(
+                            "control/starting", command=line, sha=pull.head_sha, requester=event.sender) + "\n")
+    for entry in taken.log:
+        h.log(entry)
+    reply.silent = taken.lost
+    h.comments, h.taken = taken.comments, taken
+    reply.claims.append(taken.claim.comment_id)
+    return pull
+
+
+def drop_claim(h: Any) -> None:
+    """The request was already handled: remove the claim this handler wrote before finding that out."""
+    if h.taken is not None and not h.taken.resumed:
+        h.client.delete_comment(h.taken.claim.comment_id)
 
 
 def this_run(environ: dict[str, str] | None = None) -> str:

@@ -113,17 +113,24 @@ def _on_pull_request(h, event) -> None:
 
 def refuse_unknown_recipes(h, reply, command, pull) -> bool:
     """`/sweep name` where no recipe of the head commit is called name: refused before any run starts."""
+    from bot.control import checkout
     from bot.plan import remote
+    from bot.recipes.sources import GitSource
 
     if command.name != "sweep" or not command.recipes:
         return False
-    # Cheap first: a glob that matches a recipe file's name needs no more reads (one listing).
-    stems = [posixpath.splitext(posixpath.basename(path))[0] for path, kind in
-             h.client.list_dir("recipes", pull.head_sha) if kind == "file" and is_recipe_path(path)]
+    # Cheap first: a glob that matches a recipe file's name needs no more reads (one listing; none with a
+    # checkout of the default branch, which holds the head commit's objects as data: bot/control/checkout.py).
+    head = checkout.sources(h, pull)[0] if getattr(h, "checkout", None) is not None else None
+    head = head if isinstance(head, GitSource) else None
+    listed = [(p, "file") for p in head.list("recipes") if p.count("/") == 1] if head is not None else \
+        h.client.list_dir("recipes", pull.head_sha)
+    stems = [posixpath.splitext(posixpath.basename(path))[0] for path, kind in listed
+             if kind == "file" and is_recipe_path(path)]
     if all(remote.matches_any(glob, stems) for glob in command.recipes):
         return False
     try:
-        catalog = remote.load_catalog(remote.ApiSource(h.client, pull.head_sha))
+        catalog = remote.load_catalog(head or remote.ApiSource(h.client, pull.head_sha))
     except (RecipeError, PlanError):
         return False  # the control plane cannot tell; the plan job will say
     names = catalog.names() + (sorted(catalog.inferencex.configs) if catalog.inferencex else [])

@@ -12,7 +12,7 @@ import click
 
 from bot import i18n
 from bot.control import approvals as approval_sources
-from bot.control import commands, dispatch, dispatch_once, gate_events, github_failures, pr_actions, trust
+from bot.control import budget, commands, dispatch, dispatch_once, gate_events, github_failures, pr_actions, trust
 from bot.checklist import hooks as checklist_hooks
 from bot.control.commands import Command, CommandError
 from bot.config import ConfigError, RepoConfig, read_repo_config
@@ -65,8 +65,10 @@ class Outcome:
 class Handler:
     """The context of one event: the client, the config, the bot's login, the clock."""
 
-    def __init__(self, client: GitHubClient, default_branch: str, now: dt.datetime):
+    def __init__(self, client: GitHubClient, default_branch: str, now: dt.datetime, checkout: Any = None):
         self.client, self.default_branch, self.now = client, default_branch, now
+        self.checkout, self.comments = checkout, []  # the default branch's checkout, if any; the comments read
+        self.taken: dispatch_once.Taken | None = None  # the claim written before deciding (comments)
         self.started = dt.datetime.now(dt.timezone.utc)  # the real clock: comments are read back from here
         self.outcome = Outcome()
         self.config: RepoConfig = RepoConfig()
@@ -90,7 +92,7 @@ class Handler:
             return self._config_error
         self._config_read, self._config_error = True, None
         try:
-            self.config = read_repo_config(self.client, self.default_branch)
+            self.config = budget.local_config(self) or read_repo_config(self.client, self.default_branch)
         except ConfigError as exc:
             self.outcome.failed = str(exc)
             self._config_error = exc
@@ -176,7 +178,10 @@ class Handler:
         return decision
 
     def start_run(self, reply: Reply, *, pull: Pull, command_line: str, requester: str, key: str,
-                  approval_needed: bool, label: str | None = None) -> None:
+                  approval_needed: bool, label: str | None = None, budget_approved: float | None = None) -> None:
+        gate = budget.Gate(self, reply, command_line=command_line, pull=pull, key=key, requester=requester,
+                           label=label, approved_hours=budget_approved)  # the estimate first (budget.py)
+
         def claim_body(marker: str) -> str:
             return marker + "\n" + i18n.render_bilingual("control/starting", command=command_line,
                                                           sha=pull.head_sha, requester=requester) + "\n"
@@ -186,9 +191,9 @@ class Handler:
                 self.client, workflow=self.config.gpu_workflow, default_branch=self.default_branch,
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
                 bot_login=self.bot_login(), ledger=self.ledger, claim_body=claim_body, per_sha=label is not None,
-                started_at=self.started)
+                started_at=self.started, taken=self.taken, before_dispatch=gate)
         except dispatch.HeadMoved as moved:
-            if moved.claim_id is not None:
+            if moved.claim_id is not None and moved.claim_id not in reply.claims:
                 reply.claims.append(moved.claim_id)
             self.log(f"refused {command_line}: {moved}")
             reply.refuse("head-moved", command=command_line, authorized_sha=moved.authorized_sha,
@@ -199,11 +204,15 @@ class Handler:
         if started.lost:
             reply.silent = True
             return
-        if started.claim_id is not None:
+        if started.claim_id is not None and started.claim_id not in reply.claims:
             reply.claims.append(started.claim_id)
+        if started.held:
+            return
         run = started.run
         reply.dispatched = True
         reply.markers.append(dispatch.ack_marker(key, pull.head_sha))
+        if gate.hours is not None:  # the per-PR-per-day budget sums these
+            reply.markers.append(budget.estimates.marker(key, pull.head_sha, gate.hours))
         if not started.dispatched_now:
             self.log(f"request {key} resumed: its run was already started")
         else:
@@ -227,7 +236,7 @@ class Handler:
         if reply.silent:
             self.log("another handler of this request replies; this one stays silent")
             return
-        if comment_id is not None:
+        if comment_id is not None and not reply.dispatched:  # a started run's reply is its acknowledgement
             self.client.react(comment_id, reply.reaction)
         if not reply.claims:
             for line in dispatch_once.create_reply(self.client, number, reply.render(), self.bot_login(), self.started):
@@ -259,11 +268,15 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     if event.edited and not h.config.allow_edits:
         h.log("edited comments are not read (allow_edits: false)")
         return
-    ledger = h.ledger = dispatch.read_ledger(h.client.list_issue_comments(event.number), bot)
     body_digest = dispatch.digest(event.body)
     reply = Reply(markers=[dispatch.reply_marker(event.key, body_digest)])
+    pull = dispatch_once.claim_comment(h, event, parsed, reply)
+    if reply.silent:
+        return
+    ledger = h.ledger = h.taken.ledger if h.taken is not None else dispatch.read_ledger(h.comments, bot)
     if ledger.replied(event.key, body_digest):
         h.log(f"comment {event.key} was already handled")
+        dispatch_once.drop_claim(h)
         return
     if ledger.acked(event.key):
         # An edit of a comment that started a run: say so once, never start a second run.
@@ -279,7 +292,7 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     for error in parsed.errors:
         _error_section(reply, error)
     if parsed.commands:
-        pull = event.pull or h.client.get_pull(event.number)
+        pull = pull or event.pull or h.client.get_pull(event.number)
         _run_commands(h, event, parsed.commands, pull, ledger, reply)
     h.post(event.number, reply, event.comment_id)
 
@@ -339,7 +352,7 @@ def _gpu(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
 ACTIONS: dict[str, Callable[..., None]] = {
     "sweep": _gpu, "e2e": _gpu, "rerun": _gpu, "cancel": pr_actions.cancel, "ok-to-test": pr_actions.ok_to_test,
     "status": pr_actions.status, "help": pr_actions.help_reply, "accept-regression": gate_events.accept_regression,
-    "baseline": gate_events.baseline, "reuse": gate_events.reuse_run,
+    "baseline": gate_events.baseline, "reuse": gate_events.reuse_run, "approve-budget": budget.approve,
 }
 
 
@@ -387,7 +400,8 @@ def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
     reply = Reply(markers=[dispatch.reply_marker(key, body_digest)])
     if event.sender == bot:
         triggers = []  # the bot's own label or push never starts a run by itself
-    ledger = dispatch.read_ledger(h.client.list_issue_comments(pull.number), bot) if triggers else None
+    h.comments = h.client.list_issue_comments(pull.number) if triggers else []
+    ledger = dispatch.read_ledger(h.comments, bot) if triggers else None
     h.ledger = ledger or h.ledger
     if ledger is not None and ledger.replied(key, body_digest):
         h.log(f"pull_request {event.action} at {pull.head_sha} was already handled")
@@ -425,7 +439,7 @@ def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, la
 # -- entry points --------------------------------------------------------------------------------
 
 def handle_event(event_name: str, payload: Any, client: GitHubClient,
-                 now: dt.datetime | None = None) -> Outcome:
+                 now: dt.datetime | None = None, checkout: Any = None) -> Outcome:
     """Act on one event; raises EventError for a payload that is not GitHub's shape."""
     if event_name == "workflow_run":  # a GPU run ended: judge the sign-off on its SHA again
         return checklist_hooks.on_workflow_run(Handler, client, payload, now).outcome
@@ -436,7 +450,7 @@ def handle_event(event_name: str, payload: Any, client: GitHubClient,
         return Outcome(log=[event.reason])
     if event.repository.lower() != client.repository.lower():
         raise EventError(f"the event is for {event.repository}, but GITHUB_REPOSITORY is {client.repository}")
-    h = Handler(client, event.default_branch, now or dt.datetime.now(dt.timezone.utc))
+    h = Handler(client, event.default_branch, now or dt.datetime.now(dt.timezone.utc), checkout)
     try:
         if isinstance(event, CommentEvent):
             handle_comment(h, event)
@@ -453,7 +467,9 @@ def handle_event(event_name: str, payload: Any, client: GitHubClient,
               help="GITHUB_EVENT_PATH: the webhook payload as JSON.")
 @click.option("--dry-run", is_flag=True,
               help="Make no write to GitHub; print each intended write as one JSON object a line.")
-def handle_cmd(event_name: str, event_path: str, dry_run: bool) -> None:
+@click.option("--checkout", type=click.Path(file_okay=False, exists=True), envvar="RECIPE_BOT_CHECKOUT",
+              help="A checkout of the default branch (never a PR's): the config and the estimate's recipes come from it.")
+def handle_cmd(event_name: str, event_path: str, dry_run: bool, checkout: str | None) -> None:
     """Act on one GitHub event (the Actions entry point).
 
     Reads GITHUB_API_URL, GITHUB_TOKEN and GITHUB_REPOSITORY like any Actions step.
@@ -471,7 +487,7 @@ def handle_cmd(event_name: str, event_path: str, dry_run: bool) -> None:
                                    "GitHub 写出的事件是 UTF-8 编码的 JSON") from None
     try:
         client = GitHubClient.from_env(dry_run=dry_run)
-        outcome = handle_event(event_name, payload, client)
+        outcome = handle_event(event_name, payload, client, checkout=checkout)
     except EventError as exc:
         raise click.ClickException(f"{event_path}: {exc}") from None
     except GitHubError as exc:

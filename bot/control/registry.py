@@ -205,6 +205,20 @@ SPECS: tuple[CommandSpec, ...] = (
         order=0,
     ),
     CommandSpec(
+        name="approve-budget",
+        usage="/approve-budget <full-40-hex-sha>",
+        summary_en="Start the GPU runs waiting above the budget (`budget:` in the config) on exactly this head "
+        "commit, named by its full 40-character SHA; each starts once. A later push needs a new command.",
+        summary_zh="启动在这个头提交上因超出预算（配置中的 `budget:`）而等待的 GPU 运行；须写出完整的 40 位 SHA，"
+        "每个只启动一次。之后再推送需要重新发出命令。",
+        min_permission="maintain",
+        examples=("/approve-budget 3f9c2ab1d0e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8",),
+        starts_gpu_work=False,  # the waiting request was gated when it was made; this names its commit
+        author_may_use=False,
+        build=_build_ok_to_test,
+        order=2,
+    ),
+    CommandSpec(
         name="accept-regression",
         usage="/accept-regression <recipe> <reason>",
         summary_en="Accept the performance regressions of one recipe on the current head commit, with the "

@@ -12,6 +12,7 @@
         sb.github("alice")                       # a PyGithub client whose token acts as alice
         sb.log(all=False, since=0), sb.state()   # GET /_sandbox/log, GET /_sandbox/state
         sb.push(branch, files, message=..., author=None)  # commit like a push: {"before", "after", "pulls"}
+        sb.checkout(dest)                        # a clone of main, as recipe-bot.yml's checkout step leaves it
         sb.add_run(workflow, **fields), sb.set_run(run_id, status=, conclusion=, jobs=, artifacts=)
         sb.add_review(pull, user, state, body=""), sb.update_pull(number, **fields)
         sb.event(event, action, **selectors)     # a webhook payload consistent with the state
@@ -201,6 +202,16 @@ class SandboxProcess:
         if start_from:
             body["from"] = start_from
         return self.request("POST", "/_sandbox/push", body)
+
+    def checkout(self, dest: str | Path, branch: str = "main") -> Path:
+        """What recipe-bot.yml's checkout step leaves: a clone of the default branch whose `origin` is this
+        sandbox's repository (so `git fetch origin <sha>` reaches every commit the sandbox holds)."""
+        seed = yaml.safe_load(Path(self.seed_path).read_text(encoding="utf-8"))
+        repo = (Path(self.seed_path).parent / seed.get("git", "./repo")).resolve()
+        dest = Path(dest)
+        subprocess.run(["git", "clone", "--quiet", "--branch", branch, "--single-branch", str(repo), str(dest)],
+                       check=True, capture_output=True)
+        return dest
 
     def add_run(self, workflow: str, **fields: Any) -> dict[str, Any]:
         return self.request("POST", "/_sandbox/runs", {"workflow": workflow, **fields})

@@ -1,0 +1,106 @@
+"""The control plane's local checkout of the default branch: the config, and PR commits read as git objects.
+
+recipe-bot.yml checks out the default branch (never the PR) and runs `recipe-bot handle --checkout .`
+(or RECIPE_BOT_CHECKOUT). Then the config is read from that checkout instead of the contents API, and
+the head commit to estimate is fetched into its object store (`git fetch origin <sha>`: objects only;
+nothing is checked out, no hook or filter of the PR runs) and read with `git cat-file`, as data. Without
+a checkout, or when it cannot be used, everything falls back to the API (more requests, same answers).
+"""
+from __future__ import annotations
+
+import base64
+import os
+import pathlib
+import re
+import subprocess
+from typing import Any
+
+from bot.config import CONFIG_PATH, RepoConfig, load_config
+
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+class CheckoutError(Exception):
+    """The checkout is not the default branch, or git cannot read it."""
+
+
+def _git(root: pathlib.Path, *args: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False,
+                          env=env, timeout=120)
+    if done.returncode != 0:
+        raise CheckoutError(f"git {args[0]}: {done.stderr.strip()[:300] or 'failed'}")
+    return done.stdout.strip()
+
+
+def default_branch_commit(root: pathlib.Path, default_branch: str) -> str:
+    """HEAD of the checkout, after making sure it is the default branch (never a PR's)."""
+    head = _git(root, "rev-parse", "--verify", "HEAD^{commit}")
+    try:
+        tracked = _git(root, "rev-parse", "--verify", f"refs/remotes/origin/{default_branch}^{{commit}}")
+    except CheckoutError:
+        tracked = None
+    branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    if head != tracked and branch != default_branch:
+        raise CheckoutError(f"{root} is not a checkout of {default_branch} (HEAD is {branch} {head[:12]})")
+    return head
+
+
+def read_config(root: pathlib.Path | str, default_branch: str) -> RepoConfig:
+    """The config as committed on the default branch's checked-out commit; raises ConfigError, CheckoutError."""
+    root = pathlib.Path(root).resolve()
+    commit = default_branch_commit(root, default_branch)
+    done = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{CONFIG_PATH}"], capture_output=True,
+                          check=False, timeout=60)
+    if done.returncode != 0:
+        listed = _git(root, "ls-tree", "--name-only", commit, CONFIG_PATH)
+        if not listed:
+            return RepoConfig()
+        raise CheckoutError(f"git show {CONFIG_PATH}: {done.stderr.decode(errors='replace').strip()[:300]}")
+    return load_config(done.stdout.decode("utf-8"), f"{CONFIG_PATH}@{default_branch}")
+
+
+def _fetch_env(root: pathlib.Path) -> dict[str, str]:
+    """Authenticate an https fetch with the job's token as actions/checkout does, through the environment
+    (never argv); a file or local remote (the sandbox) needs none."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    token = os.environ.get("GITHUB_TOKEN", "")
+    try:
+        url = _git(root, "remote", "get-url", "origin")
+    except CheckoutError:
+        return env
+    if token and url.startswith("https://"):
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="http.extraheader",
+                   GIT_CONFIG_VALUE_0=f"AUTHORIZATION: basic {basic}")
+    return env
+
+
+def fetch(root: pathlib.Path, *shas: str) -> None:
+    """Bring commits into the object store (data only: no checkout, so no PR hook, filter or code runs)."""
+    missing = [s for s in shas if FULL_SHA.match(s) and subprocess.run(
+        ["git", "-C", str(root), "cat-file", "-e", f"{s}^{{commit}}"], capture_output=True, check=False).returncode]
+    if missing:
+        _git(root, "fetch", "--no-tags", "--quiet", "--no-write-fetch-head",
+             "origin", *missing, env=_fetch_env(root))
+
+
+def sources(h: Any, pull: Any) -> tuple[Any, Any]:
+    """The head commit's files and its base's (the merge-base with the default branch, as gpu.yml plans),
+    from the checkout when there is one, else through the API."""
+    from bot.plan.remote import ApiSource
+    from bot.recipes.sources import GitSource
+
+    root = None if getattr(h, "checkout", None) is None else pathlib.Path(h.checkout).resolve()
+    if root is not None:
+        try:
+            tip = default_branch_commit(root, h.default_branch)
+            fetch(root, pull.head_sha)
+            try:
+                base = _git(root, "merge-base", tip, pull.head_sha)
+            except CheckoutError:  # a shallow checkout: the PR's own base commit instead
+                fetch(root, pull.base_sha)
+                base = pull.base_sha
+            return GitSource(root, pull.head_sha), GitSource(root, base)
+        except CheckoutError as exc:
+            h.log(f"the checkout cannot serve the estimate ({exc}); reading through the API")
+    return ApiSource(h.client, pull.head_sha), ApiSource(h.client, pull.base_sha)

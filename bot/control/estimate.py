@@ -1,0 +1,108 @@
+"""The cost of a GPU command before it starts: plan the authorized head commit's recipes as data, sum the GPU-hours.
+
+The control plane never runs PR code: it reads the head commit's files (from the local checkout's git
+objects, or through the contents API) and plans them exactly as the GPU workflow's plan job does
+(`recipe-bot plan --base <merge-base> --head <sha> --command <line>`). The GPU-hours are the planner's:
+per job, GPUs × (start-up + points × seconds a point + accuracy), from each recipe's `estimate:` (or its
+workload's `duration_s`); InferenceX rows use bot/inferencex/launches.py's planning assumptions.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+# The marker a reply carries for its request's estimate: the per-PR-per-day budget sums them.
+ESTIMATE_MARKER = "<!-- recipe-bot:estimate comment={key} sha={sha} gpu_hours={hours} -->"
+_ESTIMATE = re.compile(r"^<!-- recipe-bot:estimate comment=(\S+) sha=([0-9a-f]{40}) gpu_hours=([0-9.]+) -->$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """What one command plans: the figures the acknowledgement shows, and what they rest on."""
+
+    jobs: int
+    points: int
+    launches: int  # server launches this plan starts
+    packed_launches: int  # with every point that may share a launch packed
+    unpacked_launches: int  # one launch per point
+    gpu_hours: float
+    bound_gpu_hours: float | None  # every job running to its time limit (None: not known for every job)
+    recipes: tuple[tuple[str, int, int, float], ...]  # (recipe, jobs, launches, GPU-hours), costliest first
+    inferencex_rows: int = 0
+
+    def context(self) -> dict[str, Any]:
+        """The template context (bot/templates/*/control/estimate.md.j2)."""
+        return {"jobs": self.jobs, "points": self.points, "launches": self.launches,
+                "packed": self.packed_launches, "unpacked": self.unpacked_launches,
+                "gpu_hours": _hours(self.gpu_hours),
+                "bound": None if self.bound_gpu_hours is None else _hours(self.bound_gpu_hours),
+                "recipes": [{"name": n, "jobs": j, "launches": la, "gpu_hours": _hours(g)}
+                            for n, j, la, g in self.recipes[:10]],
+                "more": max(0, len(self.recipes) - 10), "inferencex_rows": self.inferencex_rows}
+
+
+def _hours(value: float) -> str:
+    return f"{value:,.2f}" if value < 100 else f"{value:,.0f}"
+
+
+def from_plan(plan: Any) -> Estimate:
+    """The figures of a bot.plan.model.Plan (pure)."""
+    summary = plan.summary()
+    bound: float | None = sum(job.gpus * job.timeout_s for job in plan.jobs) / 3600.0
+    ix_rows = 0
+    if plan.inferencex is not None:
+        entries = [e for m in plan.inferencex.matrices for e in m.include]
+        ix_rows = len(entries) + (1 if plan.inferencex.canary else 0)
+        bound = None if ix_rows else bound
+    rows = sorted(((r.recipe, r.jobs, r.server_launches, r.gpu_hours) for r in plan.recipes),
+                  key=lambda row: (-row[3], row[0]))
+    return Estimate(jobs=summary["jobs"], points=summary["points"], launches=summary["server_launches"],
+                    packed_launches=summary["packed_launches"], unpacked_launches=summary["unpacked_launches"],
+                    gpu_hours=round(plan.gpu_hours, 2), bound_gpu_hours=None if bound is None else round(bound, 2),
+                    recipes=tuple(rows), inferencex_rows=ix_rows)
+
+
+def marker(key: str, sha: str, gpu_hours: float) -> str:
+    return ESTIMATE_MARKER.format(key=key, sha=sha, hours=f"{gpu_hours:.2f}")
+
+
+def read_markers(body: str) -> list[tuple[str, str, float]]:
+    """(key, sha, GPU-hours) of the estimate markers in a comment's header."""
+    out = []
+    for line in body.replace("\r\n", "\n").split("\n"):
+        line = line.strip()
+        if not line.startswith("<!-- recipe-bot:"):
+            break
+        match = _ESTIMATE.match(line)
+        if match:
+            out.append((match.group(1), match.group(2), float(match.group(3))))
+    return out
+
+
+# -- I/O: plan the head commit ------------------------------------------------------------------
+
+class Unavailable(Exception):
+    """The estimate cannot be made here (a broken recipe, an unreadable commit): the plan job will say."""
+
+
+def plan_command(h: Any, command_line: str, pull: Any) -> Estimate:
+    """Plan `command_line` at the PR's head as the plan job will. Raises Unavailable."""
+    from bot.control import checkout as local
+    from bot.control.commands import UsageError, parse_single
+    from bot.plan.model import PlanError, PlanFilters
+    from bot.plan.planner import plan_change_sources
+    from bot.recipes.catalog import load_catalog
+    from bot.recipes.errors import RecipeError
+    from bot.recipes.sources import SourceError
+
+    try:
+        filters = PlanFilters(**parse_single(command_line).plan_filters())
+    except (UsageError, ValueError) as exc:
+        raise Unavailable(str(exc)) from None
+    try:
+        head, base = local.sources(h, pull)
+        catalog = load_catalog(head)
+        return from_plan(plan_change_sources(catalog, base, filters))
+    except (RecipeError, PlanError, SourceError) as exc:
+        raise Unavailable(str(exc).splitlines()[0][:300]) from None
