@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
+import gc
 import json
 import os
 import pathlib
@@ -127,6 +129,22 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
             f"{DEFAULT_CONFIG} or pass --bot-login") from None
 
 
+def _without_cycle_collector(command: Callable) -> Callable:
+    """Run the command with Python's cycle collector paused: a large report allocates millions of
+    objects and none of them form garbage cycles, yet the collector would walk them all again and
+    again (a sixth of a 5,000-point report's time). Restored afterwards, for callers in process."""
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return command(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+    return run
+
+
 @click.command(name="report")
 @click.option("--results", "results_dir", required=True,
               type=click.Path(path_type=pathlib.Path, file_okay=False),
@@ -160,6 +178,7 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
               help="Post the merge gate of the head SHA: this run merged with every earlier run on it.")
 @click.option("--required", "required_dir", type=click.Path(path_type=pathlib.Path),
               help="With --gate: plan JSON file(s) of what the PR requires (a file or a folder).")
+@_without_cycle_collector
 def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                baseline_dir: pathlib.Path | None, base_branch: str | None, workflow: str,
                config_path: pathlib.Path | None,
