@@ -218,6 +218,20 @@ def _judge(worse: float, interval: noise.Interval | None, threshold: float | Non
     return "within-noise" if interval is not None else "inconclusive"
 
 
+_METRIC_LIST = tuple(METRICS.values())
+_REQUIRED = {key: noise.required_samples(key) for key in METRICS}  # what noise.supported checks
+
+
+def _median(values: list[float]) -> float:
+    """statistics.median's figure (the mean of the two middle values when even), without its
+    per-call overhead."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def _requests(metrics: PointMetrics) -> int:
     return metrics.requests.count if metrics.requests is not None else metrics.completed
 
@@ -234,32 +248,41 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
     # A percentile is read from one run: it needs the requests in each run, not all together.
     head_n = min(_requests(m) for m in head_runs)
     base_n = min(_requests(s.metrics) for s in samples)
+    base_metrics = [s.metrics for s in samples]
     measured = []  # (metric, head, base values, base, change, worse, threshold, supported)
-    for metric in METRICS.values():
+    # Written for speed (the report runs this for every point of every recipe), with the same
+    # figures as noise.spread_pct and statistics.median: the values are finite floats.
+    for metric in _METRIC_LIST:
         head = metric.value(metrics)
-        values = [v for v in (metric.value(s.metrics) for s in samples) if v is not None]
-        if head is None or not values:
+        if head is None:
             continue
-        base = statistics.median(values)
+        value = metric.value
+        values = [v for v in map(value, base_metrics) if v is not None]
+        if not values:
+            continue
+        base = _median(values)
         if base == 0:
             continue
         change = (head - base) / abs(base) * 100
         worse = -change if metric.higher_is_better else change
         threshold = thresholds.get(metric.key)
-        ok = noise.supported(metric.key, head_n) and noise.supported(metric.key, base_n)
+        required = _REQUIRED[metric.key]
+        ok = head_n >= required and base_n >= required
         measured.append((metric, head, values, base, change, worse, threshold, ok))
     # One bootstrap for every gated metric of the point: the same replicates serve them all.
     intervals = noise.bootstrap(
         [noise.Wanted(m.key, m.higher_is_better, worse)
          for m, _, _, _, _, worse, threshold, ok in measured if threshold is not None and ok],
-        [m.requests for m in head_runs], [s.metrics.requests for s in samples])
+        [m.requests for m in head_runs], [m.requests for m in base_metrics])
     deltas = []
     for metric, head, values, base, change, worse, threshold, ok in measured:
         interval = intervals.get(metric.key)
         if interval is None and threshold is not None and ok:
             head_values = [v for v in (metric.value(m) for m in head_runs) if v is not None]
             interval = noise.from_runs(worse, head_values, values)
-        deltas.append(Delta(metric.key, head, base, change, worse, noise.spread_pct(values),
+        # noise.spread_pct(values): the median of `values` is `base`, never 0 here
+        spread = None if len(values) < 2 else (max(values) - min(values)) / abs(base) * 100
+        deltas.append(Delta(metric.key, head, base, change, worse, spread,
                             threshold, _judge(worse, interval, threshold, ok), interval, head_n,
                             base_n))
     env = []
