@@ -212,6 +212,11 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     if skipped:  # artifacts refused at download count as skipped base files, each with its reason
         baseline = dataclasses.replace(baseline, unreadable=tuple(skipped) + baseline.unreadable)
     report = build.build_report(collection, baseline, thresholds, meta)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    series = chart.series_from(plausible.without_implausible(report))  # an absurd point would flatten the rest
+    png_done = _png_alongside(series, out_dir / "chart.png",
+                              f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
+    click.get_current_context().call_on_close(png_done)  # waited for on every way out
     gated = None
     if gate_on:
         from bot.report import gate_runs
@@ -231,10 +236,6 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     if extra:
         rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + extra + "\n")
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    series = chart.series_from(plausible.without_implausible(report))  # an absurd point would flatten the rest
-    png_done = _png_alongside(series, out_dir / "chart.png",
-                              f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
     # Compact on purpose: with thousands of points an indented file is several times larger.
     _write(out_dir / "full-results.json", json.dumps(
         {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys,
@@ -262,10 +263,11 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
 
 
 def _png_alongside(series: list[chart.Series], path: pathlib.Path, title: str) -> Callable[[], None]:
-    """Draw chart.png in a forked child while this process writes the comment and the JSON:
-    importing matplotlib and drawing is a third of a large report's time, and a second core is
-    usually there. Returns the wait; a child that fails is redrawn here, so its error is shown
-    as it would have been. Where fork is not safe to use (not Linux), draw it now."""
+    """Draw chart.png in a forked child while this process renders the comment and writes the
+    JSON: importing matplotlib and drawing is a third of a large report's time, and a second core
+    is usually there. Returns the wait (once; later calls return at once); a child that fails is
+    redrawn here, so its error is shown as it would have been. Where fork is not safe to use
+    (not Linux), draw it now."""
     if sys.platform != "linux":
         chart.write_png(series, path, title)
         return lambda: None
@@ -280,7 +282,12 @@ def _png_alongside(series: list[chart.Series], path: pathlib.Path, title: str) -
         finally:
             os._exit(code)
 
+    waited = []
+
     def wait() -> None:
+        if waited:
+            return
+        waited.append(pid)
         _, status = os.waitpid(pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             chart.write_png(series, path, title)
