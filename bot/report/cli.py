@@ -8,14 +8,13 @@ import gc
 import json
 import os
 import pathlib
-import sys
 import tempfile
 from collections.abc import Callable
 
 import click
 
 from bot import i18n
-from bot.report import build, chart, collect, compare, failure_groups, marker, plausible, post, render
+from bot.report import alongside, build, chart, collect, compare, failure_groups, marker, plausible, post, render
 from bot.report.model import Meta, Report
 
 DEFAULT_CONFIG = pathlib.Path(".github/recipe-bot.yaml")
@@ -188,6 +187,8 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                required_dir: pathlib.Path | None = None) -> None:
     """Collect results, compare with the base branch, render English then 简体中文, and post."""
     thresholds, config = _load_thresholds(config_path)
+    chart_child = alongside.ChartChild()  # forked now: matplotlib loads while the results are read
+    click.get_current_context().call_on_close(chart_child.wait)  # waited for on every way out
     try:
         plan = collect.load_plan(jobs_path) if jobs_path else []
         collection = collect.collect(results_dir, plan, sha)
@@ -214,9 +215,13 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     report = build.build_report(collection, baseline, thresholds, meta)
     out_dir.mkdir(parents=True, exist_ok=True)
     series = chart.series_from(plausible.without_implausible(report))  # an absurd point would flatten the rest
-    png_done = _png_alongside(series, out_dir / "chart.png",
-                              f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
-    click.get_current_context().call_on_close(png_done)  # waited for on every way out
+    chart_child.draw(series, out_dir / "chart.png",
+                     f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
+    # Compact on purpose: with thousands of points an indented file is several times larger.
+    full_results = alongside.Beside(lambda: _write(out_dir / "full-results.json", json.dumps(
+        {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys,
+         "report": report}, default=_json_default, ensure_ascii=False, separators=(",", ":"))))
+    click.get_current_context().call_on_close(full_results.wait)
     gated = None
     if gate_on:
         from bot.report import gate_runs
@@ -236,10 +241,6 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     if extra:
         rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + extra + "\n")
 
-    # Compact on purpose: with thousands of points an indented file is several times larger.
-    _write(out_dir / "full-results.json", json.dumps(
-        {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys,
-         "report": report}, default=_json_default, ensure_ascii=False, separators=(",", ":")))
     _write(out_dir / "comment.md", rendered.text)
     summary = summary_of(report, rendered)
     post.append_step_summary(rendered.text)
@@ -248,7 +249,8 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         summary["posted"] = _post(report, rendered, meta, check_name, bot_login, config,
                                   dry_run, gated)
     _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
-    png_done()
+    full_results.wait()
+    chart_child.wait()
     counts = report.counts
     click.echo(f"verdict: {report.verdict.conclusion} · jobs {counts.jobs_total} · "
                f"points {counts.points_total} · regressions {counts.regressions} · "
@@ -260,38 +262,6 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     if fail_on_failure and report.verdict.conclusion == "failure":
         raise SystemExit(1)
-
-
-def _png_alongside(series: list[chart.Series], path: pathlib.Path, title: str) -> Callable[[], None]:
-    """Draw chart.png in a forked child while this process renders the comment and writes the
-    JSON: importing matplotlib and drawing is a third of a large report's time, and a second core
-    is usually there. Returns the wait (once; later calls return at once); a child that fails is
-    redrawn here, so its error is shown as it would have been. Where fork is not safe to use
-    (not Linux), draw it now."""
-    if sys.platform != "linux":
-        chart.write_png(series, path, title)
-        return lambda: None
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: draw, and leave without running the parent's exit handlers
-        code = 1
-        try:
-            chart.write_png(series, path, title)
-            code = 0
-        finally:
-            os._exit(code)
-
-    waited = []
-
-    def wait() -> None:
-        if waited:
-            return
-        waited.append(pid)
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            chart.write_png(series, path, title)
-    return wait
 
 
 def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
