@@ -53,7 +53,7 @@ PULLS = [  # one pull per scenario, so no pull's comment list grows past a page 
 ]
 # name: (pull, commenter, comment body, the word handle's log must show, the writes expected)
 SCENARIOS: dict[str, tuple[int, str, str, str, int]] = {
-    "sweep": (7, "carol", "/sweep", "dispatched", 3),
+    "sweep": (7, "carol", "/sweep", "dispatched", 4),
     "refused-permission": (8, "mallory", "/sweep", "refused", 2),
     "refused-draft": (10, "carol", "/sweep", "refused", 2),
     "no-command": (11, "carol", "Looks good to me; the numbers match.", "no command", 0),
@@ -137,12 +137,14 @@ class Bench:
     def bot_entries(self, since: int) -> list[dict[str, Any]]:
         return [e for e in self.sb.log(all=True, since=since) if e["user"] == BOT]
 
-    def run(self, scenario: str) -> dict[str, Any]:
+    def run(self, scenario: str, tree: pathlib.Path | None = None) -> dict[str, Any]:
+        """One handle process; `tree`: another checkout's `bot` (--reference) instead of this one."""
         event = self.prepare(scenario)
         since = self.last_seq()
         command = [*entry_point(), "handle", "--event-name", "issue_comment", "--event-path", str(event)]
+        env = self.env if tree is None else {**self.env, "PYTHONPATH": str(tree)}
         start = time.perf_counter()
-        done = subprocess.run(command, env=self.env, capture_output=True, text=True, cwd=self.workdir)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=self.workdir)
         wall = time.perf_counter() - start
         entries = self.bot_entries(since)
         check(scenario, done.returncode, done.stderr, entries)
@@ -255,6 +257,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15, help="runs of each scenario (default 15)")
     parser.add_argument("--phases", type=int, default=5, help="phase-timed runs of each scenario")
     parser.add_argument("--profile", action="store_true", help="add a cProfile of one in-process sweep")
+    parser.add_argument("--reference", type=pathlib.Path,
+                        help="another checkout's tree (holding bot/, e.g. `git archive main bot | tar -x -C "
+                             "DIR`): its sweep runs in turn with this tree's, as scenario sweep@reference")
     args = parser.parse_args()
     machine = machine_info()
     if shutil.which("git") is None:
@@ -266,10 +271,15 @@ def main() -> None:
             bench = Bench(sb, workdir)
             warmup = {name: bench.run(name)["wall_s"] for name in SCENARIOS}  # .pyc, page cache
             samples: dict[str, list[dict[str, Any]]] = {name: [] for name in SCENARIOS}
+            if args.reference:
+                warmup["sweep@reference"] = bench.run("sweep", args.reference.resolve())["wall_s"]
+                samples["sweep@reference"] = []
             startup: dict[str, list[float]] = {name: [] for name in STARTUP_COMMANDS}
             for _ in range(args.repeat):  # interleaved, so a burst of other work hits all alike
                 for name in SCENARIOS:
                     samples[name].append(bench.run(name))
+                    if name == "sweep" and args.reference:
+                        samples["sweep@reference"].append(bench.run("sweep", args.reference.resolve()))
                 for name, command in STARTUP_COMMANDS.items():
                     startup[name].append(wall_time(command))
             phase_samples = {name: [bench.phases(name) for _ in range(args.phases)]
