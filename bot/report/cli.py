@@ -44,6 +44,10 @@ def _json_default(value: object) -> object:
     if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value))
     if names is not None:
+        # A dataclass's own dict holds its fields in order (set by __init__): json walks it as is.
+        fields = getattr(value, "__dict__", None)
+        if fields is not None and len(fields) == len(names):
+            return fields
         return {name: getattr(value, name) for name in names}
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
@@ -220,7 +224,8 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     # Compact on purpose: with thousands of points an indented file is several times larger.
     full_results = alongside.Beside(lambda: _write(out_dir / "full-results.json", json.dumps(
         {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys,
-         "report": report}, default=_json_default, ensure_ascii=False, separators=(",", ":"))))
+         "report": report}, default=_json_default, ensure_ascii=False, separators=(",", ":"),
+        check_circular=False)))  # a report is a tree; a cycle would still end in RecursionError
     click.get_current_context().call_on_close(full_results.wait)
     gated = None
     if gate_on:
