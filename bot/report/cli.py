@@ -10,12 +10,17 @@ import os
 import pathlib
 import tempfile
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
-from bot import i18n
-from bot.report import alongside, build, chart, collect, compare, failure_groups, marker, plausible, post, render
-from bot.report.model import Meta, Report
+# The report's own modules (pydantic's models, the renderer) are imported by report_cmd once its
+# chart child is forked, so that child starts loading matplotlib as early as it can.
+from bot.report import alongside, post
+
+if TYPE_CHECKING:
+    from bot.report import render
+    from bot.report.model import Meta, Report
 
 DEFAULT_CONFIG = pathlib.Path(".github/recipe-bot.yaml")
 
@@ -57,6 +62,8 @@ def _json_default(value: object) -> object:
 
 
 def _load_thresholds(config_path: pathlib.Path | None) -> tuple[dict[str, float], object | None]:
+    from bot.report import collect, compare
+
     path = config_path or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
     if path is None:
         return compare.thresholds_from(None), None
@@ -92,6 +99,8 @@ def _run_url(explicit: str | None) -> str | None:
 
 
 def summary_of(report: Report, rendered: render.Rendered) -> dict:
+    from bot.report import failure_groups
+
     counts = report.counts
     return {
         "verdict": report.verdict.conclusion,
@@ -108,6 +117,9 @@ def summary_of(report: Report, rendered: render.Rendered) -> dict:
 
 
 def check_title(report: Report) -> str:
+    from bot import i18n
+    from bot.report import failure_groups
+
     context = {"verdict": report.verdict.conclusion,
                "reasons": [dataclasses.asdict(r) for r in report.verdict.reasons],
                "calls": failure_groups.whom_to_call(report.failure_groups)}
@@ -190,9 +202,13 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                bot_login: str | None, check_name: str, fail_on_failure: bool, gate_on: bool = False,
                required_dir: pathlib.Path | None = None) -> None:
     """Collect results, compare with the base branch, render English then 简体中文, and post."""
-    thresholds, config = _load_thresholds(config_path)
-    chart_child = alongside.ChartChild()  # forked now: matplotlib loads while the results are read
+    chart_child = alongside.ChartChild()  # forked first: matplotlib loads while the results are read
     click.get_current_context().call_on_close(chart_child.wait)  # waited for on every way out
+    from bot import i18n
+    from bot.report import build, chart, collect, compare, plausible, render
+    from bot.report.model import Meta
+
+    thresholds, config = _load_thresholds(config_path)
     try:
         plan = collect.load_plan(jobs_path) if jobs_path else []
         collection = collect.collect(results_dir, plan, sha)
@@ -291,6 +307,7 @@ def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
 def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str,
           bot_login: str | None, config: object | None, dry_run: bool, gated=None) -> dict:
     from bot.github import GitHubClient, GitHubError
+    from bot.report import marker, render
 
     if meta.pr is None or not meta.sha:
         raise click.ClickException("--post needs the PR number and the head SHA "
