@@ -143,12 +143,15 @@ class Bench:
         since = self.last_seq()
         command = [*entry_point(), "handle", "--event-name", "issue_comment", "--event-path", str(event)]
         env = self.env if tree is None else {**self.env, "PYTHONPATH": str(tree)}
+        before = os.times()
         start = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=self.workdir)
         wall = time.perf_counter() - start
+        after = os.times()  # the process's own CPU: less moved by other work on the machine than wall
+        cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
         entries = self.bot_entries(since)
         check(scenario, done.returncode, done.stderr, entries)
-        return {"wall_s": wall, "requests": len(entries),
+        return {"wall_s": wall, "cpu_s": cpu, "requests": len(entries),
                 "writes": sum(e["method"] != "GET" for e in entries),
                 "sandbox_ms": sum(e["ms"] for e in entries),
                 "sandbox_ms_by_operation": sandbox_ms_by_operation(entries),
@@ -292,7 +295,8 @@ def main() -> None:
         walls = [r["wall_s"] for r in runs]
         counts = sorted({r["requests"] for r in runs})
         scenarios[name] = {
-            "wall_s": summary(walls), "requests": counts, "writes": runs[0]["writes"],
+            "wall_s": summary(walls), "cpu_s": summary([r["cpu_s"] for r in runs]),
+            "requests": counts, "writes": runs[0]["writes"],
             "operations": runs[0]["operations"],
             "sandbox_s_median": statistics.median(r["sandbox_ms"] for r in runs) / 1000,
             "sandbox_ms_median_by_operation": {
@@ -331,13 +335,14 @@ def print_tables(record: dict[str, Any]) -> None:
     console = Console(width=140, highlight=False)
     table = Table(title=f"recipe-bot handle against the sandbox ({record['repeat']} runs each; "
                         f"load {record['machine']['load_average_at_start']})")
-    for column in ("scenario", "median s", "p90 s", "min s", "max s", "requests", "writes",
+    for column in ("scenario", "median s", "p90 s", "min s", "max s", "CPU s", "requests", "writes",
                    "sandbox s", "target"):
         table.add_column(column, justify="left" if column == "scenario" else "right")
     for name, s in record["scenarios"].items():
         wall = s["wall_s"]
         table.add_row(name, f"{wall['median']:.3f}", f"{wall['p90']:.3f}", f"{wall['min']:.3f}",
-                      f"{wall['max']:.3f}", "/".join(map(str, s["requests"])), str(s["writes"]),
+                      f"{wall['max']:.3f}", f"{s['cpu_s']['median']:.3f}", "/".join(map(str, s["requests"])),
+                      str(s["writes"]),
                       f"{s['sandbox_s_median']:.3f}", "met" if s["within_target"] else "MISSED")
     console.print(table)
     startup = record["startup"]
