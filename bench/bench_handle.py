@@ -118,6 +118,9 @@ class Bench:
         self.sb, self.workdir, self.events = sb, workdir, 0
         self.env = {**os.environ, **sb.env()}
         self.env.pop("GITHUB_STEP_SUMMARY", None)
+        # As a runner has them: the warm-up writes the bot's .pyc files, which every later run reads
+        # (a machine that sets PYTHONDONTWRITEBYTECODE would otherwise compile every module each run).
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.seq = 0
 
     def last_seq(self) -> int:
