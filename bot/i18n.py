@@ -55,9 +55,24 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
     import jinja2
 
+    class Cache(jinja2.FileSystemBytecodeCache):
+        """A cache that cannot be read or written (a full disk) only means compiling again."""
+
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except OSError:
+                pass
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass
+
     options = hashlib.sha256(repr(sorted(_OPTIONS.items())).encode()).hexdigest()[:12]
     try:
-        return jinja2.FileSystemBytecodeCache(pattern=f"recipe-bot-{options}-%s.cache")
+        return Cache(pattern=f"recipe-bot-{options}-%s.cache")
     except (OSError, RuntimeError):
         return None
 
