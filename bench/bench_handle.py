@@ -126,6 +126,9 @@ class Bench:
         self.sb, self.workdir, self.events = sb, workdir, 0
         self.env = {**os.environ, **sb.env(), "RECIPE_BOT_CHECKOUT": str(sb.checkout(workdir / "checkout"))}
         self.env.pop("GITHUB_STEP_SUMMARY", None)
+        # As a runner has them: the warm-up writes the bot's .pyc files, which every later run reads
+        # (a machine that sets PYTHONDONTWRITEBYTECODE would otherwise compile every module each run).
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.seq = 0
 
     def last_seq(self) -> int:
@@ -149,16 +152,21 @@ class Bench:
     def bot_entries(self, since: int) -> list[dict[str, Any]]:
         return [e for e in self.sb.log(all=True, since=since) if e["user"] == BOT]
 
-    def run(self, scenario: str) -> dict[str, Any]:
+    def run(self, scenario: str, tree: pathlib.Path | None = None) -> dict[str, Any]:
+        """One handle process; `tree`: another checkout's `bot` (--reference) instead of this one."""
         event = self.prepare(scenario)
         since = self.last_seq()
         command = [*entry_point(), "handle", "--event-name", "issue_comment", "--event-path", str(event)]
+        env = self.actions_env() if tree is None else {**self.actions_env(), "PYTHONPATH": str(tree)}
+        before = os.times()
         start = time.perf_counter()
-        done = subprocess.run(command, env=self.actions_env(), capture_output=True, text=True, cwd=self.workdir)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=self.workdir)
         wall = time.perf_counter() - start
+        after = os.times()  # the process's own CPU: less moved by other work on the machine than wall
+        cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
         entries = self.bot_entries(since)
-        check(scenario, done.returncode, done.stderr, entries)
-        return {"wall_s": wall, "requests": len(entries),
+        check(scenario, done.returncode, done.stderr, entries, reference=tree is not None)
+        return {"wall_s": wall, "cpu_s": cpu, "requests": len(entries),
                 "writes": sum(e["method"] != "GET" for e in entries),
                 "sandbox_ms": sum(e["ms"] for e in entries),
                 "sandbox_ms_by_operation": sandbox_ms_by_operation(entries),
@@ -189,17 +197,18 @@ def sandbox_ms_by_operation(entries: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def check(scenario: str, returncode: int, log: str, entries: list[dict[str, Any]]) -> None:
-    """A figure only counts when the run did what the scenario says it does."""
+def check(scenario: str, returncode: int, log: str, entries: list[dict[str, Any]], reference: bool = False) -> None:
+    """A figure only counts when the run did what the scenario says it does (a --reference tree
+    from before the estimate and the claim protocol writes what it wrote then: not checked)."""
     _, _, _, word, writes = SCENARIOS[scenario]
     problems = []
     if returncode != 0:
         problems.append(f"exit {returncode}")
     if word not in log:
         problems.append(f"its log lacks {word!r}")
-    if scenario == "sweep" and "GPU-hours" not in log:
+    if scenario == "sweep" and not reference and "GPU-hours" not in log:
         problems.append("no estimate was made before the dispatch")
-    if sum(e["method"] != "GET" for e in entries) != writes:
+    if not reference and sum(e["method"] != "GET" for e in entries) != writes:
         problems.append(f"{writes} write(s) expected")
     if any(not e["valid"] or not e["known"] for e in entries):
         problems.append("a request broke GitHub's OpenAPI description")
@@ -270,6 +279,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15, help="runs of each scenario (default 15)")
     parser.add_argument("--phases", type=int, default=5, help="phase-timed runs of each scenario")
     parser.add_argument("--profile", action="store_true", help="add a cProfile of one in-process sweep")
+    parser.add_argument("--reference", type=pathlib.Path,
+                        help="another checkout's tree (holding bot/, e.g. `git archive main bot | tar -x -C "
+                             "DIR`): its sweep runs in turn with this tree's, as scenario sweep@reference")
     args = parser.parse_args()
     machine = machine_info()
     if shutil.which("git") is None:
@@ -281,10 +293,15 @@ def main() -> None:
             bench = Bench(sb, workdir)
             warmup = {name: bench.run(name)["wall_s"] for name in SCENARIOS}  # .pyc, page cache
             samples: dict[str, list[dict[str, Any]]] = {name: [] for name in SCENARIOS}
+            if args.reference:
+                warmup["sweep@reference"] = bench.run("sweep", args.reference.resolve())["wall_s"]
+                samples["sweep@reference"] = []
             startup: dict[str, list[float]] = {name: [] for name in STARTUP_COMMANDS}
             for _ in range(args.repeat):  # interleaved, so a burst of other work hits all alike
                 for name in SCENARIOS:
                     samples[name].append(bench.run(name))
+                    if name == "sweep" and args.reference:
+                        samples["sweep@reference"].append(bench.run("sweep", args.reference.resolve()))
                 for name, command in STARTUP_COMMANDS.items():
                     startup[name].append(wall_time(command))
             phase_samples = {name: [bench.phases(name) for _ in range(args.phases)]
@@ -297,7 +314,8 @@ def main() -> None:
         walls = [r["wall_s"] for r in runs]
         counts = sorted({r["requests"] for r in runs})
         scenarios[name] = {
-            "wall_s": summary(walls), "requests": counts, "writes": runs[0]["writes"],
+            "wall_s": summary(walls), "cpu_s": summary([r["cpu_s"] for r in runs]),
+            "requests": counts, "writes": runs[0]["writes"],
             "operations": runs[0]["operations"],
             "sandbox_s_median": statistics.median(r["sandbox_ms"] for r in runs) / 1000,
             "sandbox_ms_median_by_operation": {
@@ -336,13 +354,14 @@ def print_tables(record: dict[str, Any]) -> None:
     console = Console(width=140, highlight=False)
     table = Table(title=f"recipe-bot handle against the sandbox ({record['repeat']} runs each; "
                         f"load {record['machine']['load_average_at_start']})")
-    for column in ("scenario", "median s", "p90 s", "min s", "max s", "requests", "writes",
+    for column in ("scenario", "median s", "p90 s", "min s", "max s", "CPU s", "requests", "writes",
                    "sandbox s", "target"):
         table.add_column(column, justify="left" if column == "scenario" else "right")
     for name, s in record["scenarios"].items():
         wall = s["wall_s"]
         table.add_row(name, f"{wall['median']:.3f}", f"{wall['p90']:.3f}", f"{wall['min']:.3f}",
-                      f"{wall['max']:.3f}", "/".join(map(str, s["requests"])), str(s["writes"]),
+                      f"{wall['max']:.3f}", f"{s['cpu_s']['median']:.3f}", "/".join(map(str, s["requests"])),
+                      str(s["writes"]),
                       f"{s['sandbox_s_median']:.3f}", "met" if s["within_target"] else "MISSED")
     console.print(table)
     startup = record["startup"]

@@ -66,7 +66,8 @@ def measure(points: int, repeat: int, workdir: pathlib.Path,
                "--baseline", str(paths["baseline"]), "--out", str(out),
                "--config", str(workdir / "empty.yaml")]
     (workdir / "empty.yaml").write_text("{}\n", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    # PYTHONDONTWRITEBYTECODE off, as on a runner: the first run writes the .pyc files the others read.
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTHONDONTWRITEBYTECODE")}
 
     def run_cli(tree: pathlib.Path) -> tuple[float, float]:
         """Wall and CPU seconds (this process and the chart's child) of one report command."""

@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from bot.results import CaseResult, FailureClass, JobResult
+if TYPE_CHECKING:  # the result models are imported where a failure is classified: the control
+    from bot.results import CaseResult, FailureClass, JobResult  # plane reads records only
 
 RECORD_PREFIX = "<!-- recipe-bot:infra-runners"
 _REPORT_PREFIX = "<!-- recipe-bot:report "
@@ -171,6 +172,8 @@ def _lines(texts: Iterable[str | None]) -> list[str]:
 
 def classify_lines(lines: list[str], *, started: bool) -> FailureClass:
     """The first rule (in table order) that any line matches, with its last matching lines."""
+    from bot.results import FailureClass
+
     for candidate in RULES:
         if candidate.after_start is not None and candidate.after_start != started:
             continue

@@ -11,11 +11,10 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-import github
 import requests
-from github import Auth, GithubException
 
 from bot import github_retry
+from bot.github_import import Auth, GithubException, github
 from bot.control.events import Pull, pull_from_json
 from bot.github_records import (  # noqa: F401  (the client's records: bot.github.Comment etc.)
     ACTIVE_RUN_STATES,

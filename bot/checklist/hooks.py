@@ -4,13 +4,15 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.control import dispatch
-from bot.checklist import verify
 from bot.config import read_repo_config
 from bot.control.events import EventError
 from bot.github import GitHubClient, GitHubError
+
+if TYPE_CHECKING:  # verifying a sign-off is imported when a comment may be one: every event
+    from bot.checklist import verify  # imports this module, few need the checklist's machinery
 
 # Cheap pre-filter before any API call: every template has a Signed: line and names CODEOWNERs.
 _MAYBE = re.compile(r"codeowner|signed\s*[:：]|签名\s*[:：]|代码所有者", re.I)
@@ -38,6 +40,8 @@ def _run(h: Any, pr: int, *, trigger: str | None = None, sha: str | None = None,
          pushed_at: str | None = None) -> None:
     if h.load_config() or h.config.checklist is None:
         return  # a broken config is answered by the command path; no `checklist:` section: sign-off off
+    from bot.checklist import verify
+
     try:
         bot = h.bot_login()
         if author.lower() == bot.lower():
@@ -70,6 +74,8 @@ def on_workflow_run(handler: Callable[..., Any], client: GitHubClient, payload: 
 
 def verify_cli(client: GitHubClient, pr: int, sha: str | None) -> verify.Result:
     """The command line's path: the same verification, config read from the default branch."""
+    from bot.checklist import verify
+
     branch = client.default_branch()
     config = read_repo_config(client, branch)  # raises ConfigError, reported by the caller
     if config.checklist is None:

@@ -9,20 +9,25 @@ import pathlib
 import posixpath
 import re
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot import i18n
 from bot.control import commands, reuse
-from bot.plan.model import PlanError, PlanFilters
-from bot.recipes.catalog import is_recipe_path
-from bot.recipes.errors import RecipeError
-from bot.report import gate
-from bot.report.post import CHECK_NAME
+
+if TYPE_CHECKING:  # annotations only
+    from bot.plan.model import PlanFilters
+    from bot.report import gate
+
+# The planner, the recipes and the report (a quarter of a second to import) are imported by the
+# functions that use them: `recipe-bot handle` imports this module for every event, and a /sweep
+# without recipe names never reaches them.
 
 POST_ON = frozenset({"opened", "synchronize", "reopened"})
 
 
 def _verdict(required: dict, **fields: Any) -> gate.GateVerdict:
+    from bot.report import gate
+
     missing = tuple((recipe, key) for key, recipe in sorted(required.items()))
     return gate.GateVerdict(fields.get("conclusion", "pending"), len(required), 0, (), missing, (), ())
 
@@ -37,6 +42,8 @@ def _render(verdict: gate.GateVerdict, sha: str, **extra: Any) -> tuple[str, str
 def _post_check(client, sha: str, *, conclusion: str | None, title: str, summary: str,
                 details_url: str | None = None) -> None:
     """Update the latest gate check on sha, or create it; conclusion None leaves it in progress."""
+    from bot.report.post import CHECK_NAME
+
     status = "completed" if conclusion else "in_progress"
     existing = [run for run in client.list_check_runs(sha, CHECK_NAME) if run.name == CHECK_NAME]
     fields = dict(status=status, conclusion=conclusion, title=title[:1000], summary=summary[:60000],
@@ -48,6 +55,8 @@ def _post_check(client, sha: str, *, conclusion: str | None, title: str, summary
 
 
 def required_filters(config) -> tuple[list[str], list[PlanFilters]]:
+    from bot.plan.model import PlanFilters
+
     lines = list(config.gate.required)
     return lines, [PlanFilters(**commands.parse_single(line).plan_filters()) for line in lines]
 
@@ -68,6 +77,10 @@ def on_pull_request(h, event) -> None:
 
 def _on_pull_request(h, event) -> None:
     from bot.plan import remote
+    from bot.plan.model import PlanError
+    from bot.recipes.errors import RecipeError
+    from bot.report import gate
+    from bot.report.post import CHECK_NAME
 
     pull = event.pull
     if event.action not in POST_ON or pull.closed:
@@ -115,6 +128,9 @@ def refuse_unknown_recipes(h, reply, command, pull) -> bool:
     """`/sweep name` where no recipe of the head commit is called name: refused before any run starts."""
     from bot.control import checkout
     from bot.plan import remote
+    from bot.plan.model import PlanError
+    from bot.recipes.catalog import is_recipe_path
+    from bot.recipes.errors import RecipeError
     from bot.recipes.sources import GitSource
 
     if command.name != "sweep" or not command.recipes:
@@ -151,6 +167,8 @@ def refuse_unknown_recipes(h, reply, command, pull) -> bool:
 
 def accept_regression(h, reply, command, actor, pull, approvals, key) -> None:
     """Pin a maintainer's acknowledgement to the head SHA, then judge the gate again with it."""
+    from bot.report import gate
+
     ack = gate.Ack(pull.head_sha, command.recipes[0], actor.login, command.reason or "")
     reply.markers.append(gate.ack_marker(ack))
     acks = gate.read_acks(h.client.list_issue_comments(pull.number), h.bot_login(), pull.head_sha)
@@ -192,6 +210,8 @@ def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
 
 def reuse_run(h, reply, command, actor, pull, approvals, key) -> None:
     """Accept an earlier run for the head when every touched recipe's fingerprint matches, or say why not."""
+    from bot.report.post import CHECK_NAME
+
     judged = reuse.judge(h.client, run_id=command.run_id, pull=pull, by=actor.login, bot_login=h.bot_login(),
                          workflow=h.config.gpu_workflow, check_name=CHECK_NAME)
     if not judged.accepted:
@@ -232,6 +252,8 @@ _QUEUE_REF = re.compile(r"/pr-(\d+)-[0-9a-f]{40}$")
 
 def handle_merge_group(h, payload: dict) -> None:
     """`merge_group checks_requested`: reuse the PR head's verdict when the recipes are identical."""
+    from bot.report.post import CHECK_NAME
+
     group = payload.get("merge_group") or {}
     sha, ref = str(group.get("head_sha") or ""), str(group.get("head_ref") or "")
     match = _QUEUE_REF.search(ref)

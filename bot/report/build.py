@@ -57,12 +57,10 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
     gpus = tuple(result.hardware.gpus) if result.hardware else ()
     rows: list[PointRow] = []
     for case in result.cases:
+        arm = arm_name(case.name)
         for point in case.points:
             metrics = point.metrics
-            row = PointRow(**base, arm=arm_name(case.name), case=case.name,
-                           point_id=point.point_id, concurrency=point.concurrency,
-                           status=point.status, reason=point.reason, isl=point.isl, osl=point.osl,
-                           reproduce=command)
+            measured = {}
             if metrics is not None:
                 comparison = None
                 if point.status == "passed":
@@ -70,14 +68,17 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
                         metrics, baseline.lookup(result.recipe_fingerprint, point.point_id),
                         thresholds, engine_version=result.engine_version, gpus=gpus,
                         head_repeats=tuple(point.repeats), client_process=point.client_process)
-                row = PointRow(**{**row.__dict__, "tput_per_gpu": metrics.tput_per_gpu,
-                                  "interactivity": metrics.interactivity,
-                                  "ttft_p50": metrics.ttft_ms.get("median"),
-                                  "ttft_p99": metrics.ttft_ms.get("p99"),
-                                  "tpot_p50": metrics.tpot_ms.get("median"),
-                                  "comparison": comparison,
-                                  "requests": metrics.completed})
-            rows.append(row)
+                measured = {"tput_per_gpu": metrics.tput_per_gpu,
+                            "interactivity": metrics.interactivity,
+                            "ttft_p50": metrics.ttft_ms.get("median"),
+                            "ttft_p99": metrics.ttft_ms.get("p99"),
+                            "tpot_p50": metrics.tpot_ms.get("median"),
+                            "comparison": comparison,
+                            "requests": metrics.completed}
+            rows.append(PointRow(**base, arm=arm, case=case.name,
+                                 point_id=point.point_id, concurrency=point.concurrency,
+                                 status=point.status, reason=point.reason, isl=point.isl,
+                                 osl=point.osl, reproduce=command, **measured))
     # Planned points with no result (a lost or cancelled job, a runner that stopped early) still
     # show, as lost, cancelled or skipped: never silently dropped, never passed.
     seen = {row.point_id for row in rows}

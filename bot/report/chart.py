@@ -25,8 +25,10 @@ import json
 import math
 import pathlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bot.report.model import Report
+if TYPE_CHECKING:  # only annotations: the chart child imports this module without the report's models
+    from bot.report.model import Report
 
 # (legend swatch, line colour): the colours are close to how the emoji squares render.
 PALETTE: tuple[tuple[str, str], ...] = (

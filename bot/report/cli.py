@@ -3,18 +3,24 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
+import gc
 import json
 import os
 import pathlib
-import sys
 import tempfile
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
-from bot import i18n
-from bot.report import build, chart, collect, compare, failure_groups, marker, plausible, post, render
-from bot.report.model import Meta, Report
+# The report's own modules (pydantic's models, the renderer) are imported by report_cmd once its
+# chart child is forked, so that child starts loading matplotlib as early as it can.
+from bot.report import alongside, post
+
+if TYPE_CHECKING:
+    from bot.report import render
+    from bot.report.model import Meta, Report
 
 DEFAULT_CONFIG = pathlib.Path(".github/recipe-bot.yaml")
 
@@ -43,6 +49,10 @@ def _json_default(value: object) -> object:
     if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value))
     if names is not None:
+        # A dataclass's own dict holds its fields in order (set by __init__): json walks it as is.
+        fields = getattr(value, "__dict__", None)
+        if fields is not None and len(fields) == len(names):
+            return fields
         return {name: getattr(value, name) for name in names}
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
@@ -52,6 +62,8 @@ def _json_default(value: object) -> object:
 
 
 def _load_thresholds(config_path: pathlib.Path | None) -> tuple[dict[str, float], object | None]:
+    from bot.report import collect, compare
+
     path = config_path or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
     if path is None:
         return compare.thresholds_from(None), None
@@ -87,6 +99,8 @@ def _run_url(explicit: str | None) -> str | None:
 
 
 def summary_of(report: Report, rendered: render.Rendered) -> dict:
+    from bot.report import failure_groups
+
     counts = report.counts
     return {
         "verdict": report.verdict.conclusion,
@@ -103,6 +117,9 @@ def summary_of(report: Report, rendered: render.Rendered) -> dict:
 
 
 def check_title(report: Report) -> str:
+    from bot import i18n
+    from bot.report import failure_groups
+
     context = {"verdict": report.verdict.conclusion,
                "reasons": [dataclasses.asdict(r) for r in report.verdict.reasons],
                "calls": failure_groups.whom_to_call(report.failure_groups)}
@@ -125,6 +142,22 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
         raise click.ClickException(
             f"cannot tell which account the bot posts as ({exc}); set bot_login in "
             f"{DEFAULT_CONFIG} or pass --bot-login") from None
+
+
+def _without_cycle_collector(command: Callable) -> Callable:
+    """Run the command with Python's cycle collector paused: a large report allocates millions of
+    objects and none of them form garbage cycles, yet the collector would walk them all again and
+    again (a sixth of a 5,000-point report's time). Restored afterwards, for callers in process."""
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return command(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+    return run
 
 
 @click.command(name="report")
@@ -160,6 +193,7 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
               help="Post the merge gate of the head SHA: this run merged with every earlier run on it.")
 @click.option("--required", "required_dir", type=click.Path(path_type=pathlib.Path),
               help="With --gate: plan JSON file(s) of what the PR requires (a file or a folder).")
+@_without_cycle_collector
 def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                baseline_dir: pathlib.Path | None, base_branch: str | None, workflow: str,
                config_path: pathlib.Path | None,
@@ -168,6 +202,12 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                bot_login: str | None, check_name: str, fail_on_failure: bool, gate_on: bool = False,
                required_dir: pathlib.Path | None = None) -> None:
     """Collect results, compare with the base branch, render English then 简体中文, and post."""
+    chart_child = alongside.ChartChild()  # forked first: matplotlib loads while the results are read
+    click.get_current_context().call_on_close(chart_child.wait)  # waited for on every way out
+    from bot import i18n
+    from bot.report import build, chart, collect, compare, plausible, render
+    from bot.report.model import Meta
+
     thresholds, config = _load_thresholds(config_path)
     try:
         plan = collect.load_plan(jobs_path) if jobs_path else []
@@ -193,6 +233,16 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     if skipped:  # artifacts refused at download count as skipped base files, each with its reason
         baseline = dataclasses.replace(baseline, unreadable=tuple(skipped) + baseline.unreadable)
     report = build.build_report(collection, baseline, thresholds, meta)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    series = chart.series_from(plausible.without_implausible(report))  # an absurd point would flatten the rest
+    chart_child.draw(series, out_dir / "chart.png",
+                     f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
+    # Compact on purpose: with thousands of points an indented file is several times larger.
+    full_results = alongside.Beside(lambda: _write(out_dir / "full-results.json", json.dumps(
+        {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys,
+         "report": report}, default=_json_default, ensure_ascii=False, separators=(",", ":"),
+        check_circular=False)))  # a report is a tree; a cycle would still end in RecursionError
+    click.get_current_context().call_on_close(full_results.wait)
     gated = None
     if gate_on:
         from bot.report import gate_runs
@@ -212,14 +262,6 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     if extra:
         rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + extra + "\n")
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    series = chart.series_from(plausible.without_implausible(report))  # an absurd point would flatten the rest
-    png_done = _png_alongside(series, out_dir / "chart.png",
-                              f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
-    # Compact on purpose: with thousands of points an indented file is several times larger.
-    _write(out_dir / "full-results.json", json.dumps(
-        {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys,
-         "report": report}, default=_json_default, ensure_ascii=False, separators=(",", ":")))
     _write(out_dir / "comment.md", rendered.text)
     summary = summary_of(report, rendered)
     post.append_step_summary(rendered.text)
@@ -228,7 +270,8 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         summary["posted"] = _post(report, rendered, meta, check_name, bot_login, config,
                                   dry_run, gated)
     _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
-    png_done()
+    full_results.wait()
+    chart_child.wait()
     counts = report.counts
     click.echo(f"verdict: {report.verdict.conclusion} · jobs {counts.jobs_total} · "
                f"points {counts.points_total} · regressions {counts.regressions} · "
@@ -240,32 +283,6 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     if fail_on_failure and report.verdict.conclusion == "failure":
         raise SystemExit(1)
-
-
-def _png_alongside(series: list[chart.Series], path: pathlib.Path, title: str) -> Callable[[], None]:
-    """Draw chart.png in a forked child while this process writes the comment and the JSON:
-    importing matplotlib and drawing is a third of a large report's time, and a second core is
-    usually there. Returns the wait; a child that fails is redrawn here, so its error is shown
-    as it would have been. Where fork is not safe to use (not Linux), draw it now."""
-    if sys.platform != "linux":
-        chart.write_png(series, path, title)
-        return lambda: None
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: draw, and leave without running the parent's exit handlers
-        code = 1
-        try:
-            chart.write_png(series, path, title)
-            code = 0
-        finally:
-            os._exit(code)
-
-    def wait() -> None:
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            chart.write_png(series, path, title)
-    return wait
 
 
 def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
@@ -290,6 +307,7 @@ def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
 def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str,
           bot_login: str | None, config: object | None, dry_run: bool, gated=None) -> dict:
     from bot.github import GitHubClient, GitHubError
+    from bot.report import marker, render
 
     if meta.pr is None or not meta.sha:
         raise click.ClickException("--post needs the PR number and the head SHA "

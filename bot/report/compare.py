@@ -10,6 +10,7 @@ claim: the row says so ("inconclusive"), and never fails the check on its own.
 """
 from __future__ import annotations
 
+import functools
 import math
 import pathlib
 import statistics
@@ -223,6 +224,35 @@ def _judge(worse: float, interval: noise.Interval | None, threshold: float | Non
     return "within-noise" if interval is not None else "inconclusive"
 
 
+_METRIC_LIST = tuple(METRICS.values())
+_REQUIRED = {key: noise.required_samples(key) for key in METRICS}  # what noise.supported checks
+
+
+def _median(values: list[float]) -> float:
+    """statistics.median's figure (the mean of the two middle values when even), without its
+    per-call overhead."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+_EXTRACTS = tuple(metric.extract for metric in _METRIC_LIST)
+
+
+def _vector(metrics: PointMetrics) -> list[float | None]:
+    """Every metric of one run in METRICS order, as Metric.value reads each."""
+    return [None if (value := extract(metrics)) is None or not math.isfinite(value) else float(value)
+            for extract in _EXTRACTS]
+
+
+@functools.lru_cache(maxsize=256)
+def _gpu_label(gpus: tuple[str, ...]) -> str:
+    """The GPU models of a host, once each and sorted: what an environment change names."""
+    return ", ".join(sorted(set(gpus)))
+
+
 def _requests(metrics: PointMetrics) -> int:
     return metrics.requests.count if metrics.requests is not None else metrics.completed
 
@@ -239,41 +269,56 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
     head_runs = list(head_repeats) or [metrics]
     # A percentile is read from one run: it needs the requests in each run, not all together.
     head_n = min(_requests(m) for m in head_runs)
-    base_n = min(_requests(s.metrics) for s in samples)
-    measured = []  # (metric, head, base values, base, change, worse, threshold, supported)
-    for metric in METRICS.values():
-        head = metric.value(metrics)
-        values = [v for v in (metric.value(s.metrics) for s in samples) if v is not None]
-        if head is None or not values:
+    base_metrics = [s.metrics for s in samples]
+    base_n = min(_requests(m) for m in base_metrics)
+    # Written for speed (the report runs this for every point of every recipe), with the same
+    # figures as Metric.value, noise.spread_pct and statistics.median: every metric of a run is
+    # read once, and the values are finite floats.
+    head_vector = _vector(metrics)
+    base_vectors = [_vector(m) for m in base_metrics]
+    measured = []  # (metric, index, head, base values, base, change, worse, threshold, supported)
+    for index, metric in enumerate(_METRIC_LIST):
+        head = head_vector[index]
+        if head is None:
             continue
-        base = statistics.median(values)
+        values = [vector[index] for vector in base_vectors if vector[index] is not None]
+        if not values:
+            continue
+        base = _median(values)
         if base == 0:
             continue
         change = (head - base) / abs(base) * 100
         worse = -change if metric.higher_is_better else change
         threshold = thresholds.get(metric.key)
-        ok = noise.supported(metric.key, head_n) and noise.supported(metric.key, base_n)
-        measured.append((metric, head, values, base, change, worse, threshold, ok))
-    # One bootstrap for every gated metric of the point: the same replicates serve them all.
-    intervals = noise.bootstrap(
-        [noise.Wanted(m.key, m.higher_is_better, worse)
-         for m, _, _, _, _, worse, threshold, ok in measured if threshold is not None and ok],
-        [m.requests for m in head_runs], [s.metrics.requests for s in samples])
+        required = _REQUIRED[metric.key]
+        ok = head_n >= required and base_n >= required
+        measured.append((metric, index, head, values, base, change, worse, threshold, ok))
+    # One bootstrap for every gated metric of the point: the same replicates serve them all
+    # (none without per-request data on both sides, which noise.bootstrap would also answer).
+    intervals: dict[str, noise.Interval] = {}
+    if all(m.requests is not None for m in head_runs) and all(m.requests is not None for m in base_metrics):
+        intervals = noise.bootstrap(
+            [noise.Wanted(m.key, m.higher_is_better, worse)
+             for m, _, _, _, _, _, worse, threshold, ok in measured if threshold is not None and ok],
+            [m.requests for m in head_runs], [m.requests for m in base_metrics])
+    head_vectors = [_vector(m) for m in head_runs] if head_repeats else [head_vector]
     deltas = []
-    for metric, head, values, base, change, worse, threshold, ok in measured:
+    for metric, index, head, values, base, change, worse, threshold, ok in measured:
         interval = intervals.get(metric.key)
         if interval is None and threshold is not None and ok:
-            head_values = [v for v in (metric.value(m) for m in head_runs) if v is not None]
+            head_values = [vector[index] for vector in head_vectors if vector[index] is not None]
             interval = noise.from_runs(worse, head_values, values)
-        deltas.append(Delta(metric.key, head, base, change, worse, noise.spread_pct(values),
+        # noise.spread_pct(values): the median of `values` is `base`, never 0 here
+        spread = None if len(values) < 2 else (max(values) - min(values)) / abs(base) * 100
+        deltas.append(Delta(metric.key, head, base, change, worse, spread,
                             threshold, _judge(worse, interval, threshold, ok), interval, head_n,
                             base_n))
     env = []
     base_engines = sorted({s.engine_version for s in samples if s.engine_version})
     if engine_version and base_engines and base_engines != [engine_version]:
         env.append(f"engine {'/'.join(base_engines)} → {engine_version}")
-    base_gpus = sorted({", ".join(sorted(set(s.gpus))) for s in samples if s.gpus})
-    head_gpus = ", ".join(sorted(set(gpus)))
+    base_gpus = sorted({_gpu_label(tuple(s.gpus)) for s in samples if s.gpus})
+    head_gpus = _gpu_label(tuple(gpus))
     if head_gpus and base_gpus and base_gpus != [head_gpus]:
         env.append(f"GPUs {' / '.join(base_gpus)} → {head_gpus}")
     base_clients = sorted({s.client_process for s in samples if s.client_process})

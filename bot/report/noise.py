@@ -21,11 +21,12 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from bot.results import RequestSamples
+
+if TYPE_CHECKING:  # numpy is imported by the functions that resample: a report whose results
+    import numpy as np  # carry no per-request data never needs it (a tenth of its start-up)
 
 CONFIDENCE = 0.95
 RESAMPLES = 1000
@@ -64,10 +65,11 @@ class Interval:
     runs: int  # runs behind the interval: base runs + head runs
 
 
-_Arrays = dict[str, np.ndarray]
+_Arrays = dict[str, "np.ndarray"]
 
 
 def _arrays(samples: RequestSamples) -> _Arrays:
+    import numpy as np
     e2el = np.asarray(samples.e2el_ms, dtype=float)
     out = np.asarray(samples.output_tokens, dtype=float)
     total = out + np.asarray(samples.input_tokens, dtype=float)
@@ -95,6 +97,7 @@ def _statistic(metric: str) -> tuple[tuple[str, ...], Callable[[_Arrays], np.nda
 def _quantile(values: np.ndarray, q: float) -> np.ndarray:
     """np.percentile's default (linear) along the last axis, by partitioning at the two ranks
     around it: the same figures, without sorting each replicate (tens of times faster)."""
+    import numpy as np
     n = values.shape[-1]
     h = (n - 1) * q
     lo, hi = int(math.floor(h)), int(math.ceil(h))
@@ -108,6 +111,7 @@ MAX_REQUESTS = 20_000
 
 
 def _capped(arrays: _Arrays) -> _Arrays:
+    import numpy as np
     n = len(arrays["e2el"])
     if n <= MAX_REQUESTS:
         return arrays
@@ -131,7 +135,7 @@ def _usable(runs: Sequence[RequestSamples | None]) -> list[_Arrays] | None:
 _CHUNK = 200_000  # resampled values held at once: bounds memory on points of many requests
 
 
-_Recompute = tuple[tuple[str, ...], Callable[[_Arrays], np.ndarray]]
+_Recompute = tuple[tuple[str, ...], Callable[[_Arrays], "np.ndarray"]]
 
 
 def _replicates(runs: list[_Arrays], wanted: dict[str, _Recompute], resamples: int,
@@ -139,6 +143,7 @@ def _replicates(runs: list[_Arrays], wanted: dict[str, _Recompute], resamples: i
     """Each wanted statistic on the same `resamples` bootstrap replicates: runs with replacement
     (when there are several), then requests within each run. Runs of one length (one run, or
     repeats of one point) draw whole blocks of replicates at once; others one at a time."""
+    import numpy as np
     columns = sorted({key for keys, _ in wanted.values() for key in keys})
     lengths = {len(run["e2el"]) for run in runs}
     values: dict[str, list[np.ndarray]] = {metric: [] for metric in wanted}
@@ -170,6 +175,7 @@ def _replicates(runs: list[_Arrays], wanted: dict[str, _Recompute], resamples: i
 
 
 def _pooled(runs: list[_Arrays]) -> _Arrays:
+    import numpy as np
     return {key: np.concatenate([run[key] for run in runs]) for key in runs[0]}
 
 
@@ -197,6 +203,8 @@ def bootstrap(wanted: Sequence[Wanted], head_runs: Sequence[RequestSamples | Non
     recomputes = {metric: r for metric, r in recomputes.items() if r is not None}
     if head is None or base is None or not recomputes:
         return {}
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     with np.errstate(divide="ignore", invalid="ignore"):
         b = _replicates(base, recomputes, resamples, rng)

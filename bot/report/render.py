@@ -122,17 +122,13 @@ def _spread(rows: list[PointRow], keep: int) -> list[PointRow]:
     return sorted(picked, key=lambda row: order[id(row)])
 
 
-def _section(section: RecipeSection, gated: list[str], limits: Limits,
-             row_view: Callable[[PointRow], dict]) -> dict:
+def _section_facts(section: RecipeSection, row_view: Callable[[PointRow], dict]) -> dict:
+    """What a section shows whatever the size limits: worked out once, not once an attempt."""
     rows = list(section.rows)
-    attention = [r for r in rows if r.needs_attention or plausible.implausible(r) is not None]
-    fold = len(rows) > FOLD_AT
-    shown_attention = attention if limits.attention_per_recipe is None \
-        else attention[:limits.attention_per_recipe]
-    shown_rows = rows if limits.rows_per_recipe is None else _spread(rows, limits.rows_per_recipe)
     compared = [r for r in rows if r.comparison is not None]
     bases = {r.comparison.basis for r in compared}
     return {
+        "attention": [r for r in rows if r.needs_attention or plausible.implausible(r) is not None],
         "source": _source(section.source),
         "basis": next((b for b in ("none", "runs", "requests") if b in bases), None),
         "fewest_requests": min((r.requests for r in compared if r.requests), default=None),
@@ -147,12 +143,26 @@ def _section(section: RecipeSection, gated: list[str], limits: Limits,
         "regressed": sum(1 for r in rows if r.regressed),
         "no_baseline": sum(1 for r in rows if r.status == "passed" and r.comparison is None),
         "base_runs": max((r.comparison.base_runs for r in compared), default=0),
-        "fold": fold,
+        "fold": len(rows) > FOLD_AT,
+        "searches": [search_view(name, trace) for name, trace in section.searches],
+    }
+
+
+def _section(section: RecipeSection, gated: list[str], limits: Limits,
+             row_view: Callable[[PointRow], dict], facts: dict | None = None) -> dict:
+    facts = facts or _section_facts(section, row_view)
+    rows = list(section.rows)
+    attention = facts["attention"]
+    fold = facts["fold"]
+    shown_attention = attention if limits.attention_per_recipe is None \
+        else attention[:limits.attention_per_recipe]
+    shown_rows = rows if limits.rows_per_recipe is None else _spread(rows, limits.rows_per_recipe)
+    return {
+        **facts,
         "attention": [row_view(r) for r in shown_attention] if fold else [],
         "attention_hidden": len(attention) - len(shown_attention) if fold else 0,
         "rows": [row_view(r) for r in shown_rows],
         "rows_hidden": len(rows) - len(shown_rows),
-        "searches": [search_view(name, trace) for name, trace in section.searches],
     }
 
 
@@ -211,6 +221,8 @@ class _Views:
         self.gated = gated or ["tput_per_gpu"]  # with every gate off, Δ is still shown
         self.chart = chart.mermaid_chart(chart.series_from(plausible.without_implausible(report)))
         self._rows: dict[int, dict] = {}
+        self._sections: dict[int, dict] = {}
+        self.implausible = plausible.count(report)
         # Counted over every row once, not once a size attempt (a large report tries a dozen).
         compared = [row.comparison for section in report.recipes for row in section.rows
                     if row.comparison is not None]
@@ -223,6 +235,12 @@ class _Views:
         if key not in self._rows:
             self._rows[key] = _row(row, self.gated)
         return self._rows[key]
+
+    def section(self, section: RecipeSection, limits: Limits) -> dict:
+        facts = self._sections.get(id(section))
+        if facts is None:
+            facts = self._sections[id(section)] = _section_facts(section, self.row)
+        return _section(section, self.gated, limits, self.row, facts)
 
 
 def view(report: Report, limits: Limits = Limits(), views: _Views | None = None) -> dict:
@@ -238,7 +256,7 @@ def view(report: Report, limits: Limits = Limits(), views: _Views | None = None)
     rerun_sweep = next((r for r in failed_recipes if r in swept), swept[0] if swept else None)
     failed_cases = list(dict.fromkeys(row.case for row in report.e2e
                                       if row.status in ("failed", "lost") and row.case != "—"))
-    sections = [_section(s, views.gated, limits, views.row) for s in shown_recipes]
+    sections = [views.section(s, limits) for s in shown_recipes]
     return {
         "verdict": report.verdict.conclusion,
         "reasons": [{"code": r.code, "count": r.count} for r in report.verdict.reasons],
@@ -249,7 +267,7 @@ def view(report: Report, limits: Limits = Limits(), views: _Views | None = None)
         "compared_runs": views.compared_runs,
         "e2e_source": _source(meta.e2e_source),
         "within": counts.within, "no_baseline": counts.no_baseline,
-        "implausible": plausible.count(report),
+        "implausible": views.implausible,
         "cpu_only": bool(recipes) and all(section.gpus == 0 for section in recipes),
         "sha": meta.sha, "command": meta.command, "pr": meta.pr,
         "run_url": _link(meta.run_url), "artifacts_url": _link(meta.artifacts_url),

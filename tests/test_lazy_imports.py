@@ -1,0 +1,68 @@
+"""Heavy libraries load only on the paths that use them: what `recipe-bot handle` and `report` import up front."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def loaded_after(code: str, probes: list[str]) -> list[str]:
+    """Which of `probes` a fresh interpreter has in sys.modules after running `code`."""
+    script = f"{code}\nimport json, sys, types\n" \
+             f"print(json.dumps([m for m in {probes!r} if type(sys.modules.get(m)) is types.ModuleType]))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# (what runs, modules it must not have loaded); every event goes through the first line.
+CASES = {
+    "handle-imports": ("import bot.cli, bot.control.handle",
+                       ["matplotlib", "numpy", "jwt", "cryptography", "bot.plan", "bot.recipes", "bot.report",
+                        "bot.checklist.verify", "bot.results", "bot.jobs"]),
+    "report-imports": ("import bot.report.cli", ["matplotlib", "numpy", "jinja2"]),
+    "report-reads-results": (
+        "import pathlib, tempfile\n"
+        "from bot.report import build, collect, compare, synthetic\n"
+        "from bot.report.model import Meta\n"
+        "d = pathlib.Path(tempfile.mkdtemp())\n"
+        "paths = synthetic.materialize(synthetic.many_points(20), d)\n"
+        "c = collect.collect(paths['results'], collect.load_plan(paths['plan']))\n"
+        "build.build_report(c, compare.load_baseline(paths['baseline']), compare.thresholds_from(None), Meta())",
+        ["matplotlib", "numpy"]),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_path_does_not_import_what_it_does_not_use(name: str) -> None:
+    code, absent = CASES[name]
+    assert loaded_after(code, absent) == []
+
+
+# Negative cases: the probe sees a module that is loaded, and a stand-in becomes the real module on use.
+NEGATIVE = {
+    "numpy-imported-directly": ("import numpy", ["numpy"], ["numpy"]),
+    "jwt-used-after-handle": ("import bot.control.handle, jwt\njwt.encode({'a': 1}, 'k' * 32, algorithm='HS256')",
+                              ["jwt", "cryptography"], ["jwt", "cryptography"]),
+    "per-request-data-resampled": (
+        "from bot.report import noise\n"
+        "from bot.results import RequestSamples\n"
+        "n = [float(i % 17 + 1) for i in range(200)]\n"
+        "runs = [RequestSamples(ttft_ms=n, tpot_ms=n, e2el_ms=n, input_tokens=[8] * 200, output_tokens=[8] * 200)]\n"
+        "assert noise.bootstrap([noise.Wanted('ttft_p99', False, 1.0)], runs, runs)",
+        ["numpy"], ["numpy"]),
+}
+
+
+@pytest.mark.parametrize("name", NEGATIVE)
+def test_a_module_in_use_is_seen_loaded(name: str) -> None:
+    code, probes, expected = NEGATIVE[name]
+    assert loaded_after(code, probes) == expected
