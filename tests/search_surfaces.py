@@ -25,4 +25,17 @@ def noisy_plateau(c: int) -> Measurement:
                        interactivity=40 / (1 + c / 64) * (1 + 0.01 * math.cos(c * 7.1)), ttft_ms=10 + c)
 
 
+def plateau(c: int) -> Measurement:
+    """noisy_plateau's curve without its jitter: the knee the jittered ones should keep."""
+    return Measurement(tput_per_gpu=80 * c / (c + 8), interactivity=40 / (1 + c / 64), ttft_ms=10 + c)
+
+
+def rough_plateau(c: int) -> Measurement:
+    """The same curve with ±8 % throughput and ±3 % interactivity jitter: one point on a loaded
+    2-core CPU (bench/README.md, #25), deterministic."""
+    jitter = 1 + 0.08 * math.sin(c * 12.9898)
+    return Measurement(tput_per_gpu=80 * c / (c + 8) * jitter,
+                       interactivity=40 / (1 + c / 64) * (1 + 0.03 * math.cos(c * 7.1)), ttft_ms=10 + c)
+
+
 SURFACES = {"smooth": smooth, "kv-cliff": kv_cliff, "noisy-plateau": noisy_plateau}

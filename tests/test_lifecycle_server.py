@@ -37,6 +37,16 @@ def test_ready_server_stops_on_sigterm_and_frees_its_port(tmp_path: Path) -> Non
     assert "ready" in server.log_tail()
 
 
+def test_a_server_leads_its_own_group_inside_the_runners_session(tmp_path: Path) -> None:
+    # A session of its own would be a scheduler autogroup of its own: on a loaded CPU host the
+    # engine's API process then streams a whole answer at once (TPOT 0; bench/README.md, #25).
+    with _server(tmp_path, "session") as server:
+        server.wait_ready(20)
+        assert os.getpgid(server.process.pid) == server.pgid == server.process.pid
+        assert os.getpgid(server.process.pid) != os.getpgid(0)
+        assert os.getsid(server.process.pid) == os.getsid(0)
+
+
 def test_engine_under_a_shell_script_is_stopped_with_its_group(tmp_path: Path) -> None:
     with _server(tmp_path, "script", wrap_in_shell=True) as server:
         server.wait_ready(20)

@@ -7,10 +7,11 @@ import pytest
 from pydantic import ValidationError
 
 from bot.jobs import SearchBound, SearchSpec
+from bot.runner import search
 from bot.runner.search import (STOP_BOUND, STOP_BUDGET, STOP_RESOLVED, Measurement, answer_of,
                                cliff_of, dense_grid, knee_of, log_spaced, next_point, run_search,
-                               suggested_concurrency)
-from tests.search_surfaces import kv_cliff, noisy_plateau, smooth
+                               smoothed, suggested_concurrency)
+from tests.search_surfaces import kv_cliff, noisy_plateau, plateau, rough_plateau, smooth
 
 TOL = 0.15
 RANGES = [(1, 256), (2, 512), (4, 128)]
@@ -49,6 +50,34 @@ def test_search_is_deterministic_for_the_same_measurements(surface):
     # Insertion order of the measurements does not matter either.
     shuffled = dict(list(reversed(list(first[0].items())))[:5])
     assert next_point(spec, shuffled) == next_point(spec, dict(sorted(shuffled.items())))
+
+
+def _within(a: int, b: int) -> bool:
+    return abs(math.log(a / b)) <= math.log(1 + TOL) + 1e-9
+
+
+@pytest.mark.parametrize("lo,hi", RANGES)
+def test_a_jittery_plateau_keeps_the_knee_of_its_clean_curve(lo, hi):
+    grid = dense_grid(lo, hi, TOL)
+    clean = knee_of({c: plateau(c) for c in grid}, lo, hi)
+    assert _within(knee_of({c: rough_plateau(c) for c in grid}, lo, hi), clean)
+
+
+def test_without_smoothing_the_jitter_moves_the_knee(monkeypatch):
+    # The negative case of the test above: the smoothing is what keeps the knee in place.
+    monkeypatch.setattr(search, "SMOOTH_WIDTH", 1e-3)
+    grid = dense_grid(4, 128, TOL)
+    clean = knee_of({c: plateau(c) for c in grid}, 4, 128)
+    assert not _within(knee_of({c: rough_plateau(c) for c in grid}, 4, 128), clean)
+
+
+@pytest.mark.parametrize("points", [[1, 2, 4, 8, 16, 32, 64], [1, 3, 40, 41, 64], [5, 6]])
+def test_smoothing_leaves_a_straight_curve_as_it_is_however_sparse(points):
+    # Straight in ln(c): throughput and ln(interactivity); a local-linear fit adds no bias.
+    line = {c: Measurement(tput_per_gpu=10 + 3 * math.log(c), interactivity=50 * c ** -0.5) for c in points}
+    for c, m in smoothed(line).items():
+        assert m.tput_per_gpu == pytest.approx(line[c].tput_per_gpu)
+        assert m.interactivity == pytest.approx(line[c].interactivity)
 
 
 def test_search_stops_at_the_budget_and_says_so():

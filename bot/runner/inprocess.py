@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from bot.runner.server import die_with_runner
+from bot.runner.server import OWN_GROUP, die_with_runner
 
 DRIVER = Path(__file__).with_name("vllm_bench_driver.py")
 SWITCH_ENV = "RECIPE_BOT_INPROCESS_CLIENT"  # "0" keeps one client process a point
@@ -83,7 +83,7 @@ class InProcessClient:
             try:
                 self.process = subprocess.Popen(
                     self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                    env=self.env, start_new_session=True, preexec_fn=die_with_runner())
+                    env=self.env, **OWN_GROUP, preexec_fn=die_with_runner())
             except OSError as exc:
                 self.problem = f"could not start {self.python}: {exc}"
                 return False

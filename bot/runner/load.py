@@ -14,7 +14,7 @@ from bot.jobs import LoadPoint
 from bot.results import PointResult
 from bot.runner.inprocess import DRIVER, DriverGone, InProcessClient
 from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
-from bot.runner.server import InferenceServer, die_with_runner, http_status, tail_lines
+from bot.runner.server import OWN_GROUP, InferenceServer, die_with_runner, http_status, tail_lines
 
 VLLM_CLIENT = "vllm bench serve"
 SGLANG_CLIENT = "sglang.bench_serving"
@@ -154,7 +154,7 @@ def _run_process(argv: list[str], log_file: Path, env: Mapping[str, str],
         log.write(f"# recipe-bot: {' '.join(argv)}\n".encode())
         log.flush()
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT, env=dict(env), start_new_session=True,
+                                   stderr=subprocess.STDOUT, env=dict(env), **OWN_GROUP,
                                    preexec_fn=die_with_runner())
     try:
         while process.poll() is None:

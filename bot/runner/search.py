@@ -13,6 +13,9 @@ rounded to integers), then refines on the log scale by bisecting (geometric mean
   farthest above the chord from (least throughput, best interactivity) to (most throughput,
   worst interactivity) on those normalised axes (Kneedle's difference curve). Ties go to the
   lower concurrency. Without interactivity for every point, u is ln(c) normalised over [lo, hi].
+  Both curves are first smoothed (`smoothed`): a local-linear fit in ln(c) with a Gaussian kernel
+  of width SMOOTH_WIDTH, so one point's noise (±5-10 % on a shared CPU) cannot move the knee to
+  itself; a straight stretch of the curve is left as it is, however sparse the points.
   Refinement bisects the wider of the two gaps next to the current knee.
 - `cliff` (where throughput stops rising): the smallest measured concurrency whose throughput per
   GPU reaches PLATEAU (95 %) of the highest measured. Refinement bisects the gap below it and the
@@ -35,6 +38,10 @@ from bot.jobs import SearchSpec
 
 BRACKET_POINTS = 4  # lo, hi and two between them, log-spaced: enough to see where the curve bends
 PLATEAU = 0.95  # `cliff`: throughput counts as stopped rising within 5 % of the best measured
+# The knee's smoothing kernel, in ln(concurrency): points within about x1.4 of each other weigh
+# in. Wider blurs a sharp KV-cache cliff; narrower lets one noisy point pick the knee
+# (bench/bench_search.py, tests/test_search.py's noisy surfaces).
+SMOOTH_WIDTH = 0.35
 
 STOP_BUDGET = "budget"
 STOP_RESOLVED = "resolved"
@@ -98,8 +105,36 @@ def _gap(a: int | None, b: int | None, tolerance: float, tried: set[int]) -> tup
     return None if middle is None else (math.log(b / a), middle)
 
 
+def _local_linear(xs: list[float], ys: list[float], at: float) -> float:
+    """The value at `at` of a straight line fitted to (xs, ys) with Gaussian weights around `at`."""
+    weights = [math.exp(-0.5 * ((x - at) / SMOOTH_WIDTH) ** 2) for x in xs]
+    total = sum(weights)
+    mean_x = sum(w * x for w, x in zip(weights, xs)) / total
+    mean_y = sum(w * y for w, y in zip(weights, ys)) / total
+    spread = sum(w * (x - mean_x) ** 2 for w, x in zip(weights, xs))
+    if spread <= 1e-12:  # one point carries all the weight: nothing to fit a slope to
+        return mean_y
+    slope = sum(w * (x - mean_x) * (y - mean_y) for w, x, y in zip(weights, xs, ys)) / spread
+    return mean_y + slope * (at - mean_x)
+
+
+def smoothed(measured: dict[int, Measurement]) -> dict[int, Measurement]:
+    """Throughput and ln(interactivity) fitted locally in ln(concurrency) (see SMOOTH_WIDTH); the
+    same measurements give the same curve whatever their order."""
+    order = sorted(measured)
+    xs = [math.log(c) for c in order]
+    tputs = [measured[c].tput_per_gpu for c in order]
+    inter = [measured[c].interactivity for c in order]
+    logs = [math.log(i) for i in inter] if all(i is not None and i > 0 for i in inter) else None
+    return {c: Measurement(tput_per_gpu=_local_linear(xs, tputs, x),
+                           interactivity=math.exp(_local_linear(xs, logs, x)) if logs else measured[c].interactivity,
+                           ttft_ms=measured[c].ttft_ms)
+            for c, x in zip(order, xs)}
+
+
 def knee_scores(measured: dict[int, Measurement], lo: int, hi: int) -> dict[int, float]:
-    """v(c) - u(c) for every measured point (see the module docstring)."""
+    """v(c) - u(c) for every measured point, on the smoothed curves (see the module docstring)."""
+    measured = smoothed(measured)
     tputs = [m.tput_per_gpu for m in measured.values()]
     t_min, t_max = min(tputs), max(tputs)
     inter = {c: m.interactivity for c, m in measured.items()}

@@ -18,6 +18,12 @@ POLL_S = 0.25
 REAP_S = 5.0  # after SIGKILL, how long the kernel gets to take the group down
 # urllib follows HTTP(S)_PROXY; the server is on loopback, so never go through a proxy.
 _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# Servers and clients get a process group of their own (killpg takes each down whole) but stay in
+# the runner's session. A new session (setsid) is a new scheduler autogroup on Linux: on a loaded
+# CPU host the server's API process then starves beside its busy engine core, buffers a whole
+# streamed answer and sends it at once, and the client measures TTFT = latency, TPOT = 0
+# (bench/README.md, #25). One session keeps the server, its client and the runner one group.
+OWN_GROUP: dict = {"process_group": 0}
 
 
 class ServerError(RuntimeError):
@@ -109,7 +115,7 @@ class InferenceServer:
     @property
     def pgid(self) -> int:
         assert self.process is not None
-        return self.process.pid  # start_new_session makes the leader's PID the group's ID
+        return self.process.pid  # process_group=0 makes the leader's PID the group's ID
 
     def __enter__(self) -> InferenceServer:
         self.start()
@@ -125,7 +131,7 @@ class InferenceServer:
             log.flush()
             self.process = subprocess.Popen(
                 self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=self.env, cwd=self.cwd, start_new_session=True,
+                env=self.env, cwd=self.cwd, **OWN_GROUP,
                 preexec_fn=die_with_runner())
         self.started_at = time.monotonic()
 
