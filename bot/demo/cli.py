@@ -16,8 +16,8 @@ from bot.demo.loop import DemoError, run_demo
 from bot.runner.environment import engine_dir, find_vllm
 
 DEFAULT_COMMAND = "/sweep tiny-cpu --conc 1,4,16"
-SETUP_HINT = ("install it with `scripts/setup-cpu-engine.sh` (about 2 minutes with a warm pip cache, 6-7 cold; "
-              "2.5 GB), or run `scripts/dev demo`")
+SETUP_HINT = ("install it with `scripts/setup-cpu-engine.sh` (about 1.5 minutes on 2 idle cores with a warm pip "
+              "cache, longer under load or with downloads; 2.4 GiB), or run `scripts/dev demo`")
 
 
 def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
