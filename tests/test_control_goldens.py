@@ -4,7 +4,6 @@ RECIPE_BOT_UPDATE_GOLDEN=1 pytest tests/test_control_goldens.py rewrites the gol
 """
 import dataclasses
 import datetime as dt
-import os
 import pathlib
 
 import pytest
@@ -12,9 +11,9 @@ import pytest
 from bot import i18n
 from bot.control import queue_view, reuse
 from bot.github_records import RunJob
+from golden_helpers import assert_golden
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "control"
-UPDATE = os.environ.get("RECIPE_BOT_UPDATE_GOLDEN") == "1"
 HEAD, MEASURED = "3f9c2ab1d0e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8", "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
 URL = "https://github.com/acme/bench/actions/runs/9876543210"
 NOW = dt.datetime(2026, 1, 5, 10, 30, tzinfo=dt.timezone.utc)
@@ -88,12 +87,7 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_render_matches_its_golden_file_in_both_languages(name):
     text = CASES[name]() + "\n"
-    golden = GOLDEN / f"{name}.md"
-    if UPDATE:
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(text, encoding="utf-8")
-    assert golden.exists(), f"no golden file {golden}; run with RECIPE_BOT_UPDATE_GOLDEN=1"
-    assert text == golden.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / f"{name}.md", text)
 
 
 @pytest.mark.parametrize("name", list(CASES))

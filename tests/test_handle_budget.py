@@ -1,7 +1,6 @@
 """The estimate before a GPU run, the budget and `/approve-budget`, against the sandbox GitHub (#23 items 1-2)."""
 from __future__ import annotations
 
-import os
 import pathlib
 
 import pytest
@@ -10,9 +9,9 @@ from bot import i18n
 from bot.control import budget, estimate
 from bot.sandbox.harness import SandboxProcess, make_seed
 from handle_helpers import BOT, ROOT, Harness, bilingual
+from golden_helpers import assert_golden
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "control"
-UPDATE = os.environ.get("RECIPE_BOT_UPDATE_GOLDEN") == "1"  # rewrites the golden files
 RUNNERS = "runners:\n  h8:\n    gpus: 8\n    gpu: H200\n    description: eight GPUs of one host\nshared_by_all: []\n"
 RECIPE = """name: big
 kind: sweep
@@ -188,12 +187,7 @@ def _comment(raw: dict):
 @pytest.mark.parametrize("lang", i18n.LANGUAGES)
 def test_estimate_and_budget_messages_match_their_golden_files(name, template, context, lang):
     text = i18n.render(template, lang, **context).strip() + "\n"
-    path = GOLDEN / f"{name}.{lang}.md"
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"no golden file {path}; run with RECIPE_BOT_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / f"{name}.{lang}.md", text)
 
 
 @pytest.mark.parametrize("limits, hours, spent, expected", [

@@ -1,6 +1,5 @@
 """Figures a maintainer can trust, pinned by golden files: the kept H200 report, the disclosure
 line, the reproduction commands (both languages), the chart's axis and the summary lines."""
-import os
 import pathlib
 import re
 import shutil
@@ -12,21 +11,16 @@ from bot.report import build, chart, compare, render, sources, synthetic
 from bot.report.collect import CollectedJob, Collection, collect, load_plan
 from bot.report.model import Meta
 from bot.results import Provenance
+from golden_helpers import assert_golden
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "fidelity"
-UPDATE = os.environ.get("RECIPE_BOT_UPDATE_GOLDEN") == "1"
 SMOKE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "gpu-runs" / "2026-11-30"
 UNPACKED = ("gpu-smoke-vllm--tp1--c1", "gpu-smoke-vllm--tp1--c16", "gpu-smoke-vllm--tp1--c64")
 HEAD_SHA = synthetic.HEAD_SHA
 
 
 def golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"no golden file {path}; run with RECIPE_BOT_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / name, text)
 
 
 def h200_report(tmp_path, sha=None):

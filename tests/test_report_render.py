@@ -1,5 +1,4 @@
 """The bilingual report comment: golden renders, the size limit, untrusted text and the chart."""
-import os
 import pathlib
 import re
 
@@ -8,10 +7,10 @@ from click.testing import CliRunner
 
 from bot.report import chart, marker, render, synthetic
 from bot.report.cli import report_cmd
+from golden_helpers import assert_golden
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "report"
 # RECIPE_BOT_UPDATE_GOLDEN=1 pytest tests/test_report_render.py rewrites the golden files.
-UPDATE = os.environ.get("RECIPE_BOT_UPDATE_GOLDEN") == "1"
 
 
 @pytest.fixture(autouse=True)
@@ -37,11 +36,7 @@ def run_report(scenario, tmp_path, *extra):
 def test_comment_matches_its_golden_file_in_both_languages(name, tmp_path):
     out = run_report(synthetic.SCENARIOS[name](), tmp_path)
     text = (out / "comment.md").read_text(encoding="utf-8")
-    golden = GOLDEN / f"{name}.md"
-    if UPDATE:
-        golden.write_text(text, encoding="utf-8")
-    assert golden.exists(), f"no golden file {golden}; run with RECIPE_BOT_UPDATE_GOLDEN=1"
-    assert text == golden.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / f"{name}.md", text)
 
 
 @pytest.mark.parametrize("name", list(synthetic.SCENARIOS))

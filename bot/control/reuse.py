@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bot import i18n
+from bot.markers import header_markers
 
 _MARKER = re.compile(r"^<!-- recipe-bot:reuse sha=([0-9a-f]{40}) run=(\d+) run_sha=([0-9a-f]{40}) by=(\S+) "
                      r"state=(applies|ended) -->$")
@@ -113,15 +114,9 @@ def marker(record: Reuse) -> str:
 def latest(comments: Iterable[Any], bot_login: str) -> Reuse | None:
     """The newest reuse record the bot wrote on this PR; a marker typed by anyone else counts for nothing."""
     found = None
-    for comment in comments:
-        if getattr(comment, "user", "").lower() != bot_login.lower():
-            continue
-        for line in getattr(comment, "body", "").replace("\r\n", "\n").split("\n"):
-            line = line.strip()
-            if not line.startswith("<!--"):
-                break  # markers sit in the header only
-            if match := _MARKER.match(line):
-                found = Reuse(match.group(1), int(match.group(2)), match.group(3), match.group(4), match.group(5))
+    for line in header_markers(comments, bot_login):
+        if match := _MARKER.match(line):
+            found = Reuse(match.group(1), int(match.group(2)), match.group(3), match.group(4), match.group(5))
     return found
 
 

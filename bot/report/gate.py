@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from bot.jobs import Job
+from bot.markers import header_markers
 from bot.report.collect import Collection
 from bot.report.model import Report
 
@@ -155,17 +156,10 @@ def ack_marker(ack: Ack) -> str:
 def read_acks(comments: Iterable[object], bot_login: str, head_sha: str) -> list[Ack]:
     """Acknowledgements the bot recorded for head_sha; a marker typed by anyone else counts for nothing."""
     acks = []
-    for comment in comments:
-        if getattr(comment, "user", "").lower() != bot_login.lower():
-            continue
-        for line in getattr(comment, "body", "").replace("\r\n", "\n").split("\n"):
-            line = line.strip()
-            if not line.startswith("<!--"):
-                break  # markers sit in the header only
-            match = _ACK.match(line)
-            if match and match.group(1) == head_sha:
-                acks.append(Ack(match.group(1), match.group(2), match.group(3),
-                                urllib.parse.unquote(match.group(4))))
+    for line in header_markers(comments, bot_login):
+        match = _ACK.match(line)
+        if match and match.group(1) == head_sha:
+            acks.append(Ack(match.group(1), match.group(2), match.group(3), urllib.parse.unquote(match.group(4))))
     return acks
 
 
