@@ -37,6 +37,9 @@ from bot.jobs import Case, Job, LoadPoint, ServerSpec  # noqa: E402
 ENGINE = pathlib.Path(os.environ.get("RECIPE_BOT_ENGINE_DIR") or ROOT / ".engine")
 ORDER = ("in-process", "per-point", "in-process")
 MODES = ("in-process", "per-point")
+# Also accepted by --collect: the driver's RECIPE_BOT_CLIENT_FORK=1 (one import, a forked child a
+# point). Shown run by run, not pooled into either side.
+LABELS = (*MODES, "forked")
 METRICS = ("total_token_throughput", "ttft_p50_ms", "tpot_p50_ms")
 
 
@@ -101,11 +104,32 @@ def run_here(job: Job, record: dict) -> None:
 def collect(pairs: list[str], record: dict) -> None:
     for pair in pairs:
         mode, _, path = pair.partition("=")
-        if mode not in MODES or not path:
-            raise SystemExit(f"--collect {pair!r}: expected MODE=path/result.json with MODE one of {', '.join(MODES)}")
+        if mode not in LABELS or not path:
+            raise SystemExit(f"--collect {pair!r}: expected MODE=path/result.json with MODE one of {', '.join(LABELS)}")
         result = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+        started = next((c.get("started_at") for c in result.get("cases", []) if c.get("started_at")), None)
         record["runs"].append({"mode": mode, "source": path, "commit": result.get("commit"),
-                               "points": points_of(result)})
+                               "started_at": started, "points": points_of(result)})
+
+
+def run_medians(record: dict) -> list[dict]:
+    """Each run's median per point and figure, in the order given (the order they ran in): a
+    host whose speed moves between runs shows here, whichever client ran."""
+    return [{"mode": run["mode"], "started_at": run.get("started_at"),
+             "medians": {point: {metric: statistics.median(r[metric] for r in repeats) for metric in METRICS}
+                         for point, repeats in run["points"].items()}}
+            for run in record["runs"]]
+
+
+def run_to_run(record: dict, point: str, metric: str) -> float | None:
+    """The largest spread between two runs of the same client (max/min of their medians, less 1):
+    the noise a difference between the clients is measured against."""
+    spreads = []
+    for mode in MODES:
+        medians = [run["medians"][point][metric] for run in record["per_run"] if run["mode"] == mode]
+        if len(medians) >= 2 and min(medians) > 0:
+            spreads.append(max(medians) / min(medians) - 1)
+    return max(spreads) if spreads else None
 
 
 def agreement(record: dict) -> dict[str, dict]:
@@ -124,6 +148,10 @@ def agreement(record: dict) -> dict[str, dict]:
                 a, b = sides["in-process"], sides["per-point"]
                 sides["ratio"] = a["median"] / b["median"] if b["median"] else None
                 sides["agree"] = b["min"] <= a["median"] <= b["max"] and a["min"] <= b["median"] <= a["max"]
+                noise = run_to_run(record, point, metric)
+                sides["run_to_run"] = noise
+                sides["within_run_to_run"] = (None if noise is None or sides["ratio"] is None
+                                              else abs(sides["ratio"] - 1) <= noise)
             out.setdefault(point, {})[metric] = sides
     return out
 
@@ -153,7 +181,17 @@ def main() -> None:
             print(f"wrote {args.write_job}")
             return
         run_here(job, record)
+    record["per_run"] = run_medians(record)
     record["agreement"] = agreement(record)
+    runs = Table(title="each run's median of its repeats, in the order the runs were given")
+    runs.add_column("run")
+    runs.add_column("client")
+    columns = [(point, metric) for point in record["per_run"][0]["medians"] for metric in METRICS[:2]]
+    for point, metric in columns:
+        runs.add_column(f"{point} {'tok/s' if metric == METRICS[0] else 'TTFT ms'}", justify="right")
+    for index, run in enumerate(record["per_run"], 1):
+        runs.add_row(str(index), run["mode"], *(f"{run['medians'][p][m]:,.1f}" for p, m in columns))
+    Console(width=160, highlight=False).print(runs)
     n = {mode: sum(len(next(iter(run["points"].values()))) for run in record["runs"] if run["mode"] == mode)
          for mode in MODES}
     table = Table(title="median [min–max] over every repeat of each client's runs "
@@ -163,12 +201,16 @@ def main() -> None:
     for mode in MODES:
         table.add_column(mode, justify="right")
     table.add_column("ratio", justify="right")
+    table.add_column("one client's run-to-run", justify="right")
     for point, figures in record["agreement"].items():
         for metric, sides in figures.items():
             cells = [f"{sides[m]['median']:,.1f} [{sides[m]['min']:,.1f}–{sides[m]['max']:,.1f}]" if m in sides else "—"
                      for m in MODES]
             ratio = f"{sides['ratio']:.3f} {'=' if sides['agree'] else '≠'}" if sides.get("ratio") else "—"
-            table.add_row(point, metric, *cells, ratio)
+            noise = sides.get("run_to_run")
+            within = ("—" if noise is None else
+                      f"±{noise:.1%} {'within' if sides['within_run_to_run'] else 'OUTSIDE'}")
+            table.add_row(point, metric, *cells, ratio, within)
     Console(width=160, highlight=False).print(table)
     print(f"wrote {write_result(args.name, record).relative_to(ROOT)}")
 

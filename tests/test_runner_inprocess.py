@@ -42,6 +42,10 @@ CASES = [
      ["point"] * 3),
     ("library crashes at the second point: it reruns as a process, the third as well",
      {"PYTHONPATH": str(LIB), "FAKE_CLIENT_CRASH_AT": "2"}, 3, None, ["case", "point", "point"]),
+    # The client measurement knob (docs/gpu-runs/2026-12-01-clients-cause): one driver, imported
+    # once, each point in a child of its own.
+    ("forked a point: one import for the case, a fresh process each point",
+     {"PYTHONPATH": str(LIB), "RECIPE_BOT_CLIENT_FORK": "1"}, 3, None, ["case"] * 3),
 ]
 
 
@@ -132,6 +136,33 @@ def test_the_driver_stands_alone_and_nothing_imports_it() -> None:
     importers = [p for p in (REPO / "bot").rglob("*.py")
                  if any("vllm_bench_driver" in n for n in _imports(p))]
     assert importers == []
+
+
+KNOBS = [
+    # (name, environment, (pause seconds, fork))
+    ("unset: no pause, no fork", {}, (0.0, False)),
+    ("both set", {"RECIPE_BOT_CLIENT_PAUSE_S": "20", "RECIPE_BOT_CLIENT_FORK": "1"}, (20.0, True)),
+    ("not a number: no pause rather than a crash", {"RECIPE_BOT_CLIENT_PAUSE_S": "soon"}, (0.0, False)),
+    ("negative: no pause", {"RECIPE_BOT_CLIENT_PAUSE_S": "-3"}, (0.0, False)),
+    ("fork off in words", {"RECIPE_BOT_CLIENT_FORK": "off"}, (0.0, False)),
+]
+
+
+@pytest.mark.parametrize(("env", "expected"), [k[1:] for k in KNOBS], ids=[k[0] for k in KNOBS])
+def test_the_client_measurement_knobs_read_safely(monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
+                                                  expected: tuple[float, bool]) -> None:
+    import importlib.util
+
+    from bot.runner.inprocess import DRIVER
+
+    spec = importlib.util.spec_from_file_location("driver_under_test", DRIVER)
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+    for name in ("RECIPE_BOT_CLIENT_PAUSE_S", "RECIPE_BOT_CLIENT_FORK"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert driver._knobs() == expected
 
 
 @pytest.mark.parametrize("mode", ["exit_during_startup", "never_ready"])

@@ -12,13 +12,22 @@ one `vllm bench serve` process a point). Then for each line on stdin,
 `vllm bench serve ARGV` would (same parser, same `main`, so the same raw result file), with its
 stdout and stderr appended to the log, and answers {"rc": N}: 0 done, else the exit code the CLI
 would have had. End of stdin ends the driver.
+
+Two knobs for measuring the client itself (docs/gpu-runs/, issue #22), off by default:
+RECIPE_BOT_CLIENT_PAUSE_S waits that many seconds before each point, as long as a process-a-point
+client's start-up would; RECIPE_BOT_CLIENT_FORK=1 runs each point in a child forked from the driver
+once the library is imported, so every point starts in a fresh process without importing again.
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
 import traceback
+
+PAUSE_ENV = "RECIPE_BOT_CLIENT_PAUSE_S"
+FORK_ENV = "RECIPE_BOT_CLIENT_FORK"
 
 
 def _reply(channel, message: dict) -> None:
@@ -66,6 +75,30 @@ def _run_point(parse, main, argv: list[str]) -> int:
     return 0
 
 
+def _run_point_in_child(parse, main, argv: list[str]) -> int:
+    """The point in a child forked from this process: its own fresh process state, the imports shared."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = _run_point(parse, main, argv)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 1  # killed by a signal: failed, as the CLI's process would be
+
+
+def _knobs() -> tuple[float, bool]:
+    try:
+        pause = max(0.0, float(os.environ.get(PAUSE_ENV, "0") or 0))
+    except ValueError:
+        pause = 0.0
+    return pause, os.environ.get(FORK_ENV, "0").strip().lower() in ("1", "true", "yes", "on")
+
+
 def serve_points(stdin=sys.stdin) -> int:
     # Replies go to a private copy of stdout; fd 1 and 2 point at each point's log while it runs,
     # so whatever vLLM prints (Python, C, child processes) lands where the per-point client's went.
@@ -78,11 +111,15 @@ def serve_points(stdin=sys.stdin) -> int:
         _reply(channel, {"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return 2
     _reply(channel, {"ready": True})
+    pause, fork = _knobs()
+    run = _run_point_in_child if fork else _run_point
     saved_err = os.dup(2)
     for line in stdin:
         if not line.strip():
             continue
         request = json.loads(line)
+        if pause:
+            time.sleep(pause)
         sys.stdout.flush()
         sys.stderr.flush()
         log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -90,7 +127,7 @@ def serve_points(stdin=sys.stdin) -> int:
         os.dup2(log, 2)
         os.close(log)
         try:
-            rc = _run_point(parse, main, list(request["argv"]))
+            rc = run(parse, main, list(request["argv"]))
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
