@@ -10,6 +10,7 @@ claim: the row says so ("inconclusive"), and never fails the check on its own.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import pathlib
@@ -257,6 +258,24 @@ def _requests(metrics: PointMetrics) -> int:
     return metrics.requests.count if metrics.requests is not None else metrics.completed
 
 
+def _fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+_DELTA_FIELDS = _fields(Delta)
+_INTERVAL_FIELDS = _fields(noise.Interval)
+_new = object.__new__
+
+
+def _made(cls: type, names: tuple[str, ...], values: tuple) -> object:
+    """`cls(*values)` for a frozen dataclass without its __init__ (one object.__setattr__ a field,
+    the cost of 40,000 Deltas in a 5,000-point report): the same fields in the same order, so the
+    object compares, hashes, pickles and serialises as if __init__ had made it."""
+    made = _new(cls)
+    made.__dict__.update(zip(names, values))
+    return made
+
+
 def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
                   thresholds: Mapping[str, float], *, engine_version: str | None = None,
                   gpus: tuple[str, ...] = (),
@@ -272,19 +291,23 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
     base_metrics = [s.metrics for s in samples]
     base_n = min(_requests(m) for m in base_metrics)
     # Written for speed (the report runs this for every point of every recipe), with the same
-    # figures as Metric.value, noise.spread_pct and statistics.median: every metric of a run is
-    # read once, and the values are finite floats.
+    # figures as Metric.value, noise.spread_pct, noise.from_runs and statistics.median: every
+    # metric of a run is read once, and the values are finite floats.
     head_vector = _vector(metrics)
-    base_vectors = [_vector(m) for m in base_metrics]
+    base_columns = list(zip(*[_vector(m) for m in base_metrics]))  # one tuple of base values a metric
     measured = []  # (metric, index, head, base values, base, change, worse, threshold, supported)
-    for index, metric in enumerate(_METRIC_LIST):
-        head = head_vector[index]
+    for index, (metric, head) in enumerate(zip(_METRIC_LIST, head_vector)):
         if head is None:
             continue
-        values = [vector[index] for vector in base_vectors if vector[index] is not None]
+        values = [value for value in base_columns[index] if value is not None]
         if not values:
             continue
-        base = _median(values)
+        if len(values) == 1:
+            base = values[0]
+        elif len(values) == 2:  # what _median gives for two, without sorting
+            base = (values[0] + values[1]) / 2
+        else:
+            base = _median(values)
         if base == 0:
             continue
         change = (head - base) / abs(base) * 100
@@ -301,18 +324,22 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
             [noise.Wanted(m.key, m.higher_is_better, worse)
              for m, _, _, _, _, _, worse, threshold, ok in measured if threshold is not None and ok],
             [m.requests for m in head_runs], [m.requests for m in base_metrics])
-    head_vectors = [_vector(m) for m in head_runs] if head_repeats else [head_vector]
+    head_vectors = [_vector(m) for m in head_runs] if head_repeats else None
     deltas = []
     for metric, index, head, values, base, change, worse, threshold, ok in measured:
-        interval = intervals.get(metric.key)
-        if interval is None and threshold is not None and ok:
-            head_values = [vector[index] for vector in head_vectors if vector[index] is not None]
-            interval = noise.from_runs(worse, head_values, values)
         # noise.spread_pct(values): the median of `values` is `base`, never 0 here
         spread = None if len(values) < 2 else (max(values) - min(values)) / abs(base) * 100
-        deltas.append(Delta(metric.key, head, base, change, worse, spread,
-                            threshold, _judge(worse, interval, threshold, ok), interval, head_n,
-                            base_n))
+        interval = intervals.get(metric.key)
+        if interval is None and threshold is not None and ok:
+            if head_vectors is not None:
+                head_values = [vector[index] for vector in head_vectors if vector[index] is not None]
+                interval = noise.from_runs(worse, head_values, values)
+            elif spread is not None:  # noise.from_runs with one head run: the base spread alone
+                interval = _made(noise.Interval, _INTERVAL_FIELDS,
+                                 (worse - spread, worse + spread, "runs", 1 + len(values)))
+        deltas.append(_made(Delta, _DELTA_FIELDS, (
+            metric.key, head, base, change, worse, spread, threshold,
+            _judge(worse, interval, threshold, ok), interval, head_n, base_n)))
     env = []
     base_engines = sorted({s.engine_version for s in samples if s.engine_version})
     if engine_version and base_engines and base_engines != [engine_version]:
