@@ -219,7 +219,7 @@ class _Views:
         gated = [k for k in ("tput_per_gpu", "ttft_p99") if k in thresholds]
         gated += sorted(k for k in thresholds if k not in gated)
         self.gated = gated or ["tput_per_gpu"]  # with every gate off, Δ is still shown
-        self.chart = chart.mermaid_chart(chart.series_from(plausible.without_implausible(report)))
+        self.chart = chart.mermaid_chart(chart.plotted(report))
         self._rows: dict[int, dict] = {}
         self._sections: dict[int, dict] = {}
         self.implausible = plausible.count(report)
