@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pydantic
 
 from bot.jobs import Job
-from bot.results import JobResult
+from bot.results import JobResult, read_result_json
 
 RESULT_FILE = "result.json"
 
@@ -111,7 +111,7 @@ def _read_result(file: pathlib.Path, root: pathlib.Path,
                  plan_by_id: dict[str, Job]) -> tuple[JobResult, str | None]:
     try:
         text = file.read_text(encoding="utf-8")
-        return JobResult.model_validate_json(text), None
+        return read_result_json(text), None
     except (OSError, UnicodeDecodeError) as exc:
         problem = f"cannot be read: {exc}"
     except pydantic.ValidationError as exc:

@@ -23,7 +23,7 @@ import pydantic
 
 from bot.report import noise
 from bot.report.collect import RESULT_FILE, InputError
-from bot.results import JobResult, PointMetrics, PointResult
+from bot.results import PointMetrics, PointResult, read_result_json
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def load_baseline(directory: pathlib.Path | None) -> Baseline:
     unreadable: list[str] = []
     for file in sorted(directory.rglob(RESULT_FILE)):
         try:
-            result = JobResult.model_validate_json(file.read_text(encoding="utf-8"))
+            result = read_result_json(file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, pydantic.ValidationError) as exc:
             why = (f"{exc.errors()[0]['msg']} at {'.'.join(map(str, exc.errors()[0]['loc']))}"
                    if isinstance(exc, pydantic.ValidationError) else type(exc).__name__)
