@@ -10,7 +10,6 @@ claim: the row says so ("inconclusive"), and never fails the check on its own.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import pathlib
@@ -240,6 +239,9 @@ def _median(values: list[float]) -> float:
 
 
 _EXTRACTS = tuple(metric.extract for metric in _METRIC_LIST)
+# (metric, its index in a _vector, key, higher is better, requests each side needs to judge it)
+_METRIC_FACTS = tuple((metric, index, metric.key, metric.higher_is_better, _REQUIRED[metric.key])
+                      for index, metric in enumerate(_METRIC_LIST))
 
 
 def _vector(metrics: PointMetrics) -> list[float | None]:
@@ -258,22 +260,8 @@ def _requests(metrics: PointMetrics) -> int:
     return metrics.requests.count if metrics.requests is not None else metrics.completed
 
 
-def _fields(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
-
-
-_DELTA_FIELDS = _fields(Delta)
-_INTERVAL_FIELDS = _fields(noise.Interval)
 _new = object.__new__
-
-
-def _made(cls: type, names: tuple[str, ...], values: tuple) -> object:
-    """`cls(*values)` for a frozen dataclass without its __init__ (one object.__setattr__ a field,
-    the cost of 40,000 Deltas in a 5,000-point report): the same fields in the same order, so the
-    object compares, hashes, pickles and serialises as if __init__ had made it."""
-    made = _new(cls)
-    made.__dict__.update(zip(names, values))
-    return made
+_set = object.__setattr__  # a frozen dataclass refuses its own __setattr__, __dict__ included
 
 
 def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
@@ -294,14 +282,17 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
     # figures as Metric.value, noise.spread_pct, noise.from_runs and statistics.median: every
     # metric of a run is read once, and the values are finite floats.
     head_vector = _vector(metrics)
-    base_columns = list(zip(*[_vector(m) for m in base_metrics]))  # one tuple of base values a metric
+    base_columns = list(zip(*map(_vector, base_metrics)))  # one tuple of base values a metric
     measured = []  # (metric, index, head, base values, base, change, worse, threshold, supported)
-    for index, (metric, head) in enumerate(zip(_METRIC_LIST, head_vector)):
+    for metric, index, key, higher_is_better, required in _METRIC_FACTS:
+        head = head_vector[index]
         if head is None:
             continue
-        values = [value for value in base_columns[index] if value is not None]
-        if not values:
-            continue
+        values = base_columns[index]
+        if None in values:
+            values = tuple(value for value in values if value is not None)
+            if not values:
+                continue
         if len(values) == 1:
             base = values[0]
         elif len(values) == 2:  # what _median gives for two, without sorting
@@ -311,11 +302,9 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
         if base == 0:
             continue
         change = (head - base) / abs(base) * 100
-        worse = -change if metric.higher_is_better else change
-        threshold = thresholds.get(metric.key)
-        required = _REQUIRED[metric.key]
-        ok = head_n >= required and base_n >= required
-        measured.append((metric, index, head, values, base, change, worse, threshold, ok))
+        measured.append((metric, index, head, values, base, change,
+                         -change if higher_is_better else change, thresholds.get(key),
+                         head_n >= required and base_n >= required))
     # One bootstrap for every gated metric of the point: the same replicates serve them all
     # (none without per-request data on both sides, which noise.bootstrap would also answer).
     intervals: dict[str, noise.Interval] = {}
@@ -335,11 +324,18 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
                 head_values = [vector[index] for vector in head_vectors if vector[index] is not None]
                 interval = noise.from_runs(worse, head_values, values)
             elif spread is not None:  # noise.from_runs with one head run: the base spread alone
-                interval = _made(noise.Interval, _INTERVAL_FIELDS,
-                                 (worse - spread, worse + spread, "runs", 1 + len(values)))
-        deltas.append(_made(Delta, _DELTA_FIELDS, (
-            metric.key, head, base, change, worse, spread, threshold,
-            _judge(worse, interval, threshold, ok), interval, head_n, base_n)))
+                interval = _new(noise.Interval)
+                _set(interval, "__dict__", {"low": worse - spread, "high": worse + spread, "basis": "runs",
+                                            "runs": 1 + len(values)})
+        # Delta(...) without its __init__ (one object.__setattr__ a field; 40,000 of them in a 5,000-point
+        # report); the keys are Delta's fields in order (a test compares them with dataclasses.fields).
+        delta = _new(Delta)
+        _set(delta, "__dict__", {
+            "metric": metric.key, "head": head, "base": base, "change_pct": change, "worse_pct": worse,
+            "noise_pct": spread, "threshold_pct": threshold,
+            "verdict": _judge(worse, interval, threshold, ok), "interval": interval,
+            "head_samples": head_n, "base_samples": base_n})
+        deltas.append(delta)
     env = []
     base_engines = sorted({s.engine_version for s in samples if s.engine_version})
     if engine_version and base_engines and base_engines != [engine_version]:
