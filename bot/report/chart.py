@@ -80,9 +80,14 @@ def series_from(report: Report) -> list[Series]:
                           if r.status == "passed" and r.interactivity and r.tput_per_gpu)
             base = []
             for row in rows:
-                comparison = row.comparison
-                x = comparison and comparison.delta("interactivity")
-                y = comparison and comparison.delta("tput_per_gpu")
+                if row.comparison is None:
+                    continue
+                x = y = None  # comparison.delta("interactivity") and ("tput_per_gpu"), in one pass
+                for delta in row.comparison.deltas:
+                    if delta.metric == "interactivity" and x is None:
+                        x = delta
+                    elif delta.metric == "tput_per_gpu" and y is None:
+                        y = delta
                 if x and y:
                     base.append((x.base, y.base))
             regressed = any(r.regressed for r in rows)
