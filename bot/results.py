@@ -1,6 +1,7 @@
 """The typed result of one job: what `recipe-bot run` writes as DIR/result.json and the report reads."""
 from __future__ import annotations
 
+import threading
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -288,39 +289,53 @@ def _bounded_validator():
     """JobResult's validator with PointMetrics' plausibility check in its schema; None where this
     pydantic lays the schema out otherwise (then JobResult validates every file itself)."""
     global _bounded
-    if _bounded is None:
-        try:
-            from pydantic_core import SchemaValidator
+    with _building:
+        if _bounded is None:
+            from pydantic_core import SchemaError
 
-            schema = _copied(JobResult.__pydantic_core_schema__)
-            [metrics] = [d for d in schema["definitions"] if d.get("type") == "function-after"
-                         and d["function"].get("function") is PointMetrics._plausible]
-            model = metrics["schema"]
-            fields = model["schema"]["fields"]
-            for name in _SCALARS:
-                _bounds(fields[name]["schema"])
-            for name in _DISTRIBUTIONS:
-                mapping = fields[name]["schema"]
-                if mapping.get("type") != "default" or mapping["schema"].get("type") != "dict":
-                    raise LookupError(name)
-                _bounds(mapping["schema"]["values_schema"])
-            model.update(ref=metrics["ref"], metadata=metrics.get("metadata", {}))
-            schema["definitions"] = [model if d is metrics else d for d in schema["definitions"]]
-            # pydantic-core reuses a finished model's own validator for its schema ("prebuilt"),
-            # which would bring _plausible back: the models on the way from JobResult to
-            # PointMetrics are marked unfinished while this validator is built, then restored.
-            path = (JobResult, CaseResult, PointResult)
-            finished = [cls.__dict__.get("__pydantic_complete__") for cls in path]
             try:
-                for cls in path:
-                    type.__setattr__(cls, "__pydantic_complete__", False)
-                _bounded = SchemaValidator(schema, schema["schema"]["config"])
-            finally:
-                for cls, value in zip(path, finished):
-                    type.__setattr__(cls, "__pydantic_complete__", value)
-        except (LookupError, TypeError, ValueError):
-            _bounded = False
+                _bounded = _build_bounded()
+            except (LookupError, TypeError, ValueError, SchemaError):
+                _bounded = False
     return _bounded or None
+
+
+_building = threading.Lock()
+
+
+def _build_bounded():
+    from pydantic_core import SchemaValidator
+
+    schema = _copied(JobResult.__pydantic_core_schema__)
+    [metrics] = [d for d in schema["definitions"] if d.get("type") == "function-after"
+                 and d["function"].get("function") is PointMetrics._plausible]
+    model = metrics["schema"]
+    fields = model["schema"]["fields"]
+    for name in _SCALARS:
+        _bounds(fields[name]["schema"])
+    for name in _DISTRIBUTIONS:
+        mapping = fields[name]["schema"]
+        if mapping.get("type") != "default" or mapping["schema"].get("type") != "dict":
+            raise LookupError(name)
+        _bounds(mapping["schema"]["values_schema"])
+    model.update(ref=metrics["ref"], metadata=metrics.get("metadata", {}))
+    schema["definitions"] = [model if d is metrics else d for d in schema["definitions"]]
+    # pydantic-core reuses a finished model's own validator for its schema ("prebuilt"), which
+    # would bring _plausible back: the models on the way from JobResult to PointMetrics are
+    # marked unfinished while this validator is built (under _building), then restored.
+    path = (JobResult, CaseResult, PointResult)
+    missing = object()
+    finished = [cls.__dict__.get("__pydantic_complete__", missing) for cls in path]
+    try:
+        for cls in path:
+            type.__setattr__(cls, "__pydantic_complete__", False)
+        return SchemaValidator(schema, schema["schema"]["config"])
+    finally:
+        for cls, value in zip(path, finished):
+            if value is missing:
+                type.__delattr__(cls, "__pydantic_complete__")
+            else:
+                type.__setattr__(cls, "__pydantic_complete__", value)
 
 
 def read_result_json(data: str | bytes) -> JobResult:

@@ -99,3 +99,16 @@ def test_an_absurd_figure_fails_its_job_naming_the_file_and_field(tmp_path):
     assert job.result.status == "failed" and job.problem == "invalid result.json"
     assert job.result.reason.startswith("artifact-a/result.json is not a valid result: field cases.0.points.0.metrics")
     assert "ttft_ms.p99 = 1.152921504606847e+18 is not a plausible measurement" in job.result.reason
+
+
+def test_where_the_schema_is_laid_out_otherwise_files_are_read_by_the_model(monkeypatch):
+    def unexpected():
+        raise LookupError("no PointMetrics definition")
+
+    monkeypatch.setattr(results, "_bounded", None)
+    monkeypatch.setattr(results, "_build_bounded", unexpected)
+    text = result_text()
+    assert results._bounded_validator() is None
+    assert read_result_json(text) == JobResult.model_validate_json(text)
+    bad = result_text(ttft_ms__p99=1e300)
+    assert outcome(read_result_json, bad) == outcome(JobResult.model_validate_json, bad)
