@@ -120,6 +120,7 @@ def main() -> None:
                              "ratio is reported")
     args = parser.parse_args()
     sizes = [int(n) for n in args.points.split(",")]
+    load_at_start = list(os.getloadavg())
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
         runs = [measure(n, args.repeat, pathlib.Path(tmp), args.reference) for n in sizes]
     record = {
@@ -127,7 +128,8 @@ def main() -> None:
         "command": "python bench/bench_report.py " + " ".join(sys.argv[1:]),
         "repeat": args.repeat, "statistic": "median wall time",
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform(), "load_average_at_end": list(os.getloadavg())},
+                    "platform": platform.platform(), "load_average_at_start": load_at_start,
+                    "load_average_at_end": list(os.getloadavg())},
         "reference": str(args.reference) if args.reference else None,
         "runs": runs,
     }

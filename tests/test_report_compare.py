@@ -131,3 +131,50 @@ def test_the_interval_is_shown_in_the_sign_of_the_change(metric, worse_interval,
     delta = compare.Delta(metric, 1.0, 1.0, 0.0, 0.0, None, 5.0, "within-threshold",
                           noise.Interval(*worse_interval, "requests", 2))
     assert delta.change_interval == change_interval
+
+
+@pytest.mark.parametrize("base_scales", [(1.0,), (0.9, 1.0), (0.9, 1.0, 1.2)], ids=["one-run", "two-runs", "three-runs"])
+def test_compared_deltas_are_what_their_dataclasses_make(base_scales):
+    """compare_point builds Delta and Interval without their __init__: the objects must be the ones
+    __init__ makes (equal, same field order, frozen), or the JSON and the comment would differ."""
+    import dataclasses
+
+    from bot.report import noise
+
+    comparison = compare.compare_point(head(0.8), tuple(sample(s) for s in base_scales),
+                                       compare.DEFAULT_THRESHOLDS)
+    assert len(comparison.deltas) == len(compare.METRICS)
+    for delta in comparison.deltas:
+        names = [f.name for f in dataclasses.fields(compare.Delta)]
+        assert list(vars(delta)) == names
+        assert delta == compare.Delta(**{name: getattr(delta, name) for name in names})
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            delta.base = 0.0  # type: ignore[misc]
+        if delta.interval is not None:
+            fields = [f.name for f in dataclasses.fields(noise.Interval)]
+            assert list(vars(delta.interval)) == fields
+            assert delta.interval == noise.Interval(**vars(delta.interval))
+    gated = [d for d in comparison.deltas if d.threshold_pct is not None]
+    assert all((d.interval is not None) == (len(base_scales) > 1) for d in gated)
+
+
+def test_point_rows_are_what_their_dataclass_makes(tmp_path):
+    """build makes each measured PointRow without its __init__: equal to PointRow(...), fields in order."""
+    import dataclasses
+
+    from bot.report import build
+    from bot.report.model import Meta, PointRow
+
+    plan = synthetic.sweep_plan("tiny-cpu", concurrencies=(1, 4), job_id="sweep")
+    synthetic.write_results(tmp_path / "head", [synthetic.run_sweep(plan, failed_points={"tp1-c4": "client died"})])
+    synthetic.write_results(tmp_path / "base", [synthetic.run_sweep(plan.model_copy(update={"sha": synthetic.BASE_SHA}),
+                                                                    sha=synthetic.BASE_SHA)])
+    report = build.build_report(collect.collect(tmp_path / "head", [plan], synthetic.HEAD_SHA),
+                                compare.load_baseline(tmp_path / "base"), compare.DEFAULT_THRESHOLDS,
+                                Meta(sha=synthetic.HEAD_SHA))
+    rows = [row for section in report.recipes for row in section.rows]
+    names = [f.name for f in dataclasses.fields(PointRow)]
+    assert [row.status for row in rows] == ["passed", "failed"] and rows[0].comparison is not None
+    for row in rows:
+        assert list(vars(row)) == names
+        assert row == PointRow(**{name: getattr(row, name) for name in names})

@@ -2,6 +2,8 @@
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot import i18n
 from bot.report import build, chart, collect, compare, plausible, render, synthetic
@@ -93,3 +95,24 @@ def test_the_regressed_count_is_red_only_when_something_regressed(report, regres
     chinese = i18n.render("report/comment", "zh", **context)
     assert f"**Against base:** {icon} {regressed} regressed" in english
     assert f"**对比基线**：{icon} {regressed} 性能回退" in chinese
+
+
+FIGURES = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True),
+                    st.sampled_from([0.0, -0.0, 0.1, 0.0999, 10_000.0, 10_000.5, 1e6, 1e6 + 1, -1e-9]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(FIGURES, FIGURES, FIGURES, FIGURES)
+def test_a_row_is_implausible_exactly_when_a_figure_breaks_a_bound(tput, interactivity, ttft, tpot):
+    import math
+
+    from bot.report.model import PointRow
+
+    row = PointRow("j", "r", "f", "a", "c", "p", 1, "passed", tput_per_gpu=tput, interactivity=interactivity,
+                   ttft_p50=ttft, tpot_p50=tpot)
+    figures = [v for v in (tput, interactivity, ttft, tpot) if v is not None]
+    broken = (any(not math.isfinite(v) or v < 0 for v in figures)
+              or (tpot is not None and tpot < plausible.MIN_TPOT_MS)
+              or (interactivity is not None and interactivity > plausible.MAX_INTERACTIVITY)
+              or (tput is not None and tput > plausible.MAX_TPUT_PER_GPU))
+    assert (plausible.implausible(row) is not None) == broken

@@ -208,3 +208,17 @@ def test_png_chart_is_written_with_every_arm(tmp_path):
     out = run_report(synthetic.regression(), tmp_path)
     data = (out / "chart.png").read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+
+
+@pytest.mark.parametrize("source, room", [
+    ("  {{ a }}  \n\n", 5), ("  {{ a }}  \n\n", 4), ("{% for i in range(3) %}{{ a }} {% endfor %}", 17),
+    ("{% for i in range(3) %}{{ a }} {% endfor %}", 16), ("\n\n   \n", 0), ("{{ a }}{{ '  ' * 40 }}", 5),
+], ids=["fits-exactly", "one-over", "loop-fits", "loop-over", "blank", "long-trailing-blank"])
+def test_a_size_attempt_gives_the_render_when_it_fits_and_nothing_when_it_cannot(source, room):
+    """render._within stops a language's render once it cannot fit: what it keeps must be exactly
+    i18n.render's stripped text, and it must refuse exactly the texts longer than the room."""
+    from bot import i18n
+
+    template = i18n.environment().from_string(source)
+    whole = template.render(a="abcde").strip()
+    assert render._within(template, {"a": "abcde"}, room) == (whole if len(whole) <= room else None)

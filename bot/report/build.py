@@ -24,6 +24,9 @@ from bot.report.model import (
 from bot.report.sources import reproduce, source_of
 from bot.results import CaseResult, CleanupProof, JobResult
 
+_new = object.__new__
+_set = object.__setattr__  # a frozen dataclass refuses its own __setattr__, __dict__ included
+
 # A case of an unpacked sweep carries its concurrency in its name; the arm is the rest.
 _CONCURRENCY_SUFFIX = re.compile(r"[-_.](?:c|conc|concurrency)[-_]?\d+$", re.IGNORECASE)
 
@@ -60,25 +63,31 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
         arm = arm_name(case.name)
         for point in case.points:
             metrics = point.metrics
-            measured = {}
-            if metrics is not None:
-                comparison = None
-                if point.status == "passed":
-                    comparison = compare_point(
-                        metrics, baseline.lookup(result.recipe_fingerprint, point.point_id),
-                        thresholds, engine_version=result.engine_version, gpus=gpus,
-                        head_repeats=tuple(point.repeats), client_process=point.client_process)
-                measured = {"tput_per_gpu": metrics.tput_per_gpu,
-                            "interactivity": metrics.interactivity,
-                            "ttft_p50": metrics.ttft_ms.get("median"),
-                            "ttft_p99": metrics.ttft_ms.get("p99"),
-                            "tpot_p50": metrics.tpot_ms.get("median"),
-                            "comparison": comparison,
-                            "requests": metrics.completed}
-            rows.append(PointRow(**base, arm=arm, case=case.name,
-                                 point_id=point.point_id, concurrency=point.concurrency,
-                                 status=point.status, reason=point.reason, isl=point.isl,
-                                 osl=point.osl, reproduce=command, **measured))
+            if metrics is None:
+                rows.append(PointRow(**base, arm=arm, case=case.name, point_id=point.point_id,
+                                     concurrency=point.concurrency, status=point.status,
+                                     reason=point.reason, isl=point.isl, osl=point.osl,
+                                     reproduce=command))
+                continue
+            comparison = None
+            if point.status == "passed":
+                comparison = compare_point(
+                    metrics, baseline.lookup(result.recipe_fingerprint, point.point_id),
+                    thresholds, engine_version=result.engine_version, gpus=gpus,
+                    head_repeats=tuple(point.repeats), client_process=point.client_process)
+            # PointRow(...) without its __init__ (one object.__setattr__ a field, 19 fields, a row
+            # a point): the keys are PointRow's fields in order (a test compares them).
+            row = _new(PointRow)
+            _set(row, "__dict__", {
+                "job_id": result.job_id, "recipe": result.recipe,
+                "fingerprint": result.recipe_fingerprint, "arm": arm, "case": case.name,
+                "point_id": point.point_id, "concurrency": point.concurrency,
+                "status": point.status, "reason": point.reason, "isl": point.isl, "osl": point.osl,
+                "tput_per_gpu": metrics.tput_per_gpu, "interactivity": metrics.interactivity,
+                "ttft_p50": metrics.ttft_ms.get("median"), "ttft_p99": metrics.ttft_ms.get("p99"),
+                "tpot_p50": metrics.tpot_ms.get("median"), "comparison": comparison,
+                "requests": metrics.completed, "reproduce": command})
+            rows.append(row)
     # Planned points with no result (a lost or cancelled job, a runner that stopped early) still
     # show, as lost, cancelled or skipped: never silently dropped, never passed.
     seen = {row.point_id for row in rows}

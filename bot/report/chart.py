@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import pathlib
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -79,9 +80,14 @@ def series_from(report: Report) -> list[Series]:
                           if r.status == "passed" and r.interactivity and r.tput_per_gpu)
             base = []
             for row in rows:
-                comparison = row.comparison
-                x = comparison and comparison.delta("interactivity")
-                y = comparison and comparison.delta("tput_per_gpu")
+                if row.comparison is None:
+                    continue
+                x = y = None  # comparison.delta("interactivity") and ("tput_per_gpu"), in one pass
+                for delta in row.comparison.deltas:
+                    if delta.metric == "interactivity" and x is None:
+                        x = delta
+                    elif delta.metric == "tput_per_gpu" and y is None:
+                        y = delta
                 if x and y:
                     base.append((x.base, y.base))
             regressed = any(r.regressed for r in rows)
@@ -90,6 +96,20 @@ def series_from(report: Report) -> list[Series]:
             if base:
                 series.append(Series(label, True, tuple(sorted(base)), regressed))
     return series
+
+
+_plotted: tuple[weakref.ref, list[Series]] | None = None
+
+
+def plotted(report: Report) -> list[Series]:
+    """series_from the report's plausible rows (an absurd point would flatten the rest): what both
+    charts are drawn from, worked out once a report (the last report's, kept without keeping it)."""
+    global _plotted
+    if _plotted is None or _plotted[0]() is not report:
+        from bot.report import plausible
+
+        _plotted = (weakref.ref(report), series_from(plausible.without_implausible(report)))
+    return list(_plotted[1])
 
 
 def frontier(points: tuple[tuple[float, float], ...], x: float) -> float:

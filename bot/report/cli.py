@@ -205,7 +205,7 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     chart_child = alongside.ChartChild()  # forked first: matplotlib loads while the results are read
     click.get_current_context().call_on_close(chart_child.wait)  # waited for on every way out
     from bot import i18n
-    from bot.report import build, chart, collect, compare, plausible, render
+    from bot.report import build, chart, collect, compare, render
     from bot.report.model import Meta
 
     thresholds, config = _load_thresholds(config_path)
@@ -234,15 +234,15 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         baseline = dataclasses.replace(baseline, unreadable=tuple(skipped) + baseline.unreadable)
     report = build.build_report(collection, baseline, thresholds, meta)
     out_dir.mkdir(parents=True, exist_ok=True)
-    series = chart.series_from(plausible.without_implausible(report))  # an absurd point would flatten the rest
-    chart_child.draw(series, out_dir / "chart.png",
-                     f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
     # Compact on purpose: with thousands of points an indented file is several times larger.
     full_results = alongside.Beside(lambda: _write(out_dir / "full-results.json", json.dumps(
         {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys,
          "report": report}, default=_json_default, ensure_ascii=False, separators=(",", ":"),
         check_circular=False)))  # a report is a tree; a cycle would still end in RecursionError
     click.get_current_context().call_on_close(full_results.wait)
+    # Handed over once the JSON child runs: that file is the longest of the work left.
+    chart_child.draw(chart.plotted(report), out_dir / "chart.png",
+                     f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
     gated = None
     if gate_on:
         from bot.report import gate_runs

@@ -239,6 +239,9 @@ def _median(values: list[float]) -> float:
 
 
 _EXTRACTS = tuple(metric.extract for metric in _METRIC_LIST)
+# (metric, its index in a _vector, key, higher is better, requests each side needs to judge it)
+_METRIC_FACTS = tuple((metric, index, metric.key, metric.higher_is_better, _REQUIRED[metric.key])
+                      for index, metric in enumerate(_METRIC_LIST))
 
 
 def _vector(metrics: PointMetrics) -> list[float | None]:
@@ -257,6 +260,10 @@ def _requests(metrics: PointMetrics) -> int:
     return metrics.requests.count if metrics.requests is not None else metrics.completed
 
 
+_new = object.__new__
+_set = object.__setattr__  # a frozen dataclass refuses its own __setattr__, __dict__ included
+
+
 def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
                   thresholds: Mapping[str, float], *, engine_version: str | None = None,
                   gpus: tuple[str, ...] = (),
@@ -272,27 +279,32 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
     base_metrics = [s.metrics for s in samples]
     base_n = min(_requests(m) for m in base_metrics)
     # Written for speed (the report runs this for every point of every recipe), with the same
-    # figures as Metric.value, noise.spread_pct and statistics.median: every metric of a run is
-    # read once, and the values are finite floats.
+    # figures as Metric.value, noise.spread_pct, noise.from_runs and statistics.median: every
+    # metric of a run is read once, and the values are finite floats.
     head_vector = _vector(metrics)
-    base_vectors = [_vector(m) for m in base_metrics]
+    base_columns = list(zip(*map(_vector, base_metrics)))  # one tuple of base values a metric
     measured = []  # (metric, index, head, base values, base, change, worse, threshold, supported)
-    for index, metric in enumerate(_METRIC_LIST):
+    for metric, index, key, higher_is_better, required in _METRIC_FACTS:
         head = head_vector[index]
         if head is None:
             continue
-        values = [vector[index] for vector in base_vectors if vector[index] is not None]
-        if not values:
-            continue
-        base = _median(values)
+        values = base_columns[index]
+        if None in values:
+            values = tuple(value for value in values if value is not None)
+            if not values:
+                continue
+        if len(values) == 1:
+            base = values[0]
+        elif len(values) == 2:  # what _median gives for two, without sorting
+            base = (values[0] + values[1]) / 2
+        else:
+            base = _median(values)
         if base == 0:
             continue
         change = (head - base) / abs(base) * 100
-        worse = -change if metric.higher_is_better else change
-        threshold = thresholds.get(metric.key)
-        required = _REQUIRED[metric.key]
-        ok = head_n >= required and base_n >= required
-        measured.append((metric, index, head, values, base, change, worse, threshold, ok))
+        measured.append((metric, index, head, values, base, change,
+                         -change if higher_is_better else change, thresholds.get(key),
+                         head_n >= required and base_n >= required))
     # One bootstrap for every gated metric of the point: the same replicates serve them all
     # (none without per-request data on both sides, which noise.bootstrap would also answer).
     intervals: dict[str, noise.Interval] = {}
@@ -301,18 +313,29 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
             [noise.Wanted(m.key, m.higher_is_better, worse)
              for m, _, _, _, _, _, worse, threshold, ok in measured if threshold is not None and ok],
             [m.requests for m in head_runs], [m.requests for m in base_metrics])
-    head_vectors = [_vector(m) for m in head_runs] if head_repeats else [head_vector]
+    head_vectors = [_vector(m) for m in head_runs] if head_repeats else None
     deltas = []
     for metric, index, head, values, base, change, worse, threshold, ok in measured:
-        interval = intervals.get(metric.key)
-        if interval is None and threshold is not None and ok:
-            head_values = [vector[index] for vector in head_vectors if vector[index] is not None]
-            interval = noise.from_runs(worse, head_values, values)
         # noise.spread_pct(values): the median of `values` is `base`, never 0 here
         spread = None if len(values) < 2 else (max(values) - min(values)) / abs(base) * 100
-        deltas.append(Delta(metric.key, head, base, change, worse, spread,
-                            threshold, _judge(worse, interval, threshold, ok), interval, head_n,
-                            base_n))
+        interval = intervals.get(metric.key)
+        if interval is None and threshold is not None and ok:
+            if head_vectors is not None:
+                head_values = [vector[index] for vector in head_vectors if vector[index] is not None]
+                interval = noise.from_runs(worse, head_values, values)
+            elif spread is not None:  # noise.from_runs with one head run: the base spread alone
+                interval = _new(noise.Interval)
+                _set(interval, "__dict__", {"low": worse - spread, "high": worse + spread, "basis": "runs",
+                                            "runs": 1 + len(values)})
+        # Delta(...) without its __init__ (one object.__setattr__ a field; 40,000 of them in a 5,000-point
+        # report); the keys are Delta's fields in order (a test compares them with dataclasses.fields).
+        delta = _new(Delta)
+        _set(delta, "__dict__", {
+            "metric": metric.key, "head": head, "base": base, "change_pct": change, "worse_pct": worse,
+            "noise_pct": spread, "threshold_pct": threshold,
+            "verdict": _judge(worse, interval, threshold, ok), "interval": interval,
+            "head_samples": head_n, "base_samples": base_n})
+        deltas.append(delta)
     env = []
     base_engines = sorted({s.engine_version for s in samples if s.engine_version})
     if engine_version and base_engines and base_engines != [engine_version]:

@@ -35,6 +35,13 @@ def implausible(row: PointRow) -> Implausible | None:
     """Why a measured row cannot be right, or None when its figures are believable."""
     if row.status != "passed":
         return None
+    tput, interactivity, ttft, tpot = row.tput_per_gpu, row.interactivity, row.ttft_p50, row.tpot_p50
+    # Nearly every row: all four present and within every bound below (NaN and inf fail these
+    # comparisons and go on to the checks that name them).
+    if (tput is not None and interactivity is not None and ttft is not None and tpot is not None
+            and 0 <= tput <= MAX_TPUT_PER_GPU and 0 <= interactivity <= MAX_INTERACTIVITY
+            and 0 <= ttft < math.inf and MIN_TPOT_MS <= tpot < math.inf):
+        return None
     for metric in ("tput_per_gpu", "interactivity", "ttft_p50", "tpot_p50"):
         value = getattr(row, metric)
         if _bad(value):

@@ -219,7 +219,7 @@ class _Views:
         gated = [k for k in ("tput_per_gpu", "ttft_p99") if k in thresholds]
         gated += sorted(k for k in thresholds if k not in gated)
         self.gated = gated or ["tput_per_gpu"]  # with every gate off, Δ is still shown
-        self.chart = chart.mermaid_chart(chart.series_from(plausible.without_implausible(report)))
+        self.chart = chart.mermaid_chart(chart.plotted(report))
         self._rows: dict[int, dict] = {}
         self._sections: dict[int, dict] = {}
         self.implausible = plausible.count(report)
@@ -306,6 +306,31 @@ def _ladder(report: Report) -> list[tuple[Limits, str | None]]:
     ]
 
 
+def _within(template, context: dict, room: int) -> str | None:
+    """template.render(**context).strip() (what i18n.render returns) when that is at most `room`
+    characters, else None, given up as soon as what is written already cannot fit once stripped."""
+    chunks: list[str] = []
+    total = lead = trail = 0  # characters written; blank ones before the first and after the last
+    seen = False  # a non-blank character written
+    for chunk in template.generate(**context):
+        chunks.append(chunk)
+        total += len(chunk)
+        kept = chunk.rstrip()
+        if kept:
+            if not seen:
+                seen = True
+                lead += len(chunk) - len(chunk.lstrip())
+            trail = len(chunk) - len(kept)
+        elif seen:
+            trail += len(chunk)
+        else:
+            lead += len(chunk)
+        if total - lead - trail > room:
+            return None
+    text = "".join(chunks).strip()
+    return text if len(text) <= room else None
+
+
 class _Sizer:
     def __init__(self, report: Report, limit: int):
         self.report, self.limit, self.views = report, limit, _Views(report)
@@ -317,8 +342,19 @@ class _Sizer:
     def attempt(self, limits: Limits, shortened: bool) -> Rendered | None:
         context = view(self.report, limits, self.views)
         context["shortened"] = shortened
-        text = self.head + i18n.render_bilingual(TEMPLATE, **context) + "\n"
-        return Rendered(text, limits, shortened) if len(text) <= self.limit else None
+        # head + i18n.render_bilingual(TEMPLATE, **context) + "\n", each language's render given
+        # up as soon as it cannot fit: a large report's first attempts are twice the limit.
+        room = self.limit - len(self.head) - 1 - len(i18n.SEPARATOR) * (len(i18n.LANGUAGES) - 1)
+        parts = []
+        for lang in i18n.LANGUAGES:
+            part = _within(i18n.environment().get_template(i18n.template_path(TEMPLATE, lang)),
+                           context, room)
+            if part is None:
+                return None
+            parts.append(part)
+            room -= len(part)
+        text = self.head + i18n.SEPARATOR.join(parts) + "\n"
+        return Rendered(text, limits, shortened)
 
     def largest(self, limits: Limits, knob: str) -> Rendered | None:
         """The largest value of `knob` (up to its value in `limits`) whose render fits: doubling
