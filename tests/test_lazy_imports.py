@@ -27,7 +27,9 @@ def loaded_after(code: str, probes: list[str]) -> list[str]:
 CASES = {
     "handle-imports": ("import bot.cli, bot.control.handle",
                        ["matplotlib", "numpy", "jwt", "cryptography", "bot.plan", "bot.recipes", "bot.report",
-                        "bot.checklist.verify", "bot.results", "bot.jobs"]),
+                        "bot.checklist.verify", "bot.results", "bot.jobs",
+                        # PyGithub's object classes and App auth (github/__init__): the client needs its Requester
+                        "github.MainClass", "github.Repository", "github.Auth", "nacl"]),
     "report-imports": ("import bot.report.cli", ["matplotlib", "numpy", "jinja2"]),
     "report-reads-results": (
         "import pathlib, tempfile\n"
@@ -52,6 +54,10 @@ NEGATIVE = {
     "numpy-imported-directly": ("import numpy", ["numpy"], ["numpy"]),
     "jwt-used-after-handle": ("import bot.control.handle, jwt\njwt.encode({'a': 1}, 'k' * 32, algorithm='HS256')",
                               ["jwt", "cryptography"], ["jwt", "cryptography"]),
+    "pygithub-used-after-handle": (
+        "import bot.control.handle\nfrom github import Auth, Github\n"
+        "assert Github(auth=Auth.Token('t'), base_url='http://127.0.0.1:9').requester is not None",
+        ["github.MainClass", "github.Auth"], ["github.MainClass", "github.Auth"]),
     "per-request-data-resampled": (
         "from bot.report import noise\n"
         "from bot.results import RequestSamples\n"
