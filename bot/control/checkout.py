@@ -45,10 +45,22 @@ def default_branch_commit(root: pathlib.Path, default_branch: str) -> str:
     return head
 
 
-def read_config(root: pathlib.Path | str, default_branch: str) -> RepoConfig:
-    """The config as committed on the default branch's checked-out commit; raises ConfigError, CheckoutError."""
+def verified_commit(h: Any) -> str:
+    """default_branch_commit() of the handler's checkout, asked of git once per event (the config and the
+    estimate both need it; the checkout does not move while one event is handled)."""
+    root = pathlib.Path(h.checkout).resolve()
+    known = getattr(h, "checkout_commit", None)
+    if known is None or known[0] != (root, h.default_branch):
+        known = ((root, h.default_branch), default_branch_commit(root, h.default_branch))
+        h.checkout_commit = known
+    return known[1]
+
+
+def read_config(root: pathlib.Path | str, default_branch: str, commit: str | None = None) -> RepoConfig:
+    """The config as committed on the default branch's checked-out commit (`commit`: that commit, verified
+    already by default_branch_commit); raises ConfigError, CheckoutError."""
     root = pathlib.Path(root).resolve()
-    commit = default_branch_commit(root, default_branch)
+    commit = commit or default_branch_commit(root, default_branch)
     done = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{CONFIG_PATH}"], capture_output=True,
                           check=False, timeout=60)
     if done.returncode != 0:
@@ -93,7 +105,7 @@ def sources(h: Any, pull: Any) -> tuple[Any, Any]:
     root = None if getattr(h, "checkout", None) is None else pathlib.Path(h.checkout).resolve()
     if root is not None:
         try:
-            tip = default_branch_commit(root, h.default_branch)
+            tip = verified_commit(h)
             fetch(root, pull.head_sha)
             try:
                 base = _git(root, "merge-base", tip, pull.head_sha)
