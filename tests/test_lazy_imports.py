@@ -30,6 +30,8 @@ CASES = {
                         "bot.checklist.verify", "bot.results", "bot.jobs",
                         # PyGithub's object classes and App auth (github/__init__): the client needs its Requester
                         "github.MainClass", "github.Repository", "github.Auth", "nacl"]),
+    "plain-command-parsed": ("from bot.control import commands\nassert commands.parse_comment('/sweep').commands\n"
+                             "assert not commands.parse_comment('Looks good to me.').commands", ["markdown_it"]),
     "report-imports": ("import bot.report.cli", ["matplotlib", "numpy", "jinja2"]),
     "report-reads-results": (
         "import pathlib, tempfile\n"
@@ -58,6 +60,8 @@ NEGATIVE = {
         "import bot.control.handle\nfrom github import Auth, Github\n"
         "assert Github(auth=Auth.Token('t'), base_url='http://127.0.0.1:9').requester is not None",
         ["github.MainClass", "github.Auth"], ["github.MainClass", "github.Auth"]),
+    "markdown-comment-parsed": ("from bot.control import commands\n"
+                                "assert not commands.parse_comment('> /sweep').commands", ["markdown_it"], ["markdown_it"]),
     "per-request-data-resampled": (
         "from bot.report import noise\n"
         "from bot.results import RequestSamples\n"
