@@ -34,12 +34,16 @@ def _git(root: pathlib.Path, *args: str, env: dict[str, str] | None = None) -> s
 
 def default_branch_commit(root: pathlib.Path, default_branch: str) -> str:
     """HEAD of the checkout, after making sure it is the default branch (never a PR's)."""
-    head = _git(root, "rev-parse", "--verify", "HEAD^{commit}")
-    try:
-        tracked = _git(root, "rev-parse", "--verify", f"refs/remotes/origin/{default_branch}^{{commit}}")
-    except CheckoutError:
-        tracked = None
-    branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    try:  # one git call where the checkout tracks origin's default branch (as actions/checkout leaves it)
+        head, tracked, branch = _git(root, "rev-parse", "HEAD^{commit}",
+                                     f"refs/remotes/origin/{default_branch}^{{commit}}", "--abbrev-ref", "HEAD").split("\n")
+    except (CheckoutError, ValueError):
+        head = _git(root, "rev-parse", "--verify", "HEAD^{commit}")
+        try:
+            tracked = _git(root, "rev-parse", "--verify", f"refs/remotes/origin/{default_branch}^{{commit}}")
+        except CheckoutError:
+            tracked = None
+        branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
     if head != tracked and branch != default_branch:
         raise CheckoutError(f"{root} is not a checkout of {default_branch} (HEAD is {branch} {head[:12]})")
     return head
