@@ -30,6 +30,9 @@ CASES = {
                         "bot.checklist.verify", "bot.results", "bot.jobs",
                         # PyGithub's object classes and App auth (github/__init__): the client needs its Requester
                         "github.MainClass", "github.Repository", "github.Auth", "nacl"]),
+    "no-warmup-without-gpu-work": ("from bot.control import commands, warmup\n"
+                                   "assert warmup.start_for(commands.parse_comment('/status').commands) is None",
+                                   ["bot.plan", "jinja2"]),
     "plain-command-parsed": ("from bot.control import commands\nassert commands.parse_comment('/sweep').commands\n"
                              "assert not commands.parse_comment('Looks good to me.').commands", ["markdown_it"]),
     "report-imports": ("import bot.report.cli", ["matplotlib", "numpy", "jinja2"]),
@@ -60,6 +63,10 @@ NEGATIVE = {
         "import bot.control.handle\nfrom github import Auth, Github\n"
         "assert Github(auth=Auth.Token('t'), base_url='http://127.0.0.1:9').requester is not None",
         ["github.MainClass", "github.Auth"], ["github.MainClass", "github.Auth"]),
+    "gpu-command-warmed-up": ("from bot.control import commands, warmup\n"
+                              "w = warmup.start_for(commands.parse_comment('/sweep').commands)\nw.join()\n"
+                              "assert w.failed is None", ["jinja2", "bot.plan.planner", "bot.recipes.catalog"],
+                              ["jinja2", "bot.plan.planner", "bot.recipes.catalog"]),
     "markdown-comment-parsed": ("from bot.control import commands\n"
                                 "assert not commands.parse_comment('> /sweep').commands", ["markdown_it"], ["markdown_it"]),
     "per-request-data-resampled": (
@@ -76,3 +83,11 @@ NEGATIVE = {
 def test_a_module_in_use_is_seen_loaded(name: str) -> None:
     code, probes, expected = NEGATIVE[name]
     assert loaded_after(code, probes) == expected
+
+
+def test_a_warmup_import_that_fails_is_recorded_and_left_to_the_handler() -> None:
+    from bot.control import warmup
+
+    w = warmup.Warmup(("bot.no_such_module_for_the_test", "json"))
+    w.join()
+    assert w.failed is not None and w.failed.startswith("bot.no_such_module_for_the_test:")
