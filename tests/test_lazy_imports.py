@@ -30,8 +30,13 @@ CASES = {
                         "bot.checklist.verify", "bot.results", "bot.jobs",
                         # PyGithub's object classes and App auth (github/__init__): the client needs its Requester
                         "github.MainClass", "github.Repository", "github.Auth", "nacl"]),
-    "no-warmup-without-gpu-work": ("from bot.control import commands, warmup\n"
-                                   "assert warmup.start_for(commands.parse_comment('/status').commands) is None",
+    "no-warmup-without-gpu-work": ("from types import SimpleNamespace as E\nfrom bot.control import commands, warmup\n"
+                                   "ok = E(on_pull=True, draft_hint=False, association='OWNER')\n"
+                                   "assert warmup.start_for(commands.parse_comment('/status').commands, ok) is None\n"
+                                   "for e in (E(on_pull=True, draft_hint=False, association='NONE'),\n"
+                                   "          E(on_pull=True, draft_hint=True, association='OWNER'),\n"
+                                   "          E(on_pull=False, draft_hint=False, association='OWNER')):\n"
+                                   "    assert warmup.start_for(commands.parse_comment('/sweep').commands, e) is None",
                                    ["bot.plan", "jinja2"]),
     "plain-command-parsed": ("from bot.control import commands\nassert commands.parse_comment('/sweep').commands\n"
                              "assert not commands.parse_comment('Looks good to me.').commands", ["markdown_it"]),
@@ -63,8 +68,9 @@ NEGATIVE = {
         "import bot.control.handle\nfrom github import Auth, Github\n"
         "assert Github(auth=Auth.Token('t'), base_url='http://127.0.0.1:9').requester is not None",
         ["github.MainClass", "github.Auth"], ["github.MainClass", "github.Auth"]),
-    "gpu-command-warmed-up": ("from bot.control import commands, warmup\n"
-                              "w = warmup.start_for(commands.parse_comment('/sweep').commands)\nw.join()\n"
+    "gpu-command-warmed-up": ("from types import SimpleNamespace as E\nfrom bot.control import commands, warmup\n"
+                              "e = E(on_pull=True, draft_hint=False, association='COLLABORATOR')\n"
+                              "w = warmup.start_for(commands.parse_comment('/sweep').commands, e)\nw.join()\n"
                               "assert w.failed is None", ["jinja2", "bot.plan.planner", "bot.recipes.catalog"],
                               ["jinja2", "bot.plan.planner", "bot.recipes.catalog"]),
     "markdown-comment-parsed": ("from bot.control import commands\n"

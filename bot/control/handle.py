@@ -234,7 +234,7 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     if error := h.load_config():
         _reply_config_error(h, event.number, event.key, event.body, error)
         return
-    h.warmup = warmup.start_for(parsed.commands) if event.on_pull else None  # joined in handle_event
+    h.warmup = warmup.start_for(parsed.commands, event)  # joined in handle_event
     bot = h.bot_login()
     if bot in (event.author, event.sender):
         h.log("the bot's own comment")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from typing import Any
 
 # After its first GitHub request a /sweep renders its claim (Jinja2) and, once authorized, plans the
 # head commit for the estimate (the planner, the recipe catalogue, pydantic models): some 45 ms of
@@ -35,8 +36,16 @@ class Warmup:
         self._thread.join(timeout_s)
 
 
-def start_for(commands: tuple) -> Warmup | None:
-    """A warm-up when any of the commands starts GPU work (its estimate plans recipes), else None."""
+# Who is likely to be allowed to start GPU work, by the comment's author_association: a refusal needs
+# no planner, and importing it meanwhile would only add its CPU time to the refusal.
+LIKELY_ALLOWED = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+
+def start_for(commands: tuple, event: Any) -> Warmup | None:
+    """A warm-up when a command starts GPU work (its estimate plans recipes) on a pull request that
+    is not a draft, asked by a likely-allowed author (payload hints only: trust.py still decides)."""
+    if not event.on_pull or event.draft_hint or event.association not in LIKELY_ALLOWED:
+        return None
     if any(command.spec.starts_gpu_work for command in commands):
         return Warmup(GPU_COMMAND)
     return None
