@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import logging
 import sys
+import threading
 import types
 
 
@@ -40,10 +41,20 @@ class _Package(types.ModuleType):
     def __getattr__(self, attribute: str):
         if attribute.startswith("__") and attribute != "__all__":
             raise AttributeError(attribute)
-        self.__class__ = types.ModuleType  # a plain module from here on: this hook is done
-        logging.getLogger(self.__name__).removeHandler(_LOG_HANDLER)  # the real __init__ adds its own
-        self.__spec__.loader.exec_module(self)
-        return getattr(self, attribute)
+        with _INIT_LOCK:  # another thread's first read waits for the __init__, as an import would
+            if self.__name__ not in _INIT_RUN:
+                _INIT_RUN.add(self.__name__)
+                logging.getLogger(self.__name__).removeHandler(_LOG_HANDLER)  # the real __init__ adds its own
+                self.__spec__.loader.exec_module(self)
+                self.__class__ = types.ModuleType  # a plain module from here on: this hook is done
+        try:  # during the __init__ itself: what a partly initialized module has
+            return self.__dict__[attribute]
+        except KeyError:
+            raise AttributeError(f"module {self.__name__!r} has no attribute {attribute!r}") from None
+
+
+_INIT_LOCK = threading.RLock()
+_INIT_RUN: set[str] = set()
 
 
 def _defer(name: str) -> None:

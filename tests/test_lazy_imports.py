@@ -73,6 +73,13 @@ NEGATIVE = {
                               "w = warmup.start_for(commands.parse_comment('/sweep').commands, e)\nw.join()\n"
                               "assert w.failed is None", ["jinja2", "bot.plan.planner", "bot.recipes.catalog"],
                               ["jinja2", "bot.plan.planner", "bot.recipes.catalog"]),
+    "pygithub-first-used-by-two-threads": (
+        "import threading, bot.github\nseen = []\n"
+        "def use():\n    import github\n    seen.append(github.Github)\n"
+        "threads = [threading.Thread(target=use) for _ in range(4)]\n"
+        "[t.start() for t in threads]\n[t.join() for t in threads]\n"
+        "assert len(seen) == 4 and len({id(c) for c in seen}) == 1",
+        ["github.MainClass"], ["github.MainClass"]),
     "markdown-comment-parsed": ("from bot.control import commands\n"
                                 "assert not commands.parse_comment('> /sweep').commands", ["markdown_it"], ["markdown_it"]),
     "per-request-data-resampled": (
