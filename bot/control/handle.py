@@ -54,6 +54,7 @@ class Handler:
         self.ledger = dispatch.Ledger()
         self.request_key: str | None = None  # the request being decided (its own run is no cooldown)
         self.warmup: warmup.Warmup | None = None  # a GPU command's imports, made while GitHub answers
+        self.checkout_commit: tuple | None = None  # the checkout's verified commit (checkout.verified_commit)
 
     def log(self, message: str) -> None:
         self.outcome.log.append(message)
