@@ -14,7 +14,7 @@ from typing import Any, TextIO
 import requests
 
 from bot import github_retry
-from bot.github_import import Auth, GithubException, github
+from bot.github_import import GithubException, requester
 from bot.control.events import Pull, pull_from_json
 from bot.github_records import (  # noqa: F401  (the client's records: bot.github.Comment etc.)
     ACTIVE_RUN_STATES,
@@ -74,11 +74,7 @@ class GitHubClient:
         # One handle makes a handful of writes: PyGithub's default 1 s pause between writes
         # would dominate its wall time, and GitHub's secondary limits are far away. PyGithub's
         # own retry (urllib3's) is off: it would repeat POSTs; _call owns the policy.
-        self._gh = github.Github(
-            base_url=self.base_url, auth=Auth.Token(token), per_page=100, timeout=self.policy.timeout_s,
-            seconds_between_requests=None, seconds_between_writes=None, lazy=True, retry=None,
-        )
-        self._requester = self._gh.requester
+        self._requester = requester(base_url=self.base_url, token=token, per_page=100, timeout=self.policy.timeout_s)
         self._repo_path = "/repos/" + "/".join(urllib.parse.quote(p, safe="") for p in repository.split("/"))
 
     @classmethod

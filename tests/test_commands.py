@@ -204,3 +204,22 @@ def test_ten_thousand_generated_bodies_never_crash_the_parser(body):
         assert commands.parse_comment(command.normalized()).commands  # what we dispatch parses back
     for error in parsed.errors:
         assert error.message
+
+
+# The parser answers a plain one-line command, and a body with no "/" or entity, without the CommonMark
+# parse (markdown_it is a tenth of `recipe-bot handle`'s start-up): its lines must be the parse's.
+_plain_body = st.one_of(
+    st.text(alphabet="/aZ09 .:=,@+-\n", max_size=16).map(lambda s: "/" + s),
+    st.text(alphabet="ab .,:\n-+=#>*_`\\&;", max_size=16),
+    st.sampled_from(["/sweep", "/sweep\n", "/sweep tiny-cpu --osl=64", "/sweep  a,b", "/sweep tiny-cpu ",
+                     "&#47;sweep", "\\/sweep", "LGTM", "", "\n/sweep", " /sweep", "/sweep\n/e2e"]),
+)
+
+
+@settings(max_examples=3_000, deadline=None, derandomize=True, database=None)
+@given(_plain_body)
+def test_a_body_answered_without_the_markdown_parse_reads_as_the_parse_reads_it(body):
+    def command_lines(lines):
+        return [(number, line) for number, line in lines if commands._COMMAND_LINE.match(line)]
+
+    assert command_lines(commands._lines(body)) == command_lines(commands.visible_lines(body))

@@ -101,3 +101,19 @@ def test_missing_config_file_means_defaults():
 def test_errors_from_the_api_name_the_branch():
     with pytest.raises(ConfigError, match=r"recipe-bot\.yaml@main:1: cooldown_seconds"):
         read_repo_config(Contents({(CONFIG_PATH, "main"): "cooldown_seconds: x\n"}), "main")
+
+
+@pytest.mark.parametrize("text", [
+    "trusted:\n  users: [alice]\n  teams: [acme/ops]\n",
+    "base: &b {users: [alice], teams: [acme/ops]}\n".replace("base", "trusted"),
+    "trusted:\n  <<: {users: [alice]}\n  teams: [acme/ops]\n",  # a merge key: the data is built apart
+])
+def test_the_config_reads_as_yaml_reads_it_with_anchors_and_merge_keys(text):
+    config = load_config(text, "x.yaml")
+    assert config.trusted.users == ["alice"] and config.trusted.teams == ["acme/ops"]
+
+
+def test_an_error_under_a_merge_key_names_the_line_of_the_key_holding_it():
+    with pytest.raises(ConfigError) as caught:
+        load_config("# settings\ntrusted:\n  <<: {users: [alice], nobody: 1}\n", "x.yaml")
+    assert str(caught.value).startswith("x.yaml:2: trusted.nobody: unknown key")

@@ -100,7 +100,7 @@ def local_config(h: Any) -> Any:
     from bot.control import checkout
 
     try:
-        return checkout.read_config(h.checkout, h.default_branch)
+        return checkout.read_config(h.checkout, h.default_branch, checkout.verified_commit(h))
     except checkout.CheckoutError as exc:
         h.log(f"the checkout cannot serve the config ({exc}); reading it through the API")
         return None

@@ -34,21 +34,37 @@ def _git(root: pathlib.Path, *args: str, env: dict[str, str] | None = None) -> s
 
 def default_branch_commit(root: pathlib.Path, default_branch: str) -> str:
     """HEAD of the checkout, after making sure it is the default branch (never a PR's)."""
-    head = _git(root, "rev-parse", "--verify", "HEAD^{commit}")
-    try:
-        tracked = _git(root, "rev-parse", "--verify", f"refs/remotes/origin/{default_branch}^{{commit}}")
-    except CheckoutError:
-        tracked = None
-    branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    try:  # one git call where the checkout tracks origin's default branch (as actions/checkout leaves it)
+        head, tracked, branch = _git(root, "rev-parse", "HEAD^{commit}",
+                                     f"refs/remotes/origin/{default_branch}^{{commit}}", "--abbrev-ref", "HEAD").split("\n")
+    except (CheckoutError, ValueError):
+        head = _git(root, "rev-parse", "--verify", "HEAD^{commit}")
+        try:
+            tracked = _git(root, "rev-parse", "--verify", f"refs/remotes/origin/{default_branch}^{{commit}}")
+        except CheckoutError:
+            tracked = None
+        branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
     if head != tracked and branch != default_branch:
         raise CheckoutError(f"{root} is not a checkout of {default_branch} (HEAD is {branch} {head[:12]})")
     return head
 
 
-def read_config(root: pathlib.Path | str, default_branch: str) -> RepoConfig:
-    """The config as committed on the default branch's checked-out commit; raises ConfigError, CheckoutError."""
+def verified_commit(h: Any) -> str:
+    """default_branch_commit() of the handler's checkout, asked of git once per event (the config and the
+    estimate both need it; the checkout does not move while one event is handled)."""
+    root = pathlib.Path(h.checkout).resolve()
+    known = getattr(h, "checkout_commit", None)
+    if known is None or known[0] != (root, h.default_branch):
+        known = ((root, h.default_branch), default_branch_commit(root, h.default_branch))
+        h.checkout_commit = known
+    return known[1]
+
+
+def read_config(root: pathlib.Path | str, default_branch: str, commit: str | None = None) -> RepoConfig:
+    """The config as committed on the default branch's checked-out commit (`commit`: that commit, verified
+    already by default_branch_commit); raises ConfigError, CheckoutError."""
     root = pathlib.Path(root).resolve()
-    commit = default_branch_commit(root, default_branch)
+    commit = commit or default_branch_commit(root, default_branch)
     done = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{CONFIG_PATH}"], capture_output=True,
                           check=False, timeout=60)
     if done.returncode != 0:
@@ -93,7 +109,7 @@ def sources(h: Any, pull: Any) -> tuple[Any, Any]:
     root = None if getattr(h, "checkout", None) is None else pathlib.Path(h.checkout).resolve()
     if root is not None:
         try:
-            tip = default_branch_commit(root, h.default_branch)
+            tip = verified_commit(h)
             fetch(root, pull.head_sha)
             try:
                 base = _git(root, "merge-base", tip, pull.head_sha)

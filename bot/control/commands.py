@@ -8,8 +8,7 @@ import functools
 import re
 import shlex
 from collections.abc import Iterable
-
-from markdown_it import MarkdownIt
+from typing import Any
 
 from bot.control.registry import (  # noqa: F401  (re-exported: the registry's names are part of this API)
     GPU_COMMANDS, MAX_CONCURRENCIES, NAME_PATTERN, REGISTRY, SHA_PREFIX, SPECS, CommandSpec, UsageError,
@@ -119,8 +118,28 @@ _MARKUP = frozenset({"em_open", "em_close", "strong_open", "strong_close"})
 
 
 @functools.cache
-def _markdown() -> MarkdownIt:
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt  # imported here: a plain one-line command needs no parse (_lines)
+
     return MarkdownIt("commonmark")
+
+
+# A body that is one line of only these characters, opening with "/", is one top-level paragraph
+# whose text is that line, whatever CommonMark reads (no block opens with "/"; none of these characters
+# is inline markup, an entity or an escape; a paragraph's trailing spaces are excluded).
+_PLAIN_COMMAND = re.compile(r"/[A-Za-z0-9][A-Za-z0-9 .:=,/@+-]*(?<! )\n*")
+
+
+def _lines(body: str) -> Iterable[tuple[int, str]]:
+    """visible_lines(body), answered without the CommonMark parse (and markdown_it's import, a tenth of
+    `recipe-bot handle`'s start-up) where the parse cannot tell anything else: a plain `/sweep`, or a
+    body with no "/" and no entity (no line it shows can then open with "/")."""
+    text = body.replace("\r\n", "\n").replace("\r", "\n")
+    if "/" not in text and "&" not in text:
+        return ()
+    if _PLAIN_COMMAND.fullmatch(text):
+        return ((1, text.rstrip("\n")),)
+    return visible_lines(body)
 
 
 def visible_lines(body: str) -> Iterable[tuple[int, str]]:
@@ -158,7 +177,7 @@ def parse_comment(body: str | None) -> ParsedComment:
     """Every command in a comment body; never raises, whatever the body holds."""
     commands: list[Command] = []
     errors: list[CommandError] = []
-    for number, line in visible_lines(body or ""):
+    for number, line in _lines(body or ""):
         match = _COMMAND_LINE.match(line)
         if not match:
             continue  # prose, a quote (`> /sweep`), inline code (`` `/sweep` ``), an indented block

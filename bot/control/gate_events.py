@@ -126,6 +126,8 @@ def _on_pull_request(h, event) -> None:
 
 def refuse_unknown_recipes(h, reply, command, pull) -> bool:
     """`/sweep name` where no recipe of the head commit is called name: refused before any run starts."""
+    if command.name != "sweep" or not command.recipes:
+        return False
     from bot.control import checkout
     from bot.plan import remote
     from bot.plan.model import PlanError
@@ -133,8 +135,6 @@ def refuse_unknown_recipes(h, reply, command, pull) -> bool:
     from bot.recipes.errors import RecipeError
     from bot.recipes.sources import GitSource
 
-    if command.name != "sweep" or not command.recipes:
-        return False
     # Cheap first: a glob that matches a recipe file's name needs no more reads (one listing; none with a
     # checkout of the default branch, which holds the head commit's objects as data: bot/control/checkout.py).
     head = checkout.sources(h, pull)[0] if getattr(h, "checkout", None) is not None else None

@@ -13,44 +13,16 @@ import click
 from bot import i18n
 from bot.control import approvals as approval_sources
 from bot.control import budget, commands, dispatch, dispatch_once, gate_events, github_failures, pr_actions, trust
+from bot.control import warmup
 from bot.checklist import hooks as checklist_hooks
 from bot.control.commands import Command, CommandError
+from bot.control.reply import Reply
 from bot.config import ConfigError, RepoConfig, read_repo_config
 from bot.control.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
 from bot.github import GitHubClient, GitHubError
 from bot.control.trust import Actor, Approval, Decision, Permission
 
 FALLBACK_BOT_LOGIN = "github-actions[bot]"  # what GITHUB_TOKEN acts as; it may not call GET /user
-
-
-@dataclasses.dataclass
-class Reply:
-    """One bilingual comment: marker header, then every section in English, then in Chinese."""
-
-    markers: list[str] = dataclasses.field(default_factory=list)
-    sections: list[tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=list)
-    dispatched: bool = False
-    refused: bool = False
-    claims: list[int] = dataclasses.field(default_factory=list)  # claim comments the reply replaces
-    silent: bool = False  # another handler owns this event's reply
-
-    def add(self, template: str, **context: Any) -> None:
-        self.sections.append((f"control/{template}", context))
-
-    def refuse(self, code: str, **context: Any) -> None:
-        if code not in trust.REFUSALS:
-            raise ValueError(f"no refusal {code!r}")
-        self.refused = True
-        self.add(f"refused-{code}", **context)
-
-    def render(self) -> str:
-        languages = ["\n\n".join(i18n.render(name, lang, **ctx) for name, ctx in self.sections)
-                     for lang in i18n.LANGUAGES]
-        return "\n".join(self.markers) + "\n" + i18n.SEPARATOR.join(languages).strip() + "\n"
-
-    @property
-    def reaction(self) -> str:
-        return "rocket" if self.dispatched else "confused" if self.refused else "+1"
 
 
 @dataclasses.dataclass
@@ -81,6 +53,8 @@ class Handler:
         self._bot: str | None = None
         self.ledger = dispatch.Ledger()
         self.request_key: str | None = None  # the request being decided (its own run is no cooldown)
+        self.warmup: warmup.Warmup | None = None  # a GPU command's imports, made while GitHub answers
+        self.checkout_commit: tuple | None = None  # the checkout's verified commit (checkout.verified_commit)
 
     def log(self, message: str) -> None:
         self.outcome.log.append(message)
@@ -261,6 +235,7 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     if error := h.load_config():
         _reply_config_error(h, event.number, event.key, event.body, error)
         return
+    h.warmup = warmup.start_for(parsed.commands, event)  # joined in handle_event
     bot = h.bot_login()
     if bot in (event.author, event.sender):
         h.log("the bot's own comment")
@@ -458,6 +433,9 @@ def handle_event(event_name: str, payload: Any, client: GitHubClient,
             handle_pull_request(h, event)
     except GitHubError as exc:
         github_failures.report(h, event, exc)
+    finally:
+        if h.warmup is not None:
+            h.warmup.join()
     return h.outcome
 
 

@@ -76,6 +76,7 @@ class GitRepo:
             raise GitError(f"{self.path} is not a git repository")
         self._cached_commit = lru_cache(maxsize=4096)(self._commit_uncached)
         self._cached_diff = lru_cache(maxsize=256)(self._diff_uncached)
+        self._cached_file = lru_cache(maxsize=256)(self._read_file_uncached)
 
     def _git(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None,
              ok_codes: tuple[int, ...] = (0,)) -> bytes:
@@ -232,6 +233,13 @@ class GitRepo:
 
     # --- trees ------------------------------------------------------------------------------
     def read_file(self, sha: str, path: str) -> bytes | None:
+        # A file at a full commit SHA never changes: a dispatch reads the workflow file twice (its
+        # inputs, then the run's title), and every dispatch reads it again at the same commit.
+        if len(sha) == 40 and all(c in "0123456789abcdef" for c in sha):
+            return self._cached_file(sha, path)
+        return self._read_file_uncached(sha, path)
+
+    def _read_file_uncached(self, sha: str, path: str) -> bytes | None:
         if self.object_type(sha, path) != "blob":
             return None
         return self._git("cat-file", "blob", f"{sha}:{path}")

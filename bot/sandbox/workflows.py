@@ -1,6 +1,7 @@
 """Workflow files as GitHub reads them at dispatch: the workflow_dispatch trigger, its inputs, and `run-name`."""
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -15,9 +16,16 @@ class WorkflowFileError(ValueError):
 
 
 def parse(text: bytes | None) -> dict[str, Any] | None:
-    """The workflow document, or None when the repository has no such file at that ref."""
+    """The workflow document, or None when the repository has no such file at that ref (callers only
+    read it: the same text gives the same document object, parsed once; a long workflow file takes
+    PyYAML some 15 ms, and every dispatch and its run's title read the file)."""
     if text is None:
         return None
+    return _parse(bytes(text))
+
+
+@functools.lru_cache(maxsize=32)
+def _parse(text: bytes) -> dict[str, Any]:
     try:
         doc = yaml.safe_load(text) or {}
     except yaml.YAMLError:
