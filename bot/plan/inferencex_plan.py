@@ -4,20 +4,23 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+from typing import TYPE_CHECKING
 
 from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entries, changelog_rows, default_rows
 from bot.inferencex.launches import (
     STARTUP_S, LaunchGroup, is_eval, launch_groups, point_seconds, row_concurrencies,
 )
 from bot.inferencex.repo import InferenceXRepo
-from bot.plan.expand import job_id, slurm_spec
+from bot.plan.ids import job_id, slurm_spec
 from bot.plan.limits import limit_for
 from bot.plan.matrix import matrices_for
 from bot.plan.model import ChangelogSummary, InferenceXPlan, MatrixEntry, Plan, PlanFilters, RecipePlan, TouchedRecipe
 from bot.plan.touched import touched_inferencex
 from bot.recipes.errors import RecipeError
-from bot.recipes.schema import RunnerTable
 from bot.recipes.sources import Source
+
+if TYPE_CHECKING:
+    from bot.recipes.schema import RunnerTable
 
 Keyed = list[tuple[str, dict]]
 _SORTED_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(row, sort_keys=True), built once
