@@ -103,15 +103,18 @@ def check_problems(plan: Plan, repo: InferenceXRepo, selected: list[str], change
     return [k for k in selected if k in repo.configs]
 
 
+_NO_SLURM_LIMIT = limit_for(None)
+
+
 def _row_entry(key: str, row: dict, runners: RunnerTable | None) -> MatrixEntry:
     """One row as a matrix entry: its backend (Slurm when recipes/_runners.yaml says so), estimate and limit."""
     spec = runners.runners.get(row["runner"]) if runners is not None else None
     slurm = spec.slurm if spec is not None else None
-    limit_s, source = limit_for(slurm.time_limit if slurm else None)
-    estimate = STARTUP_S + point_seconds(row) * len(row_concurrencies(row))
-    return MatrixEntry(job_id=row_id(key, row), recipe=key, runner_label=row["runner"], row=row,
-                       backend="slurm" if slurm else "local", estimate_s=estimate, limit_s=limit_s,
-                       limit_source=source, slurm=slurm_spec(spec, 0) if slurm else None)
+    limit_s, source = limit_for(slurm.time_limit) if slurm else _NO_SLURM_LIMIT
+    conc = row["conc"]
+    estimate = STARTUP_S + point_seconds(row) * (len(conc) if isinstance(conc, list) else 1)
+    return MatrixEntry.for_row(row_id(key, row), key, row, "slurm" if slurm else "local", estimate, limit_s, source,
+                               slurm_spec(spec, 0) if slurm else None)
 
 
 def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source | None, changed: set[str],

@@ -27,9 +27,12 @@ def _plain(value: Any, mode: str, exclude_none: bool) -> Any:
     if isinstance(value, tuple):
         items = [_plain(v, mode, exclude_none) for v in value]
         return items if mode == "json" else tuple(items)
-    if isinstance(value, dict):  # rows, packing lines, warnings: plain data, as pydantic leaves it
-        return {k: _plain(v, mode, exclude_none) for k, v in value.items()}
     return value
+
+
+# Values a dump hands on as they are. Dict fields (an InferenceX row, a warning) hold plain JSON data;
+# pydantic dumped a copy of each, these are the plan's own (every caller only reads or encodes them).
+_AS_IS = frozenset({str, int, float, bool, dict})
 
 
 class Record:
@@ -62,10 +65,20 @@ class Record:
             if exclude and name in exclude:
                 continue
             value = getattr(self, name)
-            if value is None and exclude_none:
-                continue
-            out[name] = _plain(value, mode, exclude_none)
+            if value is None:
+                if exclude_none:
+                    continue
+            elif type(value) not in _AS_IS:
+                value = _plain(value, mode, exclude_none)
+            out[name] = value
         return out
+
+    def model_dump_json(self, indent: int | None = None, exclude_none: bool = False) -> str:
+        import json
+
+        separators = (",", ": ") if indent is not None else (",", ":")  # pydantic's spacing
+        return json.dumps(self.model_dump(mode="json", exclude_none=exclude_none), indent=indent,
+                          separators=separators, ensure_ascii=False)
 
     def model_copy(self, update: dict | None = None) -> Any:
         values = {name: getattr(self, name) for name in self.FIELDS}
@@ -171,6 +184,17 @@ class MatrixEntry(Record):
                 "limit_source": None,
                 "slurm": None}  # the allocation an InferenceX row runs in (backend slurm)
     FLOATS = ("estimate_s", "limit_s")
+
+    @classmethod
+    def for_row(cls, job_id: str, recipe: str, row: dict, backend: str, estimate_s: float, limit_s: float,
+                limit_source: str, slurm: SlurmSpec | None) -> MatrixEntry:
+        """An InferenceX row's entry, made without the keyword checks (a plan makes one per row)."""
+        entry = object.__new__(cls)
+        entry.job_id, entry.recipe, entry.runner_label, entry.row = job_id, recipe, row["runner"], row
+        entry.job = entry.job_file = None
+        entry.backend, entry.estimate_s, entry.limit_s = backend, float(estimate_s), float(limit_s)
+        entry.limit_source, entry.slurm = limit_source, slurm
+        return entry
 
     if TYPE_CHECKING:
         job: Job | None
