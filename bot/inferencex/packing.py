@@ -47,7 +47,20 @@ def _reads(text: str, name: str, values: list[str] | None = None) -> bool:
     return False
 
 
+_SERVER_SIDE: dict[str, tuple[list[tuple[int, str]], bool]] = {}
+
+
 def server_side(text: str) -> tuple[list[tuple[int, str]], bool]:
+    """`_server_side(text)`, once per script text: configs of one model share their scripts (read-only)."""
+    found = _SERVER_SIDE.get(text)
+    if found is None:
+        if len(_SERVER_SIDE) > 10_000:
+            _SERVER_SIDE.clear()
+        found = _SERVER_SIDE[text] = _server_side(text)
+    return found
+
+
+def _server_side(text: str) -> tuple[list[tuple[int, str]], bool]:
     """The script's lines up to the point where it waits for its server (comments left out), and whether
     that point was found (without it the whole script counts as server side)."""
     lines: list[tuple[int, str]] = []

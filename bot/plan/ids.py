@@ -12,11 +12,21 @@ if TYPE_CHECKING:
     from bot.recipes.schema import RunnerSpec
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_SAFE: dict[str, str] = {}  # part → its safe form: an InferenceX plan names each config key and shape many times
+
+
+def _safe(part: str) -> str:
+    found = _SAFE.get(part)
+    if found is None:
+        if len(_SAFE) > 100_000:
+            _SAFE.clear()
+        found = _SAFE[part] = _UNSAFE.sub("-", part).strip("-")
+    return found
 
 
 def job_id(*parts: str) -> str:
     """Ids name files (<id>.json) and Actions jobs: letters, digits, '.', '_' and '-' only."""
-    return "--".join(_UNSAFE.sub("-", p).strip("-") for p in parts if p)
+    return "--".join([_safe(p) for p in parts if p])
 
 
 def slurm_spec(runner: RunnerSpec | None, gpus: int) -> SlurmSpec | None:
