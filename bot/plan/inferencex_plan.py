@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 from typing import TYPE_CHECKING
 
+from bot.inferencex.canonical import sorted_json
 from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entries, changelog_rows, default_rows
 from bot.inferencex.launches import (
     STARTUP_S, LaunchGroup, is_eval, launch_groups, point_seconds, row_concurrencies,
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from bot.recipes.schema import RunnerTable
 
 Keyed = list[tuple[str, dict]]
-_SORTED_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(row, sort_keys=True), built once
+_SORTED_JSON = sorted_json()  # json.dumps(row, sort_keys=True), its encoder built once
 
 
 def row_id(key: str, row: dict) -> str:
