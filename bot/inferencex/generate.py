@@ -156,11 +156,12 @@ def _fixed_rows(config: dict, ident: dict, conc: set[int] | None) -> list[dict]:
                        "disagg": disagg, "run-eval": False}
                 rows.append({**row, **components})
                 continue
-            for c in values:
-                row = {**_single_node(ident, bmk), **common, "conc": c, "max-model-len": isl + osl + 256,
-                       "ep": bmk.get("ep") or 1, "dp-attn": bool(bmk.get("dp-attn", False)),
-                       "spec-decoding": spec, "exp-name": name, "disagg": disagg, "run-eval": False}
-                rows.append({**row, **components})
+            # the fields before and after `conc`, the same for every point of this entry (field order kept)
+            before = {**_single_node(ident, bmk), **common}
+            after = {"max-model-len": isl + osl + 256, "ep": bmk.get("ep") or 1,
+                     "dp-attn": bool(bmk.get("dp-attn", False)), "spec-decoding": spec, "exp-name": name,
+                     "disagg": disagg, "run-eval": False, **components}
+            rows.extend([{**before, "conc": c, **after} for c in values])
     return rows
 
 
