@@ -1,7 +1,6 @@
 """perf-changelog.yaml as InferenceX reads it: only appended entries run, a deleted line is an error."""
 from __future__ import annotations
 
-import difflib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -64,6 +63,8 @@ def _seq(row: dict) -> str:
 
 def appended_text(base: bytes | None, head: bytes | None, path: str) -> tuple[str, list[int]]:
     """The lines appended between two versions, with their head line numbers; deletions are refused."""
+    import difflib  # only a plan against a base reads the changelog's difference
+
     old = (base or b"").decode("utf-8", "replace").splitlines()
     new = (head or b"").decode("utf-8", "replace").splitlines()
     if head is not None and head and not head.endswith(b"\n"):
