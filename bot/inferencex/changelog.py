@@ -56,9 +56,12 @@ class ChangelogRows:
         return out
 
 
+_SEQ_NAMES = {(1024, 1024): "1k1k", (8192, 1024): "8k1k"}
+
+
 def _seq(row: dict) -> str:
     isl, osl = row.get("isl"), row.get("osl")
-    return {(1024, 1024): "1k1k", (8192, 1024): "8k1k"}.get((isl, osl), f"{isl}_{osl}")
+    return _SEQ_NAMES.get((isl, osl)) or f"{isl}_{osl}"
 
 
 def appended_text(base: bytes | None, head: bytes | None, path: str) -> tuple[str, list[int]]:
