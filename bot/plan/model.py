@@ -4,7 +4,7 @@ Plain classes, not pydantic models: planning an InferenceX catalogue makes thous
 `recipe-bot plan` on an InferenceX-only repository then never imports pydantic (about 0.09 s of a
 0.3 s run). Each keeps the part of pydantic's interface the rest of the bot uses (`model_dump`,
 `model_copy`) with pydantic's output: floats stay floats, tuples dump as lists in JSON mode, nested
-models honour `exclude_none`, and the filters are checked when made.
+models honour `exclude_none`, and the filters are checked when made (a TypeError: see PlanFilters).
 """
 from __future__ import annotations
 
@@ -46,10 +46,10 @@ class Record:
         for name, default in self.DEFAULTS.items():  # type: ignore[attr-defined]
             value = values.pop(name) if name in values else (default() if callable(default) else default)
             if value is REQUIRED:
-                raise ValueError(f"{type(self).__name__}: {name} is required")
+                raise TypeError(f"{type(self).__name__}: {name} is required")
             object.__setattr__(self, name, value)
         if values:
-            raise ValueError(f"{type(self).__name__}: unknown field(s) {', '.join(sorted(values))}")
+            raise TypeError(f"{type(self).__name__}: unknown field(s) {', '.join(sorted(values))}")
         for name in self.FLOATS:
             value = getattr(self, name)
             if type(value) is int:
@@ -99,7 +99,11 @@ _FILTER_FLAGS = ("fail_fast", "evals_only", "all_evals", "agentx_fast", "accurac
 
 
 class PlanFilters(Record):
-    """What a command narrows the plan to (`/sweep [glob ...] [--conc ...] [--scope ...]`, labels). Frozen."""
+    """What a command narrows the plan to (`/sweep [glob ...] [--conc ...] [--scope ...]`, labels). Frozen.
+
+    Every value a user gives is checked before it gets here (click's choices, the command grammar, the
+    label table), so a wrong field or value is the calling code's mistake: a TypeError, in English only.
+    """
 
     __slots__ = ("recipes", "cases", "conc", "scope", "kind", "canary", "fail_fast", "evals_only", "all_evals",
                  "agentx_fast", "accuracy", "pack", "search", "max_matrix_jobs")
@@ -125,20 +129,20 @@ class PlanFilters(Record):
         for name, kind in (("recipes", str), ("cases", str), ("conc", int)):
             value = getattr(self, name)
             if not isinstance(value, (list, tuple)) or any(type(v) is not kind for v in value):
-                raise ValueError(f"PlanFilters.{name}: expected a list of {kind.__name__}, got {value!r}")
+                raise TypeError(f"PlanFilters.{name}: expected a list of {kind.__name__}, got {value!r}")
             object.__setattr__(self, name, tuple(value))
         if self.scope not in _SCOPES:
-            raise ValueError(f"PlanFilters.scope: {self.scope!r} is not accepted (accepted: {', '.join(_SCOPES)})")
+            raise TypeError(f"PlanFilters.scope: {self.scope!r} is not accepted (accepted: {', '.join(_SCOPES)})")
         if self.kind not in _KINDS:
-            raise ValueError(f"PlanFilters.kind: {self.kind!r} is not accepted (accepted: {', '.join(_KINDS)})")
+            raise TypeError(f"PlanFilters.kind: {self.kind!r} is not accepted (accepted: {', '.join(_KINDS)})")
         for name in _FILTER_FLAGS:
             if type(getattr(self, name)) is not bool:
-                raise ValueError(f"PlanFilters.{name}: expected true or false, got {getattr(self, name)!r}")
+                raise TypeError(f"PlanFilters.{name}: expected true or false, got {getattr(self, name)!r}")
         if self.canary is not None and type(self.canary) is not bool:
-            raise ValueError(f"PlanFilters.canary: expected true, false or none, got {self.canary!r}")
+            raise TypeError(f"PlanFilters.canary: expected true, false or none, got {self.canary!r}")
         jobs = self.max_matrix_jobs
         if type(jobs) is not int or not 1 <= jobs <= MAX_MATRIX_JOBS:
-            raise ValueError(f"PlanFilters.max_matrix_jobs: expected 1 to {MAX_MATRIX_JOBS}, got {jobs!r}")
+            raise TypeError(f"PlanFilters.max_matrix_jobs: expected 1 to {MAX_MATRIX_JOBS}, got {jobs!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"PlanFilters is frozen: use model_copy(update={{{name!r}: ...}})")
