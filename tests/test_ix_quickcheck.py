@@ -11,7 +11,8 @@ from pydantic import ValidationError
 from bot.inferencex import quickcheck
 from bot.inferencex.changelog import default_rows
 from bot.inferencex.repo import load_inferencex
-from bot.inferencex.rowenv import _fixed_env, env_from_inputs, template_inputs
+from bot.inferencex.generate import POINT_FIELDS
+from bot.inferencex.rowenv import _fixed_env, env_from_inputs, server_envs, template_env, template_inputs
 from bot.inferencex.schema import ChangelogEntry, MultiNodeEntry, RunnersFile, SingleNodeEntry
 from bot.plan.model import MatrixEntry, PlanFilters, RecipePlan
 from bot.recipes.sources import DirSource
@@ -106,6 +107,25 @@ def test_fixed_seq_len_environments_are_the_templates_mapping():
                 built = _fixed_env(row, "h100_0", fast)
                 expected = env_from_inputs(template_inputs(row, agentx_fast=fast), "h100_0", fast)
                 assert list(built.items()) == list(expected.items())
+
+
+def test_a_server_configurations_environments_change_only_what_the_point_fields_feed():
+    repo = load_inferencex(DirSource(FIXTURE))
+    rows = default_rows(repo, sorted(repo.configs), all_evals=True)
+    checked = 0
+    for _, row in [*rows.throughput, *rows.evals]:
+        for field in sorted(POINT_FIELDS):
+            variants = [{**row, field: value} for value in (None, True, False, 0, 7, [3, 5], "x_y", "")]
+            variants.append({k: v for k, v in row.items() if k != field})
+            for other in variants:
+                try:
+                    expected = template_env(other, "runner_0")
+                except (KeyError, TypeError):  # a row the template itself cannot run
+                    continue
+                got = server_envs([row, other], "runner_0")[1]
+                assert list(got.items()) == list(expected.items()), (field, other)
+                checked += 1
+    assert checked > 500
 
 
 def test_filters_are_checked_and_frozen():

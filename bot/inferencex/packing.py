@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.inferencex.rowenv import template_env
+from bot.inferencex.rowenv import server_envs, template_env
 
 SCRIPT_DIRS = ("benchmarks/single_node/fixed_seq_len", "benchmarks/single_node/agentic")
 READY_MARKERS = ("wait_for_server_ready",)
@@ -19,9 +19,10 @@ class PackVerdict:
     scripts: tuple[str, ...] = ()
 
 
-def per_point_values(rows: list[dict]) -> dict[str, list[str]]:
-    """Environment variables whose value differs between the rows (CONC, EXP_NAME, ...), with the values."""
-    envs = [template_env(row, "runner_0") for row in rows]
+def per_point_values(rows: list[dict], one_server: bool = False) -> dict[str, list[str]]:
+    """Environment variables whose value differs between the rows (CONC, EXP_NAME, ...), with the values.
+    `one_server`: the rows are one server configuration's (equal but for the point's own fields)."""
+    envs = server_envs(rows, "runner_0") if one_server else [template_env(row, "runner_0") for row in rows]
     first = envs[0]
     try:
         # a key of the first environment varies when another lacks it or gives it another value: the
@@ -72,7 +73,8 @@ def _server_side(text: str) -> tuple[list[tuple[int, str]], bool]:
     return lines, False
 
 
-def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]) -> PackVerdict:
+def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str], one_server: bool = False
+            ) -> PackVerdict:
     """Whether one server configuration's throughput rows can share a launch, and why (or why not).
 
     `scripts` are the benchmark scripts the rows' config may run, `launchers` the fleet launchers of its
@@ -83,7 +85,7 @@ def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]
     if not scripts:
         return PackVerdict(False, "no benchmark script found for this config: cannot tell whether its server "
                                   "reads the concurrency")
-    values = per_point_values(rows)
+    values = per_point_values(rows, one_server)
     varying = list(values)
     for path, text in sorted(launchers.items()):
         lines = text.splitlines()

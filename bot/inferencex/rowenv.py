@@ -128,6 +128,27 @@ def _fixed_env(row: dict, runner_name: str, agentx_fast: bool) -> dict[str, str]
     return env
 
 
+def server_envs(rows: list[dict], runner_name: str) -> list[dict[str, str]]:
+    """`template_env` of each row of one server configuration: rows equal in every field but the point's
+    own (`generate.POINT_FIELDS`: conc, exp-name, run-eval, eval-only, eval-conc, eval-all-concs), as
+    `launches.launch_groups` groups them. For fixed-seq-len rows the first row's environment is made in
+    full and the others change only what those fields feed (tests/test_ix_quickcheck.py checks every
+    point field against the full environment)."""
+    first = rows[0]
+    if "prefill" in first or first.get("scenario-type") == "agentic-coding":
+        return [template_env(row, runner_name) for row in rows]
+    base = _fixed_env(first, runner_name, False)
+    envs = [base]
+    for row in rows[1:]:
+        eval_only = bool(row.get("eval-only"))
+        env = {**base, "EXP_NAME": _text(row["exp-name"]), "CONC": _text(row["conc"]),
+               "RUN_EVAL": "true" if eval_only else _text(row.get("run-eval", False)),
+               "EVAL_ONLY": "true" if eval_only else "false"}
+        env["RESULT_FILENAME"] = result_filename(env)
+        envs.append(env)
+    return envs
+
+
 def env_from_inputs(i: dict[str, str], runner_name: str, agentx_fast: bool = False) -> dict[str, str]:
     """The launch step's environment from the template's inputs (a single-node row)."""
     agentic = i["scenario-type"] == "agentic-coding"
