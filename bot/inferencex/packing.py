@@ -22,8 +22,11 @@ class PackVerdict:
 def per_point_values(rows: list[dict], one_server: bool = False) -> dict[str, list[str]]:
     """Environment variables whose value differs between the rows (CONC, EXP_NAME, ...), with the values.
     `one_server`: the rows are one server configuration's (equal but for the point's own fields)."""
-    envs = server_envs(rows, "runner_0") if one_server else [template_env(row, "runner_0") for row in rows]
+    envs, keys = server_envs(rows, "runner_0") if one_server else ([template_env(r, "runner_0") for r in rows], None)
     first = envs[0]
+    if keys is not None:  # only these can differ between the rows
+        varying = {k for k in keys if any(env[k] != first[k] for env in envs[1:])}
+        return {k: [e[k] for e in envs] for k in sorted(varying) if k not in CLIENT_ONLY}
     try:
         # a key of the first environment varies when another lacks it or gives it another value: the
         # difference of the item sets says so without a Python loop over every key

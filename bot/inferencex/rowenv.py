@@ -128,15 +128,20 @@ def _fixed_env(row: dict, runner_name: str, agentx_fast: bool) -> dict[str, str]
     return env
 
 
-def server_envs(rows: list[dict], runner_name: str) -> list[dict[str, str]]:
+# What a point's own fields feed in a fixed-seq-len row's environment (see server_envs).
+POINT_ENV = ("EXP_NAME", "CONC", "RUN_EVAL", "EVAL_ONLY", "RESULT_FILENAME")
+
+
+def server_envs(rows: list[dict], runner_name: str) -> tuple[list[dict[str, str]], tuple[str, ...] | None]:
     """`template_env` of each row of one server configuration: rows equal in every field but the point's
     own (`generate.POINT_FIELDS`: conc, exp-name, run-eval, eval-only, eval-conc, eval-all-concs), as
     `launches.launch_groups` groups them. For fixed-seq-len rows the first row's environment is made in
-    full and the others change only what those fields feed (tests/test_ix_quickcheck.py checks every
-    point field against the full environment)."""
+    full and the others change only what those fields feed, POINT_ENV, which is returned as the only
+    keys that can differ (None: any key can). tests/test_ix_quickcheck.py checks every point field
+    against the full environment."""
     first = rows[0]
     if "prefill" in first or first.get("scenario-type") == "agentic-coding":
-        return [template_env(row, runner_name) for row in rows]
+        return [template_env(row, runner_name) for row in rows], None
     base = _fixed_env(first, runner_name, False)
     envs = [base]
     for row in rows[1:]:
@@ -146,7 +151,7 @@ def server_envs(rows: list[dict], runner_name: str) -> list[dict[str, str]]:
                "EVAL_ONLY": "true" if eval_only else "false"}
         env["RESULT_FILENAME"] = result_filename(env)
         envs.append(env)
-    return envs
+    return envs, POINT_ENV
 
 
 def env_from_inputs(i: dict[str, str], runner_name: str, agentx_fast: bool = False) -> dict[str, str]:
