@@ -50,6 +50,13 @@ CASES = {
         "c = collect.collect(paths['results'], collect.load_plan(paths['plan']))\n"
         "build.build_report(c, compare.load_baseline(paths['baseline']), compare.thresholds_from(None), Meta())",
         ["matplotlib", "numpy"]),
+    # An InferenceX-only repository planned as JSON: configs pass the quick check, no pydantic model is built.
+    "inferencex-plan-json": (
+        "from click.testing import CliRunner\n"
+        "from bot.cli import main\n"
+        "done = CliRunner().invoke(main, ['plan', '--repo', 'tests/fixtures/inferencex', '--format', 'json'])\n"
+        "assert done.exit_code == 0, done.output",
+        ["pydantic", "rich", "jinja2", "bot.jobs", "bot.recipes.schema", "bot.inferencex.schema", "subprocess"]),
 }
 
 

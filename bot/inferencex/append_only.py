@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 from collections import defaultdict
 
+from bot.inferencex.canonical import sorted_json
 from bot.inferencex.generate import freeze
 
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
 _CURVE_IGNORED = frozenset({"conc", "exp-name", "recipe-fingerprint"})
 # json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True), its encoder built once
-_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
+_CANONICAL_JSON = sorted_json(",", ":")
 
 
 class AppendOnlyError(ValueError):

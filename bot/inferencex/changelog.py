@@ -1,9 +1,9 @@
 """perf-changelog.yaml as InferenceX reads it: only appended entries run, a deleted line is an error."""
 from __future__ import annotations
 
-import difflib
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bot.inferencex.append_only import (
     SCENARIO_TYPES, AppendOnlyError, append_only_delta, check_scope, recipe_fingerprint_once,
@@ -11,10 +11,13 @@ from bot.inferencex.append_only import (
 from bot.inferencex.contract import matrix_row
 from bot.inferencex.generate import ConfigKeyError, expand_config_keys, generate_keyed, trim_conc_keyed
 from bot.inferencex.repo import InferenceXRepo
-from bot.inferencex.schema import ChangelogEntry
+from bot.inferencex.quickcheck import LogEntry, changelog_entry
 from bot.recipes.errors import RecipeError, RecipeProblem
 from bot.recipes.loader import validate
 from bot.recipes.yamlsrc import load_yaml
+
+if TYPE_CHECKING:
+    from bot.inferencex.schema import ChangelogEntry
 
 THROUGHPUT_BUCKETS = ("1k1k", "8k1k", "agentic")
 EVAL_BUCKETS = ("evals", "agentic_evals", "multinode_evals", "multinode_agentic_evals")
@@ -22,7 +25,7 @@ EVAL_BUCKETS = ("evals", "agentic_evals", "multinode_evals", "multinode_agentic_
 
 @dataclass
 class AppendedEntry:
-    entry: ChangelogEntry
+    entry: ChangelogEntry | LogEntry  # LogEntry: an entry that passed the quick check
     line: int  # line of the entry in the head changelog
     keys: list[str]  # config keys after wildcard expansion
 
@@ -53,13 +56,18 @@ class ChangelogRows:
         return out
 
 
+_SEQ_NAMES = {(1024, 1024): "1k1k", (8192, 1024): "8k1k"}
+
+
 def _seq(row: dict) -> str:
     isl, osl = row.get("isl"), row.get("osl")
-    return {(1024, 1024): "1k1k", (8192, 1024): "8k1k"}.get((isl, osl), f"{isl}_{osl}")
+    return _SEQ_NAMES.get((isl, osl)) or f"{isl}_{osl}"
 
 
 def appended_text(base: bytes | None, head: bytes | None, path: str) -> tuple[str, list[int]]:
     """The lines appended between two versions, with their head line numbers; deletions are refused."""
+    import difflib  # only a plan against a base reads the changelog's difference
+
     old = (base or b"").decode("utf-8", "replace").splitlines()
     new = (head or b"").decode("utf-8", "replace").splitlines()
     if head is not None and head and not head.endswith(b"\n"):
@@ -103,7 +111,11 @@ def appended_entries(repo: InferenceXRepo, base: bytes | None, head: bytes | Non
     out = []
     available = [*repo.configs, *repo.invalid]
     for index, raw in enumerate(located.data):
-        entry = validate(ChangelogEntry, raw, lambda loc, i=index: locate((i, *loc)))
+        entry = changelog_entry(raw)
+        if entry is None:  # the schema's verdict, and its wording of the error
+            from bot.inferencex.schema import ChangelogEntry
+
+            entry = validate(ChangelogEntry, raw, lambda loc, i=index: locate((i, *loc)))
         try:
             keys = expand_config_keys(entry.config_keys, available)
         except ConfigKeyError as exc:
@@ -231,8 +243,7 @@ def default_rows(repo: InferenceXRepo, keys: list[str], *, all_evals: bool = Fal
     """Keys planned without a changelog entry: as if one plain entry named them."""
     if not keys:
         return ChangelogRows()
-    entry = ChangelogEntry.model_validate({"config-keys": keys, "description": ["planned without an entry"],
-                                           "pr-link": ""})
+    entry = LogEntry({"config-keys": keys, "description": ["planned without an entry"], "pr-link": ""})
     rows = changelog_rows(repo, [AppendedEntry(entry, 0, keys)], all_evals=all_evals, evals_only=evals_only,
                           trim=trim)
     rows.entries = []

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections import defaultdict
-from decimal import Decimal
 from typing import Literal
 
 MIN_EVAL_CONC = 16
@@ -105,6 +104,8 @@ def dram_offload_gb(agentic: dict, bmk: dict, runner: str, runners: dict) -> int
         gpus = _replica_gpus(bmk["prefill"], per_node)
     else:
         gpus = bmk["tp"] * bmk.get("pp", 1) * bmk.get("pcp-size", 1)
+    from decimal import Decimal  # agentic DRAM budgets only: exact as InferenceX computes them
+
     budget = Decimal(available) * BYTES_PER_MIB * Decimal(str(agentic["dram-utilization"])) * gpus / per_node
     return int(budget / BYTES_PER_GB)
 
@@ -156,11 +157,12 @@ def _fixed_rows(config: dict, ident: dict, conc: set[int] | None) -> list[dict]:
                        "disagg": disagg, "run-eval": False}
                 rows.append({**row, **components})
                 continue
-            for c in values:
-                row = {**_single_node(ident, bmk), **common, "conc": c, "max-model-len": isl + osl + 256,
-                       "ep": bmk.get("ep") or 1, "dp-attn": bool(bmk.get("dp-attn", False)),
-                       "spec-decoding": spec, "exp-name": name, "disagg": disagg, "run-eval": False}
-                rows.append({**row, **components})
+            # the fields before and after `conc`, the same for every point of this entry (field order kept)
+            before = {**_single_node(ident, bmk), **common}
+            after = {"max-model-len": isl + osl + 256, "ep": bmk.get("ep") or 1,
+                     "dp-attn": bool(bmk.get("dp-attn", False)), "spec-decoding": spec, "exp-name": name,
+                     "disagg": disagg, "run-eval": False, **components}
+            rows.extend([{**before, "conc": c, **after} for c in values])
     return rows
 
 

@@ -87,7 +87,8 @@ def launch_groups(rows: list[dict], key_of: dict[int, str], repo: InferenceXRepo
                 "prefill" in group.rows[0] else "one point: nothing to pack"
         elif repo is not None:
             found = verdict(group.rows, scripts_for_row(repo, group.config_key, group.rows[0]),
-                            {p: repo.launchers[p] for p in launcher_paths(repo, group.runner) if p in repo.launchers})
+                            {p: repo.launchers[p] for p in launcher_paths(repo, group.runner) if p in repo.launchers},
+                            one_server=True)  # grouped by launch_key: equal but for the point's fields
             group.packs, group.why = found.packs, found.reason
     return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.inferencex.rowenv import template_env
+from bot.inferencex.rowenv import server_envs, template_env
 
 SCRIPT_DIRS = ("benchmarks/single_node/fixed_seq_len", "benchmarks/single_node/agentic")
 READY_MARKERS = ("wait_for_server_ready",)
@@ -19,10 +19,14 @@ class PackVerdict:
     scripts: tuple[str, ...] = ()
 
 
-def per_point_values(rows: list[dict]) -> dict[str, list[str]]:
-    """Environment variables whose value differs between the rows (CONC, EXP_NAME, ...), with the values."""
-    envs = [template_env(row, "runner_0") for row in rows]
+def per_point_values(rows: list[dict], one_server: bool = False) -> dict[str, list[str]]:
+    """Environment variables whose value differs between the rows (CONC, EXP_NAME, ...), with the values.
+    `one_server`: the rows are one server configuration's (equal but for the point's own fields)."""
+    envs, keys = server_envs(rows, "runner_0") if one_server else ([template_env(r, "runner_0") for r in rows], None)
     first = envs[0]
+    if keys is not None:  # only these can differ between the rows
+        varying = {k for k in keys if any(env[k] != first[k] for env in envs[1:])}
+        return {k: [e[k] for e in envs] for k in sorted(varying) if k not in CLIENT_ONLY}
     try:
         # a key of the first environment varies when another lacks it or gives it another value: the
         # difference of the item sets says so without a Python loop over every key
@@ -47,7 +51,20 @@ def _reads(text: str, name: str, values: list[str] | None = None) -> bool:
     return False
 
 
+_SERVER_SIDE: dict[str, tuple[list[tuple[int, str]], bool]] = {}
+
+
 def server_side(text: str) -> tuple[list[tuple[int, str]], bool]:
+    """`_server_side(text)`, once per script text: configs of one model share their scripts (read-only)."""
+    found = _SERVER_SIDE.get(text)
+    if found is None:
+        if len(_SERVER_SIDE) > 10_000:
+            _SERVER_SIDE.clear()
+        found = _SERVER_SIDE[text] = _server_side(text)
+    return found
+
+
+def _server_side(text: str) -> tuple[list[tuple[int, str]], bool]:
     """The script's lines up to the point where it waits for its server (comments left out), and whether
     that point was found (without it the whole script counts as server side)."""
     lines: list[tuple[int, str]] = []
@@ -59,7 +76,8 @@ def server_side(text: str) -> tuple[list[tuple[int, str]], bool]:
     return lines, False
 
 
-def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]) -> PackVerdict:
+def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str], one_server: bool = False
+            ) -> PackVerdict:
     """Whether one server configuration's throughput rows can share a launch, and why (or why not).
 
     `scripts` are the benchmark scripts the rows' config may run, `launchers` the fleet launchers of its
@@ -70,7 +88,7 @@ def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]
     if not scripts:
         return PackVerdict(False, "no benchmark script found for this config: cannot tell whether its server "
                                   "reads the concurrency")
-    values = per_point_values(rows)
+    values = per_point_values(rows, one_server)
     varying = list(values)
     for path, text in sorted(launchers.items()):
         lines = text.splitlines()

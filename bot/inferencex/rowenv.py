@@ -96,7 +96,66 @@ def template_env(row: dict, runner_name: str, *, agentx_fast: bool = False) -> d
     template's for a row with prefill/decode workers)."""
     if "prefill" in row:
         return _multinode_env(row, runner_name, agentx_fast)
-    i = template_inputs(row, agentx_fast=agentx_fast)
+    if row.get("scenario-type") != "agentic-coding":
+        return _fixed_env(row, runner_name, agentx_fast)
+    return env_from_inputs(template_inputs(row, agentx_fast=agentx_fast), runner_name, agentx_fast)
+
+
+def _fixed_env(row: dict, runner_name: str, agentx_fast: bool) -> dict[str, str]:
+    """`env_from_inputs(template_inputs(row))` of a single-node fixed-seq-len row, built in one step: honest
+    packing makes one per row of every plan (tests/test_inferencex.py checks the two agree)."""
+    t = _text
+    get = row.get
+    eval_only = bool(get("eval-only"))
+    router = get("router")
+    env = {
+        "RANDOM_RANGE_RATIO": "0.8", "EXP_NAME": t(row["exp-name"]), "RECIPE_FINGERPRINT": t(get("recipe-fingerprint") or ""),
+        "MODEL": t(row["model"]), "MODEL_PREFIX": t(row["model-prefix"]), "ISL": t(row["isl"]), "OSL": t(row["osl"]),
+        "MAX_MODEL_LEN": t(row["max-model-len"]), "IMAGE": t(row["image"]), "FRAMEWORK": t(row["framework"]),
+        "PRECISION": t(row["precision"]), "TP": t(get("tp")), "PP_SIZE": t(get("pp", 1)),
+        "DCP_SIZE": t(get("dcp-size", 1)), "PCP_SIZE": t(get("pcp-size", 1)), "EP_SIZE": t(get("ep")),
+        "DP_ATTENTION": t(get("dp-attn", False)), "CONC": t(row["conc"]), "SPEC_DECODING": t(get("spec-decoding", "none")),
+        "DISAGG": t(get("disagg", False)), "RUN_EVAL": "true" if eval_only else t(get("run-eval", False)),
+        "EVAL_ONLY": "true" if eval_only else "false", "SCENARIO_TYPE": "fixed-seq-len",
+        "SCENARIO_SUBDIR": "fixed_seq_len/", "IS_AGENTIC": "0", "KV_OFFLOADING": "", "KV_OFFLOAD_BACKEND": "",
+        "KV_OFFLOAD_BACKEND_METADATA": "", "ROUTER_METADATA": json.dumps(router) if router else "",
+        "KV_P2P_TRANSFER": t(get("kv-p2p-transfer") or ""), "TOTAL_CPU_DRAM_GB": t(get("total-cpu-dram-gb", 0)),
+        "DURATION": t(get("duration", 3600)), "AIPERF_EXPERIMENTAL_FAST": "1" if agentx_fast else "0",
+        "RUNNER_NAME": runner_name, "RUNNER_TYPE": t(row["runner"]),
+    }
+    env["RESULT_FILENAME"] = result_filename(env)
+    env["GPU_COUNT"] = str(int(env["TP"] or 0) * int(env["PP_SIZE"] or 1) * int(env["PCP_SIZE"] or 1))
+    return env
+
+
+# What a point's own fields feed in a fixed-seq-len row's environment (see server_envs).
+POINT_ENV = ("EXP_NAME", "CONC", "RUN_EVAL", "EVAL_ONLY", "RESULT_FILENAME")
+
+
+def server_envs(rows: list[dict], runner_name: str) -> tuple[list[dict[str, str]], tuple[str, ...] | None]:
+    """`template_env` of each row of one server configuration: rows equal in every field but the point's
+    own (`generate.POINT_FIELDS`: conc, exp-name, run-eval, eval-only, eval-conc, eval-all-concs), as
+    `launches.launch_groups` groups them. For fixed-seq-len rows the first row's environment is made in
+    full and the others change only what those fields feed, POINT_ENV, which is returned as the only
+    keys that can differ (None: any key can). tests/test_ix_quickcheck.py checks every point field
+    against the full environment."""
+    first = rows[0]
+    if "prefill" in first or first.get("scenario-type") == "agentic-coding":
+        return [template_env(row, runner_name) for row in rows], None
+    base = _fixed_env(first, runner_name, False)
+    envs = [base]
+    for row in rows[1:]:
+        eval_only = bool(row.get("eval-only"))
+        env = {**base, "EXP_NAME": _text(row["exp-name"]), "CONC": _text(row["conc"]),
+               "RUN_EVAL": "true" if eval_only else _text(row.get("run-eval", False)),
+               "EVAL_ONLY": "true" if eval_only else "false"}
+        env["RESULT_FILENAME"] = result_filename(env)
+        envs.append(env)
+    return envs, POINT_ENV
+
+
+def env_from_inputs(i: dict[str, str], runner_name: str, agentx_fast: bool = False) -> dict[str, str]:
+    """The launch step's environment from the template's inputs (a single-node row)."""
     agentic = i["scenario-type"] == "agentic-coding"
     env = {
         "RANDOM_RANGE_RATIO": i["random-range-ratio"], "EXP_NAME": i["exp-name"],

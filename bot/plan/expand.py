@@ -2,21 +2,16 @@
 from __future__ import annotations
 
 import fnmatch
-import re
 from dataclasses import dataclass, field
 
-from bot.jobs import AccuracySpec, Case, Job, SearchSpec, ServerSpec, SlurmSpec
+from bot.jobs import AccuracySpec, Case, Job, SearchSpec, ServerSpec
+from bot.plan.ids import check_globs, job_id, slurm_spec
 from bot.plan.limits import chunk_sizes, limit_for
-from bot.plan.model import PlanError, PlanFilters
+from bot.plan.model import PlanFilters
 from bot.recipes.catalog import CatalogEntry
 from bot.recipes.schema import Accuracy, Arm, E2ESuite, RunnerSpec, SweepRecipe
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def job_id(*parts: str) -> str:
-    """Ids name files (<id>.json) and Actions jobs: letters, digits, '.', '_' and '-' only."""
-    return "--".join(_UNSAFE.sub("-", p).strip("-") for p in parts if p)
+__all__ = ["Expanded", "check_globs", "expand", "job_id", "slurm_spec"]  # ids live in bot.plan.ids
 
 
 def parallel_args(engine: str, arm: Arm) -> list[str]:
@@ -42,14 +37,6 @@ def accuracy_spec(gate: Accuracy) -> AccuracySpec:
         task=gate.task, num_samples=gate.num_samples, num_shots=gate.num_shots, threshold=gate.threshold,
         metric=gate.metric, max_tokens=gate.max_tokens, data_path=gate.data_path,
     )
-
-
-def slurm_spec(runner: RunnerSpec | None, gpus: int) -> SlurmSpec | None:
-    if runner is None or runner.slurm is None:
-        return None
-    if runner.slurm.gres is None and gpus > 0:
-        return runner.slurm.model_copy(update={"gres": f"gpu:{gpus}"})
-    return runner.slurm
 
 
 @dataclass
@@ -276,9 +263,3 @@ def expand(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilters)
     if isinstance(entry.recipe, SweepRecipe):
         return expand_sweep(entry, runner, filters)
     return expand_e2e(entry, runner, filters)
-
-
-def check_globs(globs: tuple[str, ...], names: list[str], what: str) -> None:
-    for glob in globs:
-        if not any(fnmatch.fnmatchcase(name, glob) for name in names):
-            raise PlanError(f"no {what} matches {glob!r}", sorted(names))

@@ -3,24 +3,27 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
+from typing import TYPE_CHECKING
 
+from bot.inferencex.canonical import sorted_json
 from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entries, changelog_rows, default_rows
 from bot.inferencex.launches import (
     STARTUP_S, LaunchGroup, is_eval, launch_groups, point_seconds, row_concurrencies,
 )
 from bot.inferencex.repo import InferenceXRepo
-from bot.plan.expand import job_id, slurm_spec
+from bot.plan.ids import job_id, slurm_spec
 from bot.plan.limits import limit_for
 from bot.plan.matrix import matrices_for
 from bot.plan.model import ChangelogSummary, InferenceXPlan, MatrixEntry, Plan, PlanFilters, RecipePlan, TouchedRecipe
 from bot.plan.touched import touched_inferencex
 from bot.recipes.errors import RecipeError
-from bot.recipes.schema import RunnerTable
 from bot.recipes.sources import Source
 
+if TYPE_CHECKING:
+    from bot.recipes.schema import RunnerTable
+
 Keyed = list[tuple[str, dict]]
-_SORTED_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(row, sort_keys=True), built once
+_SORTED_JSON = sorted_json()  # json.dumps(row, sort_keys=True), its encoder built once
 
 
 def row_id(key: str, row: dict) -> str:
@@ -100,15 +103,18 @@ def check_problems(plan: Plan, repo: InferenceXRepo, selected: list[str], change
     return [k for k in selected if k in repo.configs]
 
 
+_NO_SLURM_LIMIT = limit_for(None)
+
+
 def _row_entry(key: str, row: dict, runners: RunnerTable | None) -> MatrixEntry:
     """One row as a matrix entry: its backend (Slurm when recipes/_runners.yaml says so), estimate and limit."""
     spec = runners.runners.get(row["runner"]) if runners is not None else None
     slurm = spec.slurm if spec is not None else None
-    limit_s, source = limit_for(slurm.time_limit if slurm else None)
-    estimate = STARTUP_S + point_seconds(row) * len(row_concurrencies(row))
-    return MatrixEntry(job_id=row_id(key, row), recipe=key, runner_label=row["runner"], row=row,
-                       backend="slurm" if slurm else "local", estimate_s=estimate, limit_s=limit_s,
-                       limit_source=source, slurm=slurm_spec(spec, 0) if slurm else None)
+    limit_s, source = limit_for(slurm.time_limit) if slurm else _NO_SLURM_LIMIT
+    conc = row["conc"]
+    estimate = STARTUP_S + point_seconds(row) * (len(conc) if isinstance(conc, list) else 1)
+    return MatrixEntry.for_row(row_id(key, row), key, row, "slurm" if slurm else "local", estimate, limit_s, source,
+                               slurm_spec(spec, 0) if slurm else None)
 
 
 def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source | None, changed: set[str],

@@ -32,31 +32,34 @@ def _key(key: object) -> str:
     return json.dumps({key: 0})[1:-4]  # a non-string key becomes a string, as json.dumps makes it
 
 
-def _encode(value: object, level: int, out: list[str]) -> None:
+def _reindent(text: str, shift: int) -> str:
+    """A container's indent=2 text moved `shift` levels. Its lines start at its own level or deeper, and
+    no string in it holds a raw newline (the encoder escapes them), so each line moves alike."""
+    if shift > 0:
+        return text.replace("\n", "\n" + "  " * shift)
+    if shift < 0:
+        return text.replace("\n" + "  " * -shift, "\n")
+    return text
+
+
+def _encode(value: object, level: int, out: list[str], seen: dict[int, tuple[int, str]]) -> None:
     if isinstance(value, dict):
         if not value:
             out.append("{}")
             return
+        done = seen.get(id(value))
+        if done is not None:  # the same dict again (a plan lists each InferenceX row twice): re-indented
+            out.append(_reindent(done[1], level - done[0]))
+            return
         inner = "\n" + "  " * (level + 1)
         if _SCALARS.issuperset(map(type, value.values())):  # the common case, without a loop in Python
-            out.append("{" + inner + _run(value, level + 1) + "\n" + "  " * level + "}")
-            return
-        out.append("{" + inner)
-        run: dict = {}
-        first = True
-        for key, item in value.items():
-            if not isinstance(item, _CONTAINERS):
-                run[key] = item
-                continue
-            if run:
-                out.append(("" if first else "," + inner) + _run(run, level + 1))
-                run, first = {}, False
-            out.append(("" if first else "," + inner) + _key(key) + ": ")
-            _encode(item, level + 1, out)
-            first = False
-        if run:
-            out.append(("" if first else "," + inner) + _run(run, level + 1))
-        out.append("\n" + "  " * level + "}")
+            text = "{" + inner + _run(value, level + 1) + "\n" + "  " * level + "}"
+        else:
+            mine: list[str] = []
+            _encode_dict(value, level, inner, mine, seen)
+            text = "".join(mine)
+        seen[id(value)] = (level, text)
+        out.append(text)
     elif isinstance(value, (list, tuple)):
         if not value:
             out.append("[]")
@@ -77,7 +80,7 @@ def _encode(value: object, level: int, out: list[str]) -> None:
                 scalars, first = [], False
             if not first:
                 out.append("," + inner)
-            _encode(item, level + 1, out)
+            _encode(item, level + 1, out, seen)
             first = False
         if scalars:
             out.append(("" if first else "," + inner) + _run(scalars, level + 1))
@@ -86,10 +89,29 @@ def _encode(value: object, level: int, out: list[str]) -> None:
         out.append(json.dumps(value))
 
 
+def _encode_dict(value: dict, level: int, inner: str, out: list[str], seen: dict[int, tuple[int, str]]) -> None:
+    out.append("{" + inner)
+    run: dict = {}
+    first = True
+    for key, item in value.items():
+        if not isinstance(item, _CONTAINERS):
+            run[key] = item
+            continue
+        if run:
+            out.append(("" if first else "," + inner) + _run(run, level + 1))
+            run, first = {}, False
+        out.append(("" if first else "," + inner) + _key(key) + ": ")
+        _encode(item, level + 1, out, seen)
+        first = False
+    if run:
+        out.append(("" if first else "," + inner) + _run(run, level + 1))
+    out.append("\n" + "  " * level + "}")
+
+
 def dumps_indented(document: object) -> str:
     """Exactly `json.dumps(document, indent=2)` (ensure_ascii, NaN allowed, key order kept)."""
     if c_make_encoder is None:  # a Python without the C accelerator
         return json.dumps(document, indent=2)
     out: list[str] = []
-    _encode(document, 0, out)
+    _encode(document, 0, out, {})  # the document lives until the end: an id names one dict throughout
     return "".join(out)

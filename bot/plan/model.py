@@ -1,124 +1,249 @@
-"""The planner's typed input (filters) and output (the plan the GPU workflow consumes)."""
+"""The planner's typed input (filters) and output (the plan the GPU workflow consumes).
+
+Plain classes, not pydantic models: planning an InferenceX catalogue makes thousands of them and
+`recipe-bot plan` on an InferenceX-only repository then never imports pydantic (about 0.09 s of a
+0.3 s run). Each keeps the part of pydantic's interface the rest of the bot uses (`model_dump`,
+`model_copy`) with pydantic's output: floats stay floats, tuples dump as lists in JSON mode, nested
+models honour `exclude_none`, and the filters are checked when made (a TypeError: see PlanFilters).
+"""
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from bot.jobs import Job, SlurmSpec
+if TYPE_CHECKING:
+    from bot.jobs import Job, SlurmSpec
 
 PLAN_SCHEMA_VERSION = 1
 MAX_MATRIX_JOBS = 256  # GitHub Actions' limit of jobs per matrix
 
 
-class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _plain(value: Any, mode: str, exclude_none: bool) -> Any:
+    if isinstance(value, Record):
+        return value.model_dump(mode=mode, exclude_none=exclude_none)
+    if hasattr(value, "model_dump"):  # a pydantic model (a native Job, a SlurmSpec)
+        return value.model_dump(mode=mode, exclude_none=exclude_none)
+    if isinstance(value, list):
+        return [_plain(v, mode, exclude_none) for v in value]
+    if isinstance(value, tuple):
+        items = [_plain(v, mode, exclude_none) for v in value]
+        return items if mode == "json" else tuple(items)
+    return value
 
 
-class PlanFilters(Model):
-    """What a command narrows the plan to (`/sweep [glob ...] [--conc ...] [--scope ...]`, labels)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    recipes: tuple[str, ...] = ()  # globs; given: chosen from the whole catalog, touched or not
-    cases: tuple[str, ...] = ()  # globs on E2E case names
-    conc: tuple[int, ...] = ()
-    scope: Literal["lowest", "full"] = "full"  # lowest: the lowest concurrency of each arm
-    kind: Literal["all", "sweep", "e2e"] = "all"
-    canary: bool | None = None  # None: a canary when the scope is full and there are 2+ sweep jobs
-    fail_fast: bool = False
-    evals_only: bool = False  # only the accuracy gates (InferenceX's `evals-only` label)
-    all_evals: bool = False  # a gate on every arm (InferenceX's `all-evals` label)
-    agentx_fast: bool = False  # InferenceX's `agentx-fast` label: AIPERF_EXPERIMENTAL_FAST=1 for its rows
-    accuracy: bool = True
-    pack: bool = True  # False: one launch per point even where the recipe allows packing
-    search: bool = False  # `/sweep --search`: arms with a `search:` run it even where they list points
-    max_matrix_jobs: int = Field(default=MAX_MATRIX_JOBS, ge=1, le=MAX_MATRIX_JOBS)
+# Values a dump hands on as they are. Dict fields (an InferenceX row, a warning) hold plain JSON data;
+# pydantic dumped a copy of each, these are the plan's own (every caller only reads or encodes them).
+_AS_IS = frozenset({str, int, float, bool, dict})
 
 
-class TouchedRecipe(Model):
-    name: str
-    source: Literal["recipe", "inferencex"]
-    runner_label: str
-    reasons: list[str]
-    fingerprint: str | None = None
-    base_fingerprint: str | None = None
+class Record:
+    """A record with named fields (`FIELDS`, in dump order) and pydantic's dump and copy."""
+
+    __slots__ = ()
+    FIELDS: tuple[str, ...] = ()
+    FLOATS: tuple[str, ...] = ()  # float fields: an int given becomes a float, as pydantic makes it
+
+    def __init__(self, **values: Any) -> None:
+        for name, default in self.DEFAULTS.items():  # type: ignore[attr-defined]
+            value = values.pop(name) if name in values else (default() if callable(default) else default)
+            if value is REQUIRED:
+                raise TypeError(f"{type(self).__name__}: {name} is required")
+            object.__setattr__(self, name, value)
+        if values:
+            raise TypeError(f"{type(self).__name__}: unknown field(s) {', '.join(sorted(values))}")
+        for name in self.FLOATS:
+            value = getattr(self, name)
+            if type(value) is int:
+                object.__setattr__(self, name, float(value))
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.FIELDS = tuple(cls.DEFAULTS)  # type: ignore[attr-defined]
+
+    def model_dump(self, mode: str = "python", exclude_none: bool = False, exclude: set[str] | None = None) -> dict:
+        out = {}
+        for name in self.FIELDS:
+            if exclude and name in exclude:
+                continue
+            value = getattr(self, name)
+            if value is None:
+                if exclude_none:
+                    continue
+            elif type(value) not in _AS_IS:
+                value = _plain(value, mode, exclude_none)
+            out[name] = value
+        return out
+
+    def model_dump_json(self, indent: int | None = None, exclude_none: bool = False) -> str:
+        import json
+
+        separators = (",", ": ") if indent is not None else (",", ":")  # pydantic's spacing
+        return json.dumps(self.model_dump(mode="json", exclude_none=exclude_none), indent=indent,
+                          separators=separators, ensure_ascii=False)
+
+    def model_copy(self, update: dict | None = None) -> Any:
+        values = {name: getattr(self, name) for name in self.FIELDS}
+        values.update(update or {})
+        return type(self)(**values)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(getattr(self, n) == getattr(other, n) for n in self.FIELDS)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.FIELDS)})"
 
 
-class RecipePlan(Model):
+REQUIRED = object()
+_SCOPES = ("lowest", "full")
+_KINDS = ("all", "sweep", "e2e")
+_FILTER_FLAGS = ("fail_fast", "evals_only", "all_evals", "agentx_fast", "accuracy", "pack", "search")
+
+
+class PlanFilters(Record):
+    """What a command narrows the plan to (`/sweep [glob ...] [--conc ...] [--scope ...]`, labels). Frozen.
+
+    Every value a user gives is checked before it gets here (click's choices, the command grammar, the
+    label table), so a wrong field or value is the calling code's mistake: a TypeError, in English only.
+    """
+
+    __slots__ = ("recipes", "cases", "conc", "scope", "kind", "canary", "fail_fast", "evals_only", "all_evals",
+                 "agentx_fast", "accuracy", "pack", "search", "max_matrix_jobs")
+    DEFAULTS = {
+        "recipes": (),  # globs; given: chosen from the whole catalog, touched or not
+        "cases": (),  # globs on E2E case names
+        "conc": (),
+        "scope": "full",  # lowest: the lowest concurrency of each arm
+        "kind": "all",
+        "canary": None,  # None: a canary when the scope is full and there are 2+ sweep jobs
+        "fail_fast": False,
+        "evals_only": False,  # only the accuracy gates (InferenceX's `evals-only` label)
+        "all_evals": False,  # a gate on every arm (InferenceX's `all-evals` label)
+        "agentx_fast": False,  # InferenceX's `agentx-fast` label: AIPERF_EXPERIMENTAL_FAST=1 for its rows
+        "accuracy": True,
+        "pack": True,  # False: one launch per point even where the recipe allows packing
+        "search": False,  # `/sweep --search`: arms with a `search:` run it even where they list points
+        "max_matrix_jobs": MAX_MATRIX_JOBS,
+    }
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        for name, kind in (("recipes", str), ("cases", str), ("conc", int)):
+            value = getattr(self, name)
+            if not isinstance(value, (list, tuple)) or any(type(v) is not kind for v in value):
+                raise TypeError(f"PlanFilters.{name}: expected a list of {kind.__name__}, got {value!r}")
+            object.__setattr__(self, name, tuple(value))
+        if self.scope not in _SCOPES:
+            raise TypeError(f"PlanFilters.scope: {self.scope!r} is not accepted (accepted: {', '.join(_SCOPES)})")
+        if self.kind not in _KINDS:
+            raise TypeError(f"PlanFilters.kind: {self.kind!r} is not accepted (accepted: {', '.join(_KINDS)})")
+        for name in _FILTER_FLAGS:
+            if type(getattr(self, name)) is not bool:
+                raise TypeError(f"PlanFilters.{name}: expected true or false, got {getattr(self, name)!r}")
+        if self.canary is not None and type(self.canary) is not bool:
+            raise TypeError(f"PlanFilters.canary: expected true, false or none, got {self.canary!r}")
+        jobs = self.max_matrix_jobs
+        if type(jobs) is not int or not 1 <= jobs <= MAX_MATRIX_JOBS:
+            raise TypeError(f"PlanFilters.max_matrix_jobs: expected 1 to {MAX_MATRIX_JOBS}, got {jobs!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"PlanFilters is frozen: use model_copy(update={{{name!r}: ...}})")
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, n) for n in self.FIELDS))
+
+
+class TouchedRecipe(Record):
+    __slots__ = ("name", "source", "runner_label", "reasons", "fingerprint", "base_fingerprint")
+    DEFAULTS = {"name": REQUIRED, "source": REQUIRED, "runner_label": REQUIRED, "reasons": REQUIRED,
+                "fingerprint": None, "base_fingerprint": None}
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        self.reasons = list(self.reasons)  # a copy, as pydantic made one
+
+
+class RecipePlan(Record):
     """One row of the plan table."""
 
-    recipe: str
-    source: Literal["recipe", "inferencex"]
-    kind: str
-    runner_label: str
-    jobs: int
-    points: int
-    server_launches: int  # what this plan starts
-    packed_launches: int  # with every point that may share a launch packed
-    unpacked_launches: int  # with one launch per point
-    gpu_hours: float
-    fingerprint: str | None = None
+    __slots__ = ("recipe", "source", "kind", "runner_label", "jobs", "points", "server_launches",
+                 "packed_launches", "unpacked_launches", "gpu_hours", "fingerprint")
+    DEFAULTS = {"recipe": REQUIRED, "source": REQUIRED, "kind": REQUIRED, "runner_label": REQUIRED,
+                "jobs": REQUIRED, "points": REQUIRED,
+                "server_launches": REQUIRED,  # what this plan starts
+                "packed_launches": REQUIRED,  # with every point that may share a launch packed
+                "unpacked_launches": REQUIRED,  # with one launch per point
+                "gpu_hours": REQUIRED, "fingerprint": None}
+    FLOATS = ("gpu_hours",)
 
 
-class MatrixEntry(Model):
-    job_id: str
-    recipe: str
-    runner_label: str
-    job: Job | None = None  # inline, or
-    job_file: str | None = None  # written under --jobs-dir for `recipe-bot run --job F`
-    row: dict | None = None  # an InferenceX matrix row, exactly as its generator makes it
-    backend: Literal["local", "slurm"] | None = None  # how `recipe-bot run` runs it on its runner label
-    estimate_s: float | None = None  # the plan's estimate of its wall time
-    limit_s: float | None = None  # the limit it is held to (gpu.yml timeout or the cluster's limit)
-    limit_source: str | None = None
-    slurm: SlurmSpec | None = None  # the allocation an InferenceX row runs in (backend slurm)
+class MatrixEntry(Record):
+    __slots__ = ("job_id", "recipe", "runner_label", "job", "job_file", "row", "backend", "estimate_s",
+                 "limit_s", "limit_source", "slurm")
+    DEFAULTS = {"job_id": REQUIRED, "recipe": REQUIRED, "runner_label": REQUIRED,
+                "job": None,  # inline, or
+                "job_file": None,  # written under --jobs-dir for `recipe-bot run --job F`
+                "row": None,  # an InferenceX matrix row, exactly as its generator makes it
+                "backend": None,  # "local" or "slurm": how `recipe-bot run` runs it on its runner label
+                "estimate_s": None,  # the plan's estimate of its wall time
+                "limit_s": None,  # the limit it is held to (gpu.yml timeout or the cluster's limit)
+                "limit_source": None,
+                "slurm": None}  # the allocation an InferenceX row runs in (backend slurm)
+    FLOATS = ("estimate_s", "limit_s")
+
+    @classmethod
+    def for_row(cls, job_id: str, recipe: str, row: dict, backend: str, estimate_s: float, limit_s: float,
+                limit_source: str, slurm: SlurmSpec | None) -> MatrixEntry:
+        """An InferenceX row's entry, made without the keyword checks (a plan makes one per row)."""
+        entry = object.__new__(cls)
+        entry.job_id, entry.recipe, entry.runner_label, entry.row = job_id, recipe, row["runner"], row
+        entry.job = entry.job_file = None
+        entry.backend, entry.estimate_s, entry.limit_s = backend, float(estimate_s), float(limit_s)
+        entry.limit_source, entry.slurm = limit_source, slurm
+        return entry
+
+    if TYPE_CHECKING:
+        job: Job | None
+        slurm: SlurmSpec | None
+        row: dict | None
+        estimate_s: float | None
+        limit_s: float | None
 
 
-class Matrix(Model):
+class Matrix(Record):
     """One GitHub Actions matrix: at most 256 entries, all for one runner label."""
 
-    runner_label: str
-    index: int
-    fail_fast: bool
-    include: list[MatrixEntry]
+    __slots__ = ("runner_label", "index", "fail_fast", "include")
+    DEFAULTS = {"runner_label": REQUIRED, "index": REQUIRED, "fail_fast": REQUIRED, "include": REQUIRED}
 
 
-class ChangelogSummary(Model):
-    line: int
-    config_keys: list[str]
-    evals_only: bool
-    all_evals: bool
-    append_only: bool
-    pr_link: str
+class ChangelogSummary(Record):
+    __slots__ = ("line", "config_keys", "evals_only", "all_evals", "append_only", "pr_link")
+    DEFAULTS = {"line": REQUIRED, "config_keys": REQUIRED, "evals_only": REQUIRED, "all_evals": REQUIRED,
+                "append_only": REQUIRED, "pr_link": REQUIRED}
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        self.config_keys = list(self.config_keys)
 
 
-class InferenceXPlan(Model):
-    changelog: list[ChangelogSummary] = Field(default_factory=list)
-    rows: dict[str, list[dict]] = Field(default_factory=dict)  # bucket → rows
-    canary: MatrixEntry | None = None
-    matrices: list[Matrix] = Field(default_factory=list)
-    launches: int = 0
-    packed_launches: int = 0  # counting only the groups that may honestly share a launch
-    # one line per server configuration of 2+ rows: whether its rows may share a launch, and why
-    packing: list[dict] = Field(default_factory=list)
+class InferenceXPlan(Record):
+    __slots__ = ("changelog", "rows", "canary", "matrices", "launches", "packed_launches", "packing")
+    DEFAULTS = {"changelog": list, "rows": dict,  # bucket → rows
+                "canary": None, "matrices": list, "launches": 0,
+                "packed_launches": 0,  # counting only the groups that may honestly share a launch
+                # one line per server configuration of 2+ rows: whether its rows may share a launch, and why
+                "packing": list}
 
 
-class Plan(Model):
-    schema_version: int = PLAN_SCHEMA_VERSION
-    base: str | None
-    head: str
-    filters: PlanFilters
-    touched: list[TouchedRecipe] = Field(default_factory=list)
-    recipes: list[RecipePlan] = Field(default_factory=list)
-    jobs: list[Job] = Field(default_factory=list)  # every native job, the canary first when there is one
-    canary: MatrixEntry | None = None
-    matrices: list[Matrix] = Field(default_factory=list)
-    inferencex: InferenceXPlan | None = None
-    gpu_hours: float = 0.0
-    notes: list[str] = Field(default_factory=list)
-    # Problems in configs this change does not touch: listed, never a reason to stop the plan.
-    warnings: list[dict] = Field(default_factory=list)
+class Plan(Record):
+    __slots__ = ("schema_version", "base", "head", "filters", "touched", "recipes", "jobs", "canary", "matrices",
+                 "inferencex", "gpu_hours", "notes", "warnings")
+    DEFAULTS = {"schema_version": PLAN_SCHEMA_VERSION, "base": REQUIRED, "head": REQUIRED, "filters": REQUIRED,
+                "touched": list, "recipes": list,
+                "jobs": list,  # every native job, the canary first when there is one
+                "canary": None, "matrices": list, "inferencex": None, "gpu_hours": 0.0, "notes": list,
+                # Problems in configs this change does not touch: listed, never a reason to stop the plan.
+                "warnings": list}
+    FLOATS = ("gpu_hours",)
 
     @property
     def server_launches(self) -> int:

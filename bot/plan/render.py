@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,6 +56,9 @@ def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
 
 def write_jobs(plan: Plan, jobs_dir: Path) -> dict[str, str]:
     """Write every job as <jobs_dir>/<job_id>.json, all or nothing; returns job id → file path."""
+    import shutil
+    import tempfile
+
     jobs_dir = Path(jobs_dir)
     jobs_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".plan-jobs-", dir=jobs_dir.parent))

@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING
 from bot.recipes.errors import RecipeError, RecipeProblem, dotted
 from bot.recipes.gcpause import gc_paused
 from bot.recipes.loader import Resolved, YamlCache, resolve, validate
-from bot.recipes.schema import KINDS, E2ESuite, Recipe, RunnerTable, SweepRecipe
 from bot.recipes.sources import Source, open_source
 
 if TYPE_CHECKING:
     from bot.inferencex.repo import InferenceXRepo
+    from bot.recipes.schema import Recipe, RunnerTable
+
+# The schema (pydantic models) is imported by the functions that read a native recipe or
+# recipes/_runners.yaml: an InferenceX-only repository loads without it.
 
 RECIPES_DIR = "recipes"
 RUNNERS_FILE = "recipes/_runners.yaml"
@@ -58,6 +61,8 @@ def recipe_paths(source: Source) -> list[str]:
 
 
 def named_files(recipe: Recipe) -> tuple[str, ...]:
+    from bot.recipes.schema import SweepRecipe
+
     names: list[str] = list(recipe.files)
     if isinstance(recipe, SweepRecipe):
         names += [recipe.launch.script] if recipe.launch.script else []
@@ -88,6 +93,8 @@ def load_runners(source: Source, cache: YamlCache) -> tuple[RunnerTable | None, 
     located = cache.parse(RUNNERS_FILE)
     if located is None:
         return None, {}
+    from bot.recipes.schema import RunnerTable
+
 
     def locate(loc: tuple) -> tuple[str, int | None]:
         return RUNNERS_FILE, located.line_of(loc)
@@ -97,6 +104,8 @@ def load_runners(source: Source, cache: YamlCache) -> tuple[RunnerTable | None, 
 
 
 def _check_runner(recipe: Recipe, resolved: Resolved, runners: RunnerTable | None) -> None:
+    from bot.recipes.schema import SweepRecipe
+
     if runners is None:
         return
     spec = runners.runners.get(recipe.runner)
@@ -131,6 +140,8 @@ def _check_runner(recipe: Recipe, resolved: Resolved, runners: RunnerTable | Non
 
 def load_entry(path: str, cache: YamlCache, source: Source, runners: RunnerTable | None) -> CatalogEntry:
     """Resolve, validate and fingerprint one recipe file; raises RecipeError with one problem."""
+    from bot.recipes.schema import KINDS, SweepRecipe
+
     resolved = resolve(path, cache)
     data = resolved.data
     kind = data.get("kind")
@@ -196,4 +207,6 @@ def _load_catalog(repo: Path | str | Source, rev: str | None, inferencex: bool) 
 
 
 def recipe_kind(recipe: Recipe) -> str:
+    from bot.recipes.schema import E2ESuite
+
     return "e2e" if isinstance(recipe, E2ESuite) else "sweep"

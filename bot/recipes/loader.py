@@ -6,12 +6,13 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from bot.recipes.errors import RecipeError, RecipeProblem, dotted
 from bot.recipes.yamlsrc import Located, load_yaml
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 Reader = Callable[[str], "bytes | None"]
 
@@ -136,6 +137,8 @@ def _unwrap(annotation: Any) -> list[Any]:
 
 def annotation_at(model: type[BaseModel], loc: tuple) -> Any:
     """The annotation of the field that `loc` points to, walking models, lists and dicts."""
+    from pydantic import BaseModel
+
     current: Any = model
     for part in loc:
         found = None
@@ -160,6 +163,8 @@ def annotation_at(model: type[BaseModel], loc: tuple) -> Any:
 
 
 def accepted_keys(model: type[BaseModel], loc: tuple) -> tuple[str, ...]:
+    from pydantic import BaseModel
+
     for candidate in _unwrap(annotation_at(model, loc) if loc else model):
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return tuple(f.alias or name for name, f in candidate.model_fields.items())
@@ -223,6 +228,8 @@ def problem_from_validation(
 
 
 def validate(model: type[BaseModel], data: Any, locate: Callable[[tuple], tuple[str, int | None]]) -> Any:
+    from pydantic import ValidationError  # imported with the model being validated, never before
+
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -43,25 +43,31 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         return tag
 
 
+_STR, _INT, _BOOL, _NULL, _SEQ, _MAP, _MERGE = (_TAG + name for name in ("str", "int", "bool", "null", "seq", "map",
+                                                                            "merge"))
+_SCALAR, _SEQUENCE, _MAPPING = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
+
+
 def _to_python(loader: _StrictLoader, node: yaml.Node) -> Any:
     """Nodes to plain data: str, int, bool, null, lists and mappings directly; anything rarer (floats,
     timestamps, merge keys, binary) through PyYAML's own safe constructor. Duplicate keys are refused."""
     tag = node.tag
-    if isinstance(node, yaml.ScalarNode):
+    kind = node.__class__
+    if kind is _SCALAR:
         value = node.value
-        if tag == _TAG + "str":
+        if tag == _STR:
             return value
-        if tag == _TAG + "int" and _PLAIN_INT.fullmatch(value):
+        if tag == _INT and _PLAIN_INT.fullmatch(value):
             return int(value.replace("_", ""))
-        if tag == _TAG + "bool":
+        if tag == _BOOL:
             return _BOOLS[value.lower()]
-        if tag == _TAG + "null":
+        if tag == _NULL:
             return None
         return loader.construct_object(node, deep=True)
-    if isinstance(node, yaml.SequenceNode) and tag == _TAG + "seq":
+    if kind is _SEQUENCE and tag == _SEQ:
         return [_to_python(loader, item) for item in node.value]
-    if isinstance(node, yaml.MappingNode) and tag == _TAG + "map":
-        if any(key.tag == _TAG + "merge" for key, _ in node.value):
+    if kind is _MAPPING and tag == _MAP:
+        if any(key.tag == _MERGE for key, _ in node.value):
             return loader.construct_object(node, deep=True)
         out: dict = {}
         lines: dict = {}

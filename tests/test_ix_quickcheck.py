@@ -1,0 +1,155 @@
+"""The quick check of InferenceX configs never accepts what the schema refuses, and the plan's plain
+records dump as the pydantic models did; an InferenceX-only plan then loads no pydantic at all."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from bot.inferencex import quickcheck
+from bot.inferencex.changelog import default_rows
+from bot.inferencex.repo import load_inferencex
+from bot.inferencex.generate import POINT_FIELDS
+from bot.inferencex.rowenv import _fixed_env, env_from_inputs, server_envs, template_env, template_inputs
+from bot.inferencex.schema import ChangelogEntry, MultiNodeEntry, RunnersFile, SingleNodeEntry
+from bot.plan.model import MatrixEntry, PlanFilters, RecipePlan
+from bot.recipes.sources import DirSource
+from bot.recipes.yamlsrc import load_yaml
+
+FIXTURE = Path(__file__).parent / "fixtures" / "inferencex"
+ODD_VALUES = [None, "4", "true", True, False, 0, -1, 1, 2.5, 1.0, [], [1], ["x"], {}, {"name": "x"}, "none", "dram"]
+
+
+def _entries() -> dict[str, dict]:
+    out = {}
+    for path in sorted((FIXTURE / "configs").glob("*-master.yaml")):
+        out.update(load_yaml(path.read_bytes(), path.name).data)
+    return out
+
+
+def _schema_accepts(entry: object) -> bool:
+    model = MultiNodeEntry if isinstance(entry, dict) and entry.get("multinode") is True else SingleNodeEntry
+    try:
+        model.model_validate(entry)
+    except ValidationError:
+        return False
+    return True
+
+
+def _mutations(value: object, path: tuple = ()):
+    """Every variant of `value` with one field replaced by an odd value, removed, or a key added."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            for odd in ODD_VALUES:
+                yield (*path, key), {**value, key: odd}
+            yield (*path, key, "removed"), {k: v for k, v in value.items() if k != key}
+            for inner_path, inner in _mutations(item, (*path, key)):
+                yield inner_path, {**value, key: inner}
+        yield (*path, "colour"), {**value, "colour": "blue"}
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            for inner_path, inner in _mutations(item, (*path, index)):
+                yield inner_path, [*value[:index], inner, *value[index + 1:]]
+        yield (*path, "emptied"), []
+
+
+def test_every_config_of_the_sample_passes_the_quick_check():
+    entries = _entries()
+    assert entries and all(quickcheck.entry_passes(e) for e in entries.values())
+
+
+def test_a_quick_yes_is_never_a_schema_no():
+    checked = refused = 0
+    for key, entry in _entries().items():
+        for where, mutated in _mutations(entry):
+            checked += 1
+            if quickcheck.entry_passes(mutated):
+                assert _schema_accepts(mutated), (key, where)
+            else:
+                refused += 1
+    assert checked > 1000 and refused > 500  # the mutations do reach the checks
+
+
+def test_lax_values_go_to_the_schema_for_the_verdict():
+    entry = next(e for e in _entries().values() if e.get("multinode") is not True)
+    lax = copy.deepcopy(entry)
+    lax["disagg"] = 1  # pydantic's lax mode accepts 1 for a bool; the quick check leaves it to the schema
+    assert not quickcheck.entry_passes(lax) and _schema_accepts(lax)
+
+
+def test_runners_and_changelog_quick_checks_agree_with_the_schema():
+    runners = load_yaml((FIXTURE / "configs" / "runners.yaml").read_bytes(), "runners.yaml").data
+    assert quickcheck.runners_pass(runners)
+    for _, mutated in _mutations(runners):
+        if quickcheck.runners_pass(mutated):
+            RunnersFile.model_validate(mutated)
+    entry = {"config-keys": ["a*"], "description": ["d"], "pr-link": "https://x/1", "scenario-type": ["fixed-seq-len"],
+             "eval-min-prefill-ep": 2, "all-evals": True}
+    assert quickcheck.changelog_entry(entry) is not None
+    for _, mutated in _mutations(entry):
+        quick = quickcheck.changelog_entry(mutated)
+        if quick is not None:
+            model = ChangelogEntry.model_validate(mutated)
+            assert [getattr(quick, f) for f in quick.__slots__] == [getattr(model, f) for f in quick.__slots__]
+
+
+def test_fixed_seq_len_environments_are_the_templates_mapping():
+    repo = load_inferencex(DirSource(FIXTURE))
+    for flags in ({}, {"all_evals": True}):
+        rows = default_rows(repo, sorted(repo.configs), **flags)
+        fixed = [r for _, r in [*rows.throughput, *rows.evals]
+                 if "prefill" not in r and r.get("scenario-type") != "agentic-coding"]
+        assert fixed
+        for row in fixed:
+            for fast in (False, True):
+                built = _fixed_env(row, "h100_0", fast)
+                expected = env_from_inputs(template_inputs(row, agentx_fast=fast), "h100_0", fast)
+                assert list(built.items()) == list(expected.items())
+
+
+def test_a_server_configurations_environments_change_only_what_the_point_fields_feed():
+    repo = load_inferencex(DirSource(FIXTURE))
+    rows = default_rows(repo, sorted(repo.configs), all_evals=True)
+    checked = 0
+    for _, row in [*rows.throughput, *rows.evals]:
+        for field in sorted(POINT_FIELDS):
+            variants = [{**row, field: value} for value in (None, True, False, 0, 7, [3, 5], "x_y", "")]
+            variants.append({k: v for k, v in row.items() if k != field})
+            for other in variants:
+                try:
+                    expected = template_env(other, "runner_0")
+                except (KeyError, TypeError):  # a row the template itself cannot run
+                    continue
+                envs, keys = server_envs([row, other], "runner_0")
+                assert list(envs[1].items()) == list(expected.items()), (field, other)
+                if keys is not None:  # the keys said to vary are the only ones that do
+                    assert {k for k, v in envs[0].items() if expected.get(k) != v} <= set(keys)
+                checked += 1
+    assert checked > 500
+
+
+def test_filters_are_checked_and_frozen():
+    assert PlanFilters(recipes=["a*"], conc=[1, 4]).recipes == ("a*",)
+    for bad in ({"scope": "most"}, {"kind": "bench"}, {"conc": ["4"]}, {"max_matrix_jobs": 257}, {"fail_fast": 1}):
+        with pytest.raises(TypeError):
+            PlanFilters(**bad)
+    filters = PlanFilters()
+    with pytest.raises(AttributeError):
+        filters.scope = "lowest"  # type: ignore[misc]
+    assert filters.model_copy(update={"scope": "lowest"}).scope == "lowest" and filters.scope == "full"
+    assert PlanFilters(conc=[4]) == PlanFilters(conc=(4,)) and hash(PlanFilters()) == hash(PlanFilters())
+
+
+def test_records_dump_as_pydantic_did():
+    assert PlanFilters(conc=[4]).model_dump(mode="json")["conc"] == [4]
+    assert PlanFilters(conc=[4]).model_dump()["conc"] == (4,)
+    row = RecipePlan(recipe="r", source="recipe", kind="sweep", runner_label="h", jobs=1, points=1, server_launches=1,
+                     packed_launches=1, unpacked_launches=1, gpu_hours=0)
+    assert row.model_dump()["gpu_hours"] == 0.0 and isinstance(row.gpu_hours, float)
+    entry = MatrixEntry(job_id="j", recipe="r", runner_label="h", row={"a": None}, estimate_s=900)
+    assert entry.model_dump(mode="json", exclude_none=True) == {
+        "job_id": "j", "recipe": "r", "runner_label": "h", "row": {"a": None}, "estimate_s": 900.0}
+    with pytest.raises(TypeError):
+        MatrixEntry(job_id="j", recipe="r")  # runner_label is required
