@@ -72,11 +72,26 @@ def test_a_quick_yes_is_never_a_schema_no():
     assert checked > 1000 and refused > 500  # the mutations do reach the checks
 
 
-def test_lax_values_go_to_the_schema_for_the_verdict():
-    entry = next(e for e in _entries().values() if e.get("multinode") is not True)
-    lax = copy.deepcopy(entry)
-    lax["disagg"] = 1  # pydantic's lax mode accepts 1 for a bool; the quick check leaves it to the schema
-    assert not quickcheck.entry_passes(lax) and _schema_accepts(lax)
+LAX = [
+    # (name, field path, a value pydantic's lax mode would have converted)
+    ("a quoted integer", ("search-space", "tp"), "4"),
+    ("an integer for a bool", ("disagg",), 1),
+    ("a float with no fraction for an integer", ("search-space", "ep"), 2.0),
+]
+
+
+@pytest.mark.parametrize(("path", "value"), [c[1:] for c in LAX], ids=[c[0] for c in LAX])
+def test_values_of_the_wrong_type_are_refused_not_converted(path, value):
+    """The planner reads the YAML's own values, so a value the schema converted would reach it
+    unconverted (a quoted tp ended in "unexpected error: TypeError"): the schema is strict, and
+    the quick check leaves such a value to it for the error that names the field."""
+    entry = copy.deepcopy(next(e for e in _entries().values() if e.get("multinode") is not True))
+    target = entry
+    for name in path[:-1]:
+        target = next(iter(target["scenarios"].values()))[0][name][0] if name == "search-space" else target[name]
+    target[path[-1]] = value
+    assert not quickcheck.entry_passes(entry)
+    assert not _schema_accepts(entry)
 
 
 def test_runners_and_changelog_quick_checks_agree_with_the_schema():

@@ -7,7 +7,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class M(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=False, defer_build=True)
+    # strict: the planner reads the YAML's own values, so a value pydantic would convert (a quoted
+    # integer, 1 for a bool) must be refused with its field named, not passed on unconverted.
+    model_config = ConfigDict(extra="forbid", populate_by_name=False, defer_build=True, strict=True)
 
 
 class Component(M):
