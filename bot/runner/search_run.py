@@ -34,15 +34,42 @@ def point_at(spec: SearchSpec, template: LoadPoint, concurrency: int) -> LoadPoi
                                        "num_prompts": prompts, "num_warmups": warmups})
 
 
+def own_points(case: Case, points: list[PointResult]) -> list[PointResult]:
+    """The search's own results among a case's, without the fixed points interleaved with them."""
+    assert case.search is not None
+    fixed = {p.point_id for p in case.points[1:]} if case.search.interleave else set()
+    return [p for p in points if p.point_id not in fixed]
+
+
 def search_points(case: Case, done: list[PointResult]) -> Iterator[LoadPoint]:
     """Yield the next point to run until the search stops; `done` grows as the runner records
-    each result (the caller appends to it between yields)."""
+    each result (the caller appends to it between yields); the search reads only its own."""
     assert case.search is not None and case.points
     while True:
-        decision = next_point(case.search, measurements(done))
+        decision = next_point(case.search, measurements(own_points(case, done)))
         if decision.next is None:
             return
         yield point_at(case.search, case.points[0], decision.next)
+
+
+def case_points(case: Case, done: list[PointResult]) -> Iterator[LoadPoint]:
+    """The case's points in the order they run: the list, the search's choices, or (interleave)
+    a fixed point, a search point, and so on until both are done."""
+    if case.search is None:
+        yield from case.points
+        return
+    searching = search_points(case, done)
+    if not case.search.interleave:
+        yield from searching
+        return
+    sources = [iter(case.points[1:]), searching]
+    while sources:
+        for source in list(sources):
+            point = next(source, None)
+            if point is None:
+                sources.remove(source)
+            else:
+                yield point
 
 
 def search_trace(spec: SearchSpec, points: list[PointResult]) -> SearchTrace:
