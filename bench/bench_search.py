@@ -10,8 +10,8 @@ ratio against 1 + tolerance.
 
 --engine: the same side by side on the CPU engine, in one run: the `tiny-cpu` recipe's launch and
 workload, one job (`recipe-bot run --job F --out DIR`, as a runner would) whose one case measures
-the whole dense grid and runs the search on the same launch, their points interleaved (grid point,
-search point, ...: the search's `interleave`), so that drift in the shared machine's load hits
+the whole dense grid and runs the search on the same launch, their points interleaved (the
+search's `interleave`: before the search's k-th point, the grid's first k/budget), so that drift in the shared machine's load hits
 both alike; the search chooses from its own points only. The grid's knee is computed from the
 result.json with the same definition (bot/runner/search.py). --two-grids: the dense grid twice on
 one launch, interleaved, instead (how far the grid's own knee moves). Each request generates --osl
@@ -87,7 +87,7 @@ def _run(job_file: pathlib.Path, out: pathlib.Path, env: dict[str, str]) -> tupl
 def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_prompts: int | None = None,
            osl: int | None = None, two_grids: bool = False) -> dict:
     """The tiny-cpu recipe's job on the CPU engine: the dense grid and the search on one launch,
-    their points interleaved (grid, search, grid, ...; search.interleave), so load drift hits both.
+    their points interleaved (search.interleave), so load drift hits both.
     With two_grids: the dense grid twice, interleaved point by point (how far the grid's own knee moves)."""
     from bot.plan.expand import expand
     from bot.plan.model import PlanFilters
@@ -118,7 +118,7 @@ def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_
     else:
         one = case.model_copy(update={"points": [template, *grid_points("grid")], "search": spec})
     bench_job = job.model_copy(update={"job_id": "bench-search", "timeout_s": 3600.0, "cases": [one]})
-    record: dict = {"mode": "two grids interleaved" if two_grids else "grid and search interleaved, one launch",
+    record: dict = {"mode": "two grids interleaved" if two_grids else "grid and search interleaved, one launch, the grid spread over the search's budget",
                     "range": [lo, hi], "tolerance": tolerance, "isl": template.isl, "osl": template.osl,
                     "prompts_per_concurrency": spec.prompts_per_concurrency,
                     "min_prompts": spec.min_prompts, "load_average_before": load_average()}

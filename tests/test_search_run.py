@@ -77,7 +77,7 @@ def _run_in_order(case: Case, metrics) -> list[PointResult]:
     return done
 
 
-def test_interleaved_fixed_points_alternate_with_the_search_and_never_steer_it():
+def test_interleaved_fixed_points_spread_over_the_search_and_never_steer_it():
     fixed = [TEMPLATE.model_copy(update={"point_id": f"grid-c{c}", "concurrency": c}) for c in (1, 2, 3, 16)]
     alone = Case(name="s", servers=[{"engine": "vllm", "model": "m"}], points=[TEMPLATE], search=SPEC)
     mixed = alone.model_copy(update={"points": [TEMPLATE, *fixed],
@@ -85,6 +85,7 @@ def test_interleaved_fixed_points_alternate_with_the_search_and_never_steer_it()
     searched = _run_in_order(alone, lambda p: _metrics(p.concurrency))
     # The fixed points measure a different curve: were the search to read them, it would choose otherwise.
     both = _run_in_order(mixed, lambda p: _metrics(p.concurrency if p.point_id.startswith("tp1") else 17 - p.concurrency))
+    # 4 fixed points spread over a budget of 5: one before each of the search's first four.
     ids = [p.point_id for p in both]
     assert ids[:8:2] == [p.point_id for p in fixed] and ids[1:8:2] == [p.point_id for p in searched[:4]]
     assert ids[8:] == [p.point_id for p in searched[4:]]
@@ -108,7 +109,8 @@ def test_the_runner_interleaves_a_fixed_grid_with_the_search_on_one_launch(tmp_p
     run = run_cli(job, tmp_path, {"RECIPE_BOT_VLLM": str(FAKE_VLLM), "RECIPE_BOT_SHUTDOWN_GRACE_S": "2"})
     assert run.returncode == 0, run.output
     (result_case,) = run.result["cases"]
-    assert [p["point_id"] for p in result_case["points"]] == ["grid-c1", "ok-c1", "grid-c8", "ok-c2", "ok-c4", "ok-c8"]
+    # 2 fixed points spread over a budget of 4: one before the search's 1st point, one before its 3rd.
+    assert [p["point_id"] for p in result_case["points"]] == ["grid-c1", "ok-c1", "ok-c2", "grid-c8", "ok-c4", "ok-c8"]
     trace = result_case["search"]
     assert [c["concurrency"] for c in trace["choices"]] == [1, 2, 4, 8] and trace["stop"] == "budget"
     assert run.result["server_launches"] == 1

@@ -54,7 +54,8 @@ def search_points(case: Case, done: list[PointResult]) -> Iterator[LoadPoint]:
 
 def case_points(case: Case, done: list[PointResult]) -> Iterator[LoadPoint]:
     """The case's points in the order they run: the list, the search's choices, or (interleave)
-    a fixed point, a search point, and so on until both are done."""
+    both spread over the same time: before the search's k-th point, the fixed points up to
+    k/budget of them (a 28-point grid and a budget of 9: 4 fixed, 1 search, 3 fixed, 1 search, ...)."""
     if case.search is None:
         yield from case.points
         return
@@ -62,14 +63,14 @@ def case_points(case: Case, done: list[PointResult]) -> Iterator[LoadPoint]:
     if not case.search.interleave:
         yield from searching
         return
-    sources = [iter(case.points[1:]), searching]
-    while sources:
-        for source in list(sources):
-            point = next(source, None)
-            if point is None:
-                sources.remove(source)
-            else:
-                yield point
+    fixed, budget = case.points[1:], case.search.budget
+    ran = 0
+    for k, point in enumerate(searching, start=1):
+        share = -(-k * len(fixed) // budget)  # ceil: a fixed point first
+        yield from fixed[ran:share]
+        ran = max(ran, share)
+        yield point
+    yield from fixed[ran:]  # the search stopped before its budget
 
 
 def search_trace(spec: SearchSpec, points: list[PointResult]) -> SearchTrace:
