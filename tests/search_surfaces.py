@@ -38,4 +38,12 @@ def rough_plateau(c: int) -> Measurement:
                        interactivity=40 / (1 + c / 64) * (1 + 0.03 * math.cos(c * 7.1)), ttft_ms=10 + c)
 
 
+def cpu_engine(c: int) -> Measurement:
+    """Shaped like the CPU engine's curves under load (bench/results/search.json, #25): throughput
+    still rising slowly at 128, ±15 % throughput and ±6 % interactivity jitter, deterministic."""
+    jitter = 1 + 0.15 * math.sin(c * 12.9898)
+    return Measurement(tput_per_gpu=16000 * c / (c + 60) * jitter,
+                       interactivity=440 / (1 + c / 40) ** 0.9 * (1 + 0.06 * math.cos(c * 7.1)), ttft_ms=10 + c)
+
+
 SURFACES = {"smooth": smooth, "kv-cliff": kv_cliff, "noisy-plateau": noisy_plateau}

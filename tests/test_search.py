@@ -9,9 +9,9 @@ from pydantic import ValidationError
 from bot.jobs import SearchBound, SearchSpec
 from bot.runner import search
 from bot.runner.search import (STOP_BOUND, STOP_BUDGET, STOP_RESOLVED, Measurement, answer_of,
-                               cliff_of, dense_grid, knee_of, log_spaced, next_point, run_search,
+                               cliff_of, dense_grid, fitted_knee, knee_of, log_spaced, next_point, run_search,
                                smoothed, suggested_concurrency)
-from tests.search_surfaces import kv_cliff, noisy_plateau, plateau, rough_plateau, smooth
+from tests.search_surfaces import cpu_engine, kv_cliff, noisy_plateau, plateau, rough_plateau, smooth
 
 TOL = 0.15
 RANGES = [(1, 256), (2, 512), (4, 128)]
@@ -64,11 +64,39 @@ def test_a_jittery_plateau_keeps_the_knee_of_its_clean_curve(lo, hi):
 
 
 def test_without_smoothing_the_jitter_moves_the_knee(monkeypatch):
-    # The negative case of the test above: the smoothing is what keeps the knee in place.
+    # The negative case of the test above, where the knee falls back to the smoothed points.
+    monkeypatch.setattr(search, "FIT_RMS", -1.0)
     monkeypatch.setattr(search, "SMOOTH_WIDTH", 1e-3)
     grid = dense_grid(4, 128, TOL)
     clean = knee_of({c: plateau(c) for c in grid}, 4, 128)
     assert not _within(knee_of({c: rough_plateau(c) for c in grid}, 4, 128), clean)
+
+
+def _sparse_and_dense_knees(surface, lo: int, hi: int) -> tuple[int, int]:
+    grid = dense_grid(lo, hi, TOL)
+    sparse = log_spaced(lo, hi, len(grid) // 3)
+    return knee_of({c: surface(c) for c in sparse}, lo, hi), knee_of({c: surface(c) for c in grid}, lo, hi)
+
+
+def test_a_third_of_the_points_of_a_noisy_slow_curve_give_the_dense_grids_knee():
+    # The CPU engine's case (#25): the fitted curves make a 9- and a 28-point sample agree.
+    assert _within(*_sparse_and_dense_knees(cpu_engine, 1, 128))
+
+
+def test_on_the_measured_points_alone_the_sparse_and_dense_knees_differ(monkeypatch):
+    # The negative case: normalised by their own smoothed extremes, the two samples disagree.
+    monkeypatch.setattr(search, "FIT_RMS", -1.0)
+    assert not _within(*_sparse_and_dense_knees(cpu_engine, 1, 128))
+
+
+def test_a_sharp_kv_cache_cliff_is_not_fitted_as_a_saturating_curve():
+    assert fitted_knee({c: kv_cliff(c) for c in dense_grid(1, 256, TOL)}, 1, 256) is None
+    assert fitted_knee({c: smooth(c) for c in dense_grid(1, 256, TOL)}, 1, 256) is not None
+
+
+def test_the_search_measures_the_fitted_knee_once_it_has_the_bracket():
+    _, choices, _ = run_search(SearchSpec(range=(1, 128), target="knee", budget=9, tolerance=TOL), cpu_engine)
+    assert choices[4][1] == "the fitted curves' knee"
 
 
 @pytest.mark.parametrize("points", [[1, 2, 4, 8, 16, 32, 64], [1, 3, 40, 41, 64], [5, 6]])

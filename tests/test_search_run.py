@@ -3,10 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
 from bot.jobs import Case, LoadPoint, SearchSpec
 from bot.results import PointMetrics, PointResult
 from bot.runner.search import next_point
-from bot.runner.search_run import measurements, point_at, search_points, search_trace
+from bot.runner.search_run import (case_points, measurements, own_points, point_at, search_points,
+                                   search_trace)
 from fake_servers import FAKE_VLLM, fake_job, run_cli
 
 SPEC = SearchSpec(range=(1, 16), target="knee", budget=5, tolerance=0.2,
@@ -60,6 +64,55 @@ def test_the_runner_runs_the_search_on_one_launch_and_keeps_raw_files_and_trace(
     chosen = [c["concurrency"] for c in trace["choices"]]
     assert chosen == [p["concurrency"] for p in result_case["points"]] == [1, 2, 4, 8]
     assert trace["stop"] == "budget" and trace["suggested"] == [1, 2, 4, 8]
+    assert run.result["server_launches"] == 1
+    for point in result_case["points"]:
+        assert point["status"] == "passed" and (tmp_path / "out" / point["raw_result_file"]).is_file()
+
+
+def _run_in_order(case: Case, metrics) -> list[PointResult]:
+    done: list[PointResult] = []
+    for point in case_points(case, done):
+        done.append(PointResult(point_id=point.point_id, concurrency=point.concurrency, status="passed",
+                                metrics=metrics(point)))
+    return done
+
+
+def test_interleaved_fixed_points_spread_over_the_search_and_never_steer_it():
+    fixed = [TEMPLATE.model_copy(update={"point_id": f"grid-c{c}", "concurrency": c}) for c in (1, 2, 3, 16)]
+    alone = Case(name="s", servers=[{"engine": "vllm", "model": "m"}], points=[TEMPLATE], search=SPEC)
+    mixed = alone.model_copy(update={"points": [TEMPLATE, *fixed],
+                                     "search": SPEC.model_copy(update={"interleave": True})})
+    searched = _run_in_order(alone, lambda p: _metrics(p.concurrency))
+    # The fixed points measure a different curve: were the search to read them, it would choose otherwise.
+    both = _run_in_order(mixed, lambda p: _metrics(p.concurrency if p.point_id.startswith("tp1") else 17 - p.concurrency))
+    # 4 fixed points spread over a budget of 5: one before each of the search's first four.
+    ids = [p.point_id for p in both]
+    assert ids[:8:2] == [p.point_id for p in fixed] and ids[1:8:2] == [p.point_id for p in searched[:4]]
+    assert ids[8:] == [p.point_id for p in searched[4:]]
+    mixed_trace, alone_trace = search_trace(mixed.search, own_points(mixed, both)), search_trace(SPEC, searched)
+    assert (mixed_trace.choices, mixed_trace.answer) == (alone_trace.choices, alone_trace.answer)
+
+
+def test_a_fixed_point_named_like_the_searchs_own_is_refused():
+    with pytest.raises(ValidationError, match="named like the search's own"):
+        Case(name="s", servers=[{"engine": "vllm", "model": "m"}], search=SPEC.model_copy(update={"interleave": True}),
+             points=[TEMPLATE, TEMPLATE.model_copy(update={"point_id": "tp1-c4", "concurrency": 4})])
+
+
+def test_the_runner_interleaves_a_fixed_grid_with_the_search_on_one_launch(tmp_path: Path):
+    job = fake_job("ok", points=1, num_prompts=4)
+    case = job.cases[0]
+    search = SearchSpec(range=(1, 8), target="knee", budget=4, tolerance=0.2, interleave=True)
+    template = case.points[0].model_copy(update={"point_id": "ok-search"})
+    grid = [case.points[0].model_copy(update={"point_id": f"grid-c{c}", "concurrency": c}) for c in (1, 8)]
+    job = job.model_copy(update={"cases": [case.model_copy(update={"points": [template, *grid], "search": search})]})
+    run = run_cli(job, tmp_path, {"RECIPE_BOT_VLLM": str(FAKE_VLLM), "RECIPE_BOT_SHUTDOWN_GRACE_S": "2"})
+    assert run.returncode == 0, run.output
+    (result_case,) = run.result["cases"]
+    # 2 fixed points spread over a budget of 4: one before the search's 1st point, one before its 3rd.
+    assert [p["point_id"] for p in result_case["points"]] == ["grid-c1", "ok-c1", "ok-c2", "grid-c8", "ok-c4", "ok-c8"]
+    trace = result_case["search"]
+    assert [c["concurrency"] for c in trace["choices"]] == [1, 2, 4, 8] and trace["stop"] == "budget"
     assert run.result["server_launches"] == 1
     for point in result_case["points"]:
         assert point["status"] == "passed" and (tmp_path / "out" / point["raw_result_file"]).is_file()

@@ -28,7 +28,7 @@ from bot.runner.load import (VLLM_CLIENT, Client, Target, choose_client, reset_p
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
 from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
-from bot.runner.search_run import search_points, search_trace
+from bot.runner.search_run import case_points, own_points, search_trace
 from bot.runner.server import InferenceServer, ServerError, terminate_servers
 
 GRACE_ENV = "RECIPE_BOT_SHUTDOWN_GRACE_S"
@@ -221,7 +221,7 @@ def _points_in_order(case: Case, ctx: RunContext, client: Client | None, target:
                      servers: list[InferenceServer], case_dir: Path, client_env: dict[str, str],
                      session: InProcessClient | None, points: list[PointResult],
                      failures: list[str]) -> None:
-    for index, point in enumerate(search_points(case, points) if case.search else case.points):
+    for index, point in enumerate(case_points(case, points)):
         if index > 0 and case.reset_prefix_cache_between_points:
             ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
         ctx.budget.tick(f"starting point {point.point_id!r}")
@@ -329,7 +329,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
         points=points, accuracy=accuracy, cleanup=proof,
         server_logs=[str(s.log_path.relative_to(ctx.out_dir)) for s in servers],
         log_tail=log_tail if failures else None,
-        search=search_trace(case.search, points) if case.search else None)
+        search=search_trace(case.search, own_points(case, points)) if case.search else None)
     progress.case(result)
     return result
 

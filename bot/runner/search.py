@@ -6,17 +6,24 @@ search can be replayed on a recorded response surface (tests/, bench/bench_searc
 Every search starts with a log-spaced bracket (BRACKET_POINTS points from lo to hi, ascending,
 rounded to integers), then refines on the log scale by bisecting (geometric mean) one gap at a time:
 
-- `knee` (throughput per GPU vs interactivity). On the measured points, normalise both axes:
-  v(c) = (tput(c) - min tput) / (max tput - min tput)                       (throughput gained, 0..1)
-  u(c) = (ln I_max - ln I(c)) / (ln I_max - ln I_min)                     (interactivity given up, 0..1)
-  where I is interactivity (tokens/s per user). The knee is argmax_c v(c) - u(c): the point
-  farthest above the chord from (least throughput, best interactivity) to (most throughput,
-  worst interactivity) on those normalised axes (Kneedle's difference curve). Ties go to the
-  lower concurrency. Without interactivity for every point, u is ln(c) normalised over [lo, hi].
-  Both curves are first smoothed (`smoothed`): a local-linear fit in ln(c) with a Gaussian kernel
-  of width SMOOTH_WIDTH, so one point's noise (±5-10 % on a shared CPU) cannot move the knee to
-  itself; a straight stretch of the curve is left as it is, however sparse the points.
-  Refinement bisects the wider of the two gaps next to the current knee.
+- `knee` (throughput per GPU vs interactivity). The knee is where a curve stops paying: on
+  axes normalised from lo to hi,
+  v(c) = (T(c) - T(lo)) / (T(hi) - T(lo))                                  (throughput gained, 0..1)
+  u(c) = (ln I(lo) - ln I(c)) / (ln I(lo) - ln I(hi))                     (interactivity given up, 0..1)
+  where T is throughput per GPU and I interactivity (tokens/s per user), the knee is argmax v - u:
+  the point farthest above the chord (Kneedle's difference curve). T and I are a global fit to
+  every measured point (`fitted_knee`): T(c) = Tmax·c/(c + h) (saturating), ln I(c) = a - b·ln(1 + c/k),
+  least squares in ln T and ln I, h and k on a fixed log grid; the knee is taken on the fitted
+  curves, continuously, and the answer is the measured concurrency nearest it (the lower on a tie).
+  Fitted curves, not measured extremes, so a 9-point and a 28-point sample of the same curve give
+  the same knee, and one noisy point (±10-50 % on a shared CPU) cannot pull it to itself. Where the
+  saturating model does not describe the points (RMS residual of ln T above FIT_RMS, e.g. a sharp
+  KV-cache cliff, or fewer than FIT_MIN_POINTS or no interactivity) the knee falls back to the
+  measured points, both curves first smoothed (`smoothed`: a local-linear fit in ln(c) with a
+  Gaussian kernel of width SMOOTH_WIDTH), normalised by their min and max (u is ln(c) normalised
+  over [lo, hi] without interactivity), ties to the lower concurrency.
+  Refinement measures the fitted knee itself (rounded) while no measured point lies within a
+  factor sqrt(1 + tol) of it, then bisects the wider of the two gaps next to the current knee.
 - `cliff` (where throughput stops rising): the smallest measured concurrency whose throughput per
   GPU reaches PLATEAU (95 %) of the highest measured. Refinement bisects the gap below it and the
   gap above the highest point (a sharp KV-cache cliff can hide a higher peak there), wider first.
@@ -42,6 +49,13 @@ PLATEAU = 0.95  # `cliff`: throughput counts as stopped rising within 5 % of the
 # in. Wider blurs a sharp KV-cache cliff; narrower lets one noisy point pick the knee
 # (bench/bench_search.py, tests/test_search.py's noisy surfaces).
 SMOOTH_WIDTH = 0.35
+# The saturating fit speaks for the knee when its RMS residual in ln(throughput) is at most this:
+# the CPU engine's curves under load fit within 0.05-0.15, a KV-cache cliff at 0.3
+# (bench/results/search.json, tests/search_surfaces.py).
+FIT_RMS = 0.2
+FIT_MIN_POINTS = 4  # a two-parameter curve through the bracket's four points at least
+FIT_STEPS = 240  # the fixed log grid of h and k, from lo/10 to hi*10: deterministic, no optimiser
+KNEE_STEPS = 400  # where on the fitted curves the knee is looked for, log-spaced over [lo, hi]
 
 STOP_BUDGET = "budget"
 STOP_RESOLVED = "resolved"
@@ -154,10 +168,63 @@ def knee_scores(measured: dict[int, Measurement], lo: int, hi: int) -> dict[int,
     return scores
 
 
+def _best_shape(cs: list[int], ys: list[float], shape, scales: list[float],
+                free_slope: bool) -> tuple[float, float, float, float]:
+    """Least squares of ys = a + b·shape(c, s) over the grid of s: (residual, s, a, b); without
+    `free_slope` b is 1 (the throughput fit's only free factor is Tmax)."""
+    best = None
+    n = len(cs)
+    for s in scales:
+        g = [shape(c, s) for c in cs]
+        mean_g, mean_y = sum(g) / n, sum(ys) / n
+        spread = sum((x - mean_g) ** 2 for x in g)
+        b = 1.0
+        if free_slope:
+            b = sum((x - mean_g) * (y - mean_y) for x, y in zip(g, ys)) / spread if spread > 1e-12 else 0.0
+        a = mean_y - b * mean_g
+        residual = sum((y - a - b * x) ** 2 for x, y in zip(g, ys))
+        if best is None or residual < best[0] - 1e-12:
+            best = (residual, s, a, b)
+    return best
+
+
+def _saturation(c: float, h: float) -> float:
+    return math.log(c / (c + h))  # ln of c/(c + h): ln T = ln Tmax + this
+
+
+def _falloff(c: float, k: float) -> float:
+    return math.log(1 + c / k)
+
+
+def fitted_knee(measured: dict[int, Measurement], lo: int, hi: int) -> float | None:
+    """The knee on the globally fitted curves (module docstring), or None where the fit cannot speak."""
+    cs = sorted(measured)
+    if len(cs) < FIT_MIN_POINTS or any(measured[c].tput_per_gpu <= 0 or not measured[c].interactivity
+                                       or measured[c].interactivity <= 0 for c in cs):
+        return None
+    scales = [lo / 10 * (hi * 100 / lo) ** (i / FIT_STEPS) for i in range(FIT_STEPS + 1)]
+    t_res, h, ln_tmax, _ = _best_shape(cs, [math.log(measured[c].tput_per_gpu) for c in cs], _saturation, scales, False)
+    if math.sqrt(t_res / len(cs)) > FIT_RMS:
+        return None
+    _, k, a, b = _best_shape(cs, [math.log(measured[c].interactivity) for c in cs], _falloff, scales, True)
+    xs = [lo * (hi / lo) ** (i / KNEE_STEPS) for i in range(KNEE_STEPS + 1)]
+    tput = [math.exp(ln_tmax) * x / (x + h) for x in xs]
+    ln_i = [a + b * _falloff(x, k) for x in xs]
+    if tput[-1] <= tput[0] or ln_i[-1] >= ln_i[0]:
+        return None  # no throughput gained or no interactivity given up: no knee to speak of
+    scores = [(t - tput[0]) / (tput[-1] - tput[0]) - (ln_i[0] - li) / (ln_i[0] - ln_i[-1])
+              for t, li in zip(tput, ln_i)]
+    return xs[max(range(len(xs)), key=lambda i: (scores[i], -i))]
+
+
 def knee_of(measured: dict[int, Measurement], lo: int, hi: int) -> int | None:
-    """The knee among the measured points (lowest concurrency on a tie)."""
+    """The knee among the measured points: the one nearest the fitted knee, or the best smoothed
+    score where the fit cannot speak (lowest concurrency on a tie)."""
     if not measured:
         return None
+    fitted = fitted_knee(measured, lo, hi)
+    if fitted is not None:
+        return min(sorted(measured), key=lambda c: abs(math.log(c / fitted)))
     scores = knee_scores(measured, lo, hi)
     return max(sorted(scores), key=lambda c: scores[c])
 
@@ -214,6 +281,12 @@ def next_point(spec: SearchSpec, results: Measurements) -> Decision:
         return Decision(None, STOP_NO_DATA, None, "no point of the bracket gave figures")
     healthy = sorted(measured)
     if spec.target == "knee":
+        fitted = fitted_knee(measured, lo, hi)
+        if fitted is not None:
+            point = min(hi, max(lo, round(fitted)))
+            if point not in tried_set and min(abs(math.log(c / fitted)) for c in tried) \
+                    > math.log(1 + spec.tolerance) / 2:
+                return Decision(point, None, answer, "the fitted curves' knee")
         below, above = _neighbours(answer, healthy)
         gaps = [(_gap(below, answer, spec.tolerance, tried_set), "below the knee"),
                 (_gap(answer, above, spec.tolerance, tried_set), "above the knee")]

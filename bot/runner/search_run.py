@@ -34,15 +34,43 @@ def point_at(spec: SearchSpec, template: LoadPoint, concurrency: int) -> LoadPoi
                                        "num_prompts": prompts, "num_warmups": warmups})
 
 
+def own_points(case: Case, points: list[PointResult]) -> list[PointResult]:
+    """The search's own results among a case's, without the fixed points interleaved with them."""
+    assert case.search is not None
+    fixed = {p.point_id for p in case.points[1:]} if case.search.interleave else set()
+    return [p for p in points if p.point_id not in fixed]
+
+
 def search_points(case: Case, done: list[PointResult]) -> Iterator[LoadPoint]:
     """Yield the next point to run until the search stops; `done` grows as the runner records
-    each result (the caller appends to it between yields)."""
+    each result (the caller appends to it between yields); the search reads only its own."""
     assert case.search is not None and case.points
     while True:
-        decision = next_point(case.search, measurements(done))
+        decision = next_point(case.search, measurements(own_points(case, done)))
         if decision.next is None:
             return
         yield point_at(case.search, case.points[0], decision.next)
+
+
+def case_points(case: Case, done: list[PointResult]) -> Iterator[LoadPoint]:
+    """The case's points in the order they run: the list, the search's choices, or (interleave)
+    both spread over the same time: before the search's k-th point, the fixed points up to
+    k/budget of them (a 28-point grid and a budget of 9: 4 fixed, 1 search, 3 fixed, 1 search, ...)."""
+    if case.search is None:
+        yield from case.points
+        return
+    searching = search_points(case, done)
+    if not case.search.interleave:
+        yield from searching
+        return
+    fixed, budget = case.points[1:], case.search.budget
+    ran = 0
+    for k, point in enumerate(searching, start=1):
+        share = -(-k * len(fixed) // budget)  # ceil: a fixed point first
+        yield from fixed[ran:share]
+        ran = max(ran, share)
+        yield point
+    yield from fixed[ran:]  # the search stopped before its budget
 
 
 def search_trace(spec: SearchSpec, points: list[PointResult]) -> SearchTrace:
