@@ -1,9 +1,11 @@
 """Figures no engine can produce (TPOT 0.0 ms → 179,904 tok/s/user): flagged in the report, kept out of the chart.
 
 A reader trusts a table row marked passed. A point whose median TPOT rounds to zero (one-token
-outputs, a client timing bug) makes an interactivity no GPU reaches, and stretches the chart's
-x-axis until every other line is flat. Such a row is shown with what is implausible, never as a
-plain pass, and the chart is drawn without it. The limits are far beyond any engine measured.
+outputs; a starved API server sending a whole streamed answer in one write, as the CPU engine did
+when the runner gave each server a scheduler autogroup of its own; a client timing bug) makes an
+interactivity no GPU reaches, and stretches the chart's x-axis until every other line is flat.
+Such a row is shown with what is implausible, never as a plain pass, and the chart is drawn
+without it. The limits are far beyond any engine measured.
 """
 from __future__ import annotations
 
