@@ -41,6 +41,7 @@ class Record:
     __slots__ = ()
     FIELDS: tuple[str, ...] = ()
     FLOATS: tuple[str, ...] = ()  # float fields: an int given becomes a float, as pydantic makes it
+    LISTS: tuple[str, ...] = ()  # list fields: kept as a copy of what was given, as pydantic makes it
 
     def __init__(self, **values: Any) -> None:
         for name, default in self.DEFAULTS.items():  # type: ignore[attr-defined]
@@ -54,6 +55,8 @@ class Record:
             value = getattr(self, name)
             if type(value) is int:
                 object.__setattr__(self, name, float(value))
+        for name in self.LISTS:
+            object.__setattr__(self, name, list(getattr(self, name)))
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -155,10 +158,7 @@ class TouchedRecipe(Record):
     __slots__ = ("name", "source", "runner_label", "reasons", "fingerprint", "base_fingerprint")
     DEFAULTS = {"name": REQUIRED, "source": REQUIRED, "runner_label": REQUIRED, "reasons": REQUIRED,
                 "fingerprint": None, "base_fingerprint": None}
-
-    def __init__(self, **values: Any) -> None:
-        super().__init__(**values)
-        self.reasons = list(self.reasons)  # a copy, as pydantic made one
+    LISTS = ("reasons",)
 
 
 class RecipePlan(Record):
@@ -219,10 +219,7 @@ class ChangelogSummary(Record):
     __slots__ = ("line", "config_keys", "evals_only", "all_evals", "append_only", "pr_link")
     DEFAULTS = {"line": REQUIRED, "config_keys": REQUIRED, "evals_only": REQUIRED, "all_evals": REQUIRED,
                 "append_only": REQUIRED, "pr_link": REQUIRED}
-
-    def __init__(self, **values: Any) -> None:
-        super().__init__(**values)
-        self.config_keys = list(self.config_keys)
+    LISTS = ("config_keys",)
 
 
 class InferenceXPlan(Record):
