@@ -187,23 +187,19 @@ def load_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()  # yaml.compose(text)
-    except yaml.YAMLError as exc:
-        loader.dispose()
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(source, mark.line + 1 if mark else None, "", f"not valid YAML: {problem}") from None
-    if root is None:
-        loader.dispose()
-        return RepoConfig()
-    if not isinstance(root, yaml.MappingNode):
-        loader.dispose()
-        raise ConfigError(source, root.start_mark.line + 1, "", "the file must be a mapping of settings")
-    try:
+        if root is None:
+            return RepoConfig()
+        if not isinstance(root, yaml.MappingNode):
+            raise ConfigError(source, root.start_mark.line + 1, "", "the file must be a mapping of settings")
         _reject_duplicate_keys(root, source, ())
         # yaml.safe_load(text) without parsing the text twice: the same loader builds the data from the
         # node. A merge key (`<<`) makes the constructor rewrite the node, whose lines errors name: those
         # files are parsed again for the data instead.
         data = loader.construct_document(root) if "<<" not in text and "merge" not in text else yaml.safe_load(text)
+    except yaml.YAMLError as exc:  # composing, or constructing (an unknown tag, bad !!binary)
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(source, mark.line + 1 if mark else None, "", f"not valid YAML: {problem}") from None
     finally:
         loader.dispose()
     try:

@@ -65,6 +65,9 @@ BAD = [
     ("duplicate-key", "cooldown_seconds: 1\ncooldown_seconds: 2\n", 2, "cooldown_seconds", "duplicate key"),
     ("not-a-mapping", "- a\n- b\n", 1, "", "must be a mapping"),
     ("not-yaml", "labels: [\n", 2, "", "not valid YAML"),
+    # Well-formed YAML that safe_load cannot build: was "unexpected error: ConstructorError".
+    ("unknown-tag", "cooldown_seconds: 1\nx: !foo 1\n", 2, "", "could not determine a constructor"),
+    ("bad-binary", "labels: !!binary zzz\n", 1, "", "failed to decode base64"),
 ]
 
 
