@@ -21,11 +21,9 @@ from bot.report.model import (
     Report,
     Verdict,
 )
+from bot.report.frozen import made
 from bot.report.sources import reproduce, source_of
 from bot.results import CaseResult, CleanupProof, JobResult
-
-_new = object.__new__
-_set = object.__setattr__  # a frozen dataclass refuses its own __setattr__, __dict__ included
 
 # A case of an unpacked sweep carries its concurrency in its name; the arm is the rest.
 _CONCURRENCY_SUFFIX = re.compile(r"[-_.](?:c|conc|concurrency)[-_]?\d+$", re.IGNORECASE)
@@ -75,10 +73,7 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
                     metrics, baseline.lookup(result.recipe_fingerprint, point.point_id),
                     thresholds, engine_version=result.engine_version, gpus=gpus,
                     head_repeats=tuple(point.repeats), client_process=point.client_process)
-            # PointRow(...) without its __init__ (one object.__setattr__ a field, 19 fields, a row
-            # a point): the keys are PointRow's fields in order (a test compares them).
-            row = _new(PointRow)
-            _set(row, "__dict__", {
+            rows.append(made(PointRow, {
                 "job_id": result.job_id, "recipe": result.recipe,
                 "fingerprint": result.recipe_fingerprint, "arm": arm, "case": case.name,
                 "point_id": point.point_id, "concurrency": point.concurrency,
@@ -86,8 +81,7 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
                 "tput_per_gpu": metrics.tput_per_gpu, "interactivity": metrics.interactivity,
                 "ttft_p50": metrics.ttft_ms.get("median"), "ttft_p99": metrics.ttft_ms.get("p99"),
                 "tpot_p50": metrics.tpot_ms.get("median"), "comparison": comparison,
-                "requests": metrics.completed, "reproduce": command})
-            rows.append(row)
+                "requests": metrics.completed, "reproduce": command}))
     # Planned points with no result (a lost or cancelled job, a runner that stopped early) still
     # show, as lost, cancelled or skipped: never silently dropped, never passed.
     seen = {row.point_id for row in rows}

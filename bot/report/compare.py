@@ -22,6 +22,7 @@ import pydantic
 
 from bot.report import noise
 from bot.report.collect import RESULT_FILE, InputError
+from bot.report.frozen import made
 from bot.results import JobResult, PointMetrics, PointResult
 
 
@@ -260,10 +261,6 @@ def _requests(metrics: PointMetrics) -> int:
     return metrics.requests.count if metrics.requests is not None else metrics.completed
 
 
-_new = object.__new__
-_set = object.__setattr__  # a frozen dataclass refuses its own __setattr__, __dict__ included
-
-
 def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
                   thresholds: Mapping[str, float], *, engine_version: str | None = None,
                   gpus: tuple[str, ...] = (),
@@ -323,14 +320,9 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
             if head_vectors is not None:
                 head_values = [vector[index] for vector in head_vectors if vector[index] is not None]
                 interval = noise.from_runs(worse, head_values, values)
-            elif spread is not None:  # noise.from_runs with one head run: the base spread alone
-                interval = _new(noise.Interval)
-                _set(interval, "__dict__", {"low": worse - spread, "high": worse + spread, "basis": "runs",
-                                            "runs": 1 + len(values)})
-        # Delta(...) without its __init__ (one object.__setattr__ a field; 40,000 of them in a 5,000-point
-        # report); the keys are Delta's fields in order (a test compares them with dataclasses.fields).
-        delta = _new(Delta)
-        _set(delta, "__dict__", {
+            elif spread is not None:  # one head run: the base runs' spread alone
+                interval = noise.from_runs(worse, (head,), values)
+        delta = made(Delta, {
             "metric": metric.key, "head": head, "base": base, "change_pct": change, "worse_pct": worse,
             "noise_pct": spread, "threshold_pct": threshold,
             "verdict": _judge(worse, interval, threshold, ok), "interval": interval,
