@@ -1,6 +1,7 @@
 """Honest packing: rows share a server launch only when nothing that starts the server reads a per-point value."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -51,17 +52,10 @@ def _reads(text: str, name: str, values: list[str] | None = None) -> bool:
     return False
 
 
-_SERVER_SIDE: dict[str, tuple[list[tuple[int, str]], bool]] = {}
-
-
+@functools.lru_cache(maxsize=10_000)
 def server_side(text: str) -> tuple[list[tuple[int, str]], bool]:
     """`_server_side(text)`, once per script text: configs of one model share their scripts (read-only)."""
-    found = _SERVER_SIDE.get(text)
-    if found is None:
-        if len(_SERVER_SIDE) > 10_000:
-            _SERVER_SIDE.clear()
-        found = _SERVER_SIDE[text] = _server_side(text)
-    return found
+    return _server_side(text)
 
 
 def _server_side(text: str) -> tuple[list[tuple[int, str]], bool]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 import json
 import sys
@@ -16,17 +17,12 @@ from bot.plan.render import dump_json, errors_markdown, plan_document, plan_mark
 from bot.recipes.errors import RecipeError
 
 
-_AT_EXIT: list[bool] = []
-
-
+@functools.cache  # registered once; in a long-lived process (tests) it runs only when that process ends
 def _skip_final_collection() -> None:
     """A plan leaves ~10^5 objects alive until the process ends; the collector's last pass over them at
     interpreter exit finds nothing to free (they hold no cycles) yet costs more than writing the plan.
-    Frozen at exit, they are left to the exit itself. Registered once; in a long-lived process (tests)
-    it runs only when that process ends."""
-    if not _AT_EXIT:
-        _AT_EXIT.append(True)
-        atexit.register(gc.freeze)
+    Frozen at exit, they are left to the exit itself."""
+    atexit.register(gc.freeze)
 
 
 def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:

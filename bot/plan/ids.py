@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -12,16 +13,11 @@ if TYPE_CHECKING:
     from bot.recipes.schema import RunnerSpec
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_SAFE: dict[str, str] = {}  # part → its safe form: an InferenceX plan names each config key and shape many times
 
 
+@functools.lru_cache(maxsize=100_000)  # an InferenceX plan names each config key and shape many times
 def _safe(part: str) -> str:
-    found = _SAFE.get(part)
-    if found is None:
-        if len(_SAFE) > 100_000:
-            _SAFE.clear()
-        found = _SAFE[part] = _UNSAFE.sub("-", part).strip("-")
-    return found
+    return _UNSAFE.sub("-", part).strip("-")
 
 
 def job_id(*parts: str) -> str:

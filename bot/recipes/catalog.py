@@ -95,7 +95,6 @@ def load_runners(source: Source, cache: YamlCache) -> tuple[RunnerTable | None, 
         return None, {}
     from bot.recipes.schema import RunnerTable
 
-
     def locate(loc: tuple) -> tuple[str, int | None]:
         return RUNNERS_FILE, located.line_of(loc)
 
