@@ -5,7 +5,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.plan.jsonout import dumps_indented
+import orjson
+
 from bot.plan.model import MatrixEntry, Plan
 from bot.recipes.errors import RecipeProblem
 
@@ -175,5 +176,12 @@ def errors_markdown(problems: list[RecipeProblem]) -> str:
     return render_bilingual("plan/recipe-error", problems=[p.as_dict() for p in problems])
 
 
-def dump_json(document: dict) -> str:
-    return dumps_indented(document) + "\n"  # json.dumps(indent=2)'s text, C-encoder fast
+_PLAN_JSON = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+
+
+def dump_json(document: dict) -> bytes:
+    """The plan as the workflow reads it: UTF-8 JSON laid out as json.dumps(indent=2) lays it out.
+
+    A whole catalogue's plan is megabytes; orjson writes it in a tenth of the standard library's time.
+    """
+    return orjson.dumps(document, option=_PLAN_JSON)
