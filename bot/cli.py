@@ -5,6 +5,8 @@ import importlib
 
 import click
 
+from bot.gcpause import gc_paused
+
 # Subcommands are imported only when called, so `recipe-bot sandbox` never pays for matplotlib
 # and a runner host never imports the control plane.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -53,7 +55,8 @@ class LazyGroup(click.Group):
             return None
         module_name, attr = SUBCOMMANDS[name]
         try:
-            module = importlib.import_module(module_name)
+            with gc_paused():  # a subcommand's imports make thousands of objects that live on: no garbage to find
+                module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.startswith("bot"):
                 return _unavailable(name, f"{module_name} is not part of this build")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from bot.gcpause import gc_paused
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
 from bot.plan.planner import plan_change
@@ -76,6 +77,7 @@ def _command_filters(text: str) -> dict:
               help="Fail unless every runner label and image is allowed by this revision (the default branch).")
 @click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write each job as DIR/<job_id>.json; the JSON then names the files.")
+@gc_paused()  # everything the command makes lives until it prints: no garbage for the collector before that
 def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tuple[str, ...], scope: str,
              recipes: tuple[str, ...], cases: tuple[str, ...], kind: str, command: str | None,
              labels: tuple[str, ...], canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool,

@@ -11,7 +11,7 @@ from bot.plan.matrix import matrices_for
 from bot.plan.model import MatrixEntry, Plan, PlanError, PlanFilters, RecipePlan, TouchedRecipe
 from bot.plan.touched import Touched, touched_native
 from bot.recipes.catalog import Catalog, load_catalog
-from bot.recipes.gcpause import gc_paused
+from bot.gcpause import gc_paused
 from bot.recipes.sources import Source, SourceError, changed_paths, open_source
 
 if TYPE_CHECKING:
