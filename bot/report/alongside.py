@@ -1,11 +1,10 @@
-"""Work `recipe-bot report` hands to forked children, so that a second core shares a large report.
+"""chart.png from a forked child, so that a second core shares a large report.
 
-Two kinds: `Beside` runs one piece of work (writing full-results.json) in a child forked once the
-report is built; `ChartChild` is forked before the results are read, imports matplotlib while
-the parent reads and compares (a third of a small report's time), then draws chart.png from the
-series the parent sends it. Each gives a wait that redoes the work in the parent when the child
-failed, so an error is raised as it would have been without a child. Where fork is not safe to
-use (not Linux) everything runs in the parent, in the same order.
+`ChartChild` is forked before the results are read, imports matplotlib while the parent reads and
+compares (a third of a small report's time), then draws chart.png from the series the parent sends
+it. Its wait draws the chart in the parent when the child failed, so an error is raised as it would
+have been without a child. Where fork is not safe to use (not Linux) the parent draws it, in the same
+order.
 """
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ import pickle
 import signal
 import sys
 import tempfile
-from collections.abc import Callable
 
 FORK = sys.platform == "linux" and os.environ.get("RECIPE_BOT_REPORT_FORK", "1") != "0"
 
@@ -30,32 +28,6 @@ def _wait(pid: int) -> bool:
     """Whether the child exited 0."""
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
-
-
-class Beside:
-    """`work()` in a child from now on; `wait()` (once; later calls return at once) waits for it
-    and runs `work()` here when the child did not finish it."""
-
-    def __init__(self, work: Callable[[], None]):
-        self.work, self.pid = work, None
-        if not FORK:
-            return
-        pid = _fork()
-        if pid == 0:  # the child: work, and leave without running the parent's exit handlers
-            code = 1
-            try:
-                work()
-                code = 0
-            finally:
-                os._exit(code)
-        self.pid = pid
-
-    def wait(self) -> None:
-        work, self.work = self.work, None
-        if work is None:
-            return
-        if self.pid is None or not _wait(self.pid):
-            work()
 
 
 class ChartChild:

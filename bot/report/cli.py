@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
-import gc
 import json
 import os
 import pathlib
 import tempfile
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
+import orjson
+
+from bot.gcpause import gc_paused
 
 # The report's own modules (pydantic's models, the renderer) are imported by report_cmd once its
 # chart child is forked, so that child starts loading matplotlib as early as it can.
@@ -39,21 +39,8 @@ def _write(path: pathlib.Path, data: bytes | str) -> None:
         raise
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
 def _json_default(value: object) -> object:
-    # Shallow, field by field: json walks the rest (dataclasses.asdict would deep-copy it all).
-    # The field names are looked up once a class: tens of thousands of objects share a few.
-    names = _FIELDS.get(type(value))
-    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value))
-    if names is not None:
-        # A dataclass's own dict holds its fields in order (set by __init__): json walks it as is.
-        fields = getattr(value, "__dict__", None)
-        if fields is not None and len(fields) == len(names):
-            return fields
-        return {name: getattr(value, name) for name in names}
+    """What orjson does not write itself (it writes dataclasses, tuples and enums field by field)."""
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
     if isinstance(value, (set, frozenset)):
@@ -144,22 +131,6 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
             f"{DEFAULT_CONFIG} or pass --bot-login") from None
 
 
-def _without_cycle_collector(command: Callable) -> Callable:
-    """Run the command with Python's cycle collector paused: a large report allocates millions of
-    objects and none of them form garbage cycles, yet the collector would walk them all again and
-    again (a sixth of a 5,000-point report's time). Restored afterwards, for callers in process."""
-    @functools.wraps(command)
-    def run(*args, **kwargs):
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return command(*args, **kwargs)
-        finally:
-            if was_enabled:
-                gc.enable()
-    return run
-
-
 @click.command(name="report")
 @click.option("--results", "results_dir", required=True,
               type=click.Path(path_type=pathlib.Path, file_okay=False),
@@ -193,7 +164,9 @@ def _without_cycle_collector(command: Callable) -> Callable:
               help="Post the merge gate of the head SHA: this run merged with every earlier run on it.")
 @click.option("--required", "required_dir", type=click.Path(path_type=pathlib.Path),
               help="With --gate: plan JSON file(s) of what the PR requires (a file or a folder).")
-@_without_cycle_collector
+# A large report allocates millions of objects and no garbage cycles, yet the collector would walk
+# them all again and again (a sixth of a 5,000-point report's time).
+@gc_paused()
 def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                baseline_dir: pathlib.Path | None, base_branch: str | None, workflow: str,
                config_path: pathlib.Path | None,
@@ -235,11 +208,9 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     report = build.build_report(collection, baseline, thresholds, meta)
     out_dir.mkdir(parents=True, exist_ok=True)
     # Compact on purpose: with thousands of points an indented file is several times larger.
-    full_results = alongside.Beside(lambda: _write(out_dir / "full-results.json", json.dumps(
-        {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys,
-         "report": report}, default=_json_default, ensure_ascii=False, separators=(",", ":"),
-        check_circular=False)))  # a report is a tree; a cycle would still end in RecursionError
-    click.get_current_context().call_on_close(full_results.wait)
+    _write(out_dir / "full-results.json", orjson.dumps(
+        {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys, "report": report},
+        default=_json_default, option=orjson.OPT_NON_STR_KEYS))
     # Handed over once the JSON child runs: that file is the longest of the work left.
     chart_child.draw(chart.plotted(report), out_dir / "chart.png",
                      f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
@@ -270,7 +241,6 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         summary["posted"] = _post(report, rendered, meta, check_name, bot_login, config,
                                   dry_run, gated)
     _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
-    full_results.wait()
     chart_child.wait()
     counts = report.counts
     click.echo(f"verdict: {report.verdict.conclusion} · jobs {counts.jobs_total} · "
