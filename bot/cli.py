@@ -5,6 +5,7 @@ import importlib
 
 import click
 
+from bot.cli_guard import HELP_OPTIONS
 from bot.gcpause import gc_paused
 
 # Subcommands are imported only when called, so `recipe-bot sandbox` never pays for matplotlib
@@ -70,14 +71,14 @@ class LazyGroup(click.Group):
 
 
 def _unavailable(name: str, why: str) -> click.Command:
-    @click.command(name=name, help=SHORT_HELP.get(name))
+    @click.command(name=name, help=SHORT_HELP.get(name), context_settings=HELP_OPTIONS)
     def command() -> None:
         raise click.ClickException(why)
 
     return command
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings=HELP_OPTIONS)
 @click.version_option(package_name="recipe-bot")
 def main() -> None:
     """recipe-bot: PR commands to GPU benchmark runs, with one bilingual report."""

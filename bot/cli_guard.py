@@ -6,6 +6,10 @@ import re
 import sys
 
 DEBUG_ENV = "RECIPE_BOT_DEBUG"
+# Every command takes -h. Each command says so itself: click keeps a command's help option from the
+# first context it ran in, so a command first run on its own (a test, a library caller) would
+# otherwise refuse -h for the rest of the process, even under `recipe-bot`.
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 _ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")
 
 

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from bot.cli_guard import HELP_OPTIONS
 from bot.config import ConfigError
 from bot.github import GitHubClient, GitHubError
 
@@ -17,12 +18,12 @@ def _fail(english: str, chinese: str) -> None:
     sys.exit(2)
 
 
-@click.group("checklist")
+@click.group("checklist", context_settings=HELP_OPTIONS)
 def checklist_cmd() -> None:
     """The PR_REVIEW_CHECKLIST sign-off (check `recipe-bot / sign-off`)."""
 
 
-@checklist_cmd.command("verify")
+@checklist_cmd.command("verify", context_settings=HELP_OPTIONS)
 @click.option("--pr", type=int, required=True, help="Pull request number.")
 @click.option("--sha", help="Verify only if this full 40-hex SHA is still the PR's head (e.g. after a GPU run).")
 @click.option("--dry-run", is_flag=True, help="Make no write to GitHub; print each intended write as one JSON line.")

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from bot import i18n
+from bot.cli_guard import HELP_OPTIONS
 from bot.control import approvals as approval_sources
 from bot.control import budget, commands, dispatch, dispatch_once, gate_events, github_failures, pr_actions, trust
 from bot.control import warmup
@@ -439,7 +440,7 @@ def handle_event(event_name: str, payload: Any, client: GitHubClient,
     return h.outcome
 
 
-@click.command("handle")
+@click.command("handle", context_settings=HELP_OPTIONS)
 @click.option("--event-name", required=True, help="GITHUB_EVENT_NAME: issue_comment, pull_request, ...")
 @click.option("--event-path", required=True, type=click.Path(dir_okay=False),
               help="GITHUB_EVENT_PATH: the webhook payload as JSON.")

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.rule import Rule
 
+from bot.cli_guard import HELP_OPTIONS
 from bot.demo import sample
 from bot.demo.loop import DemoError, run_demo
 from bot.runner.environment import engine_dir, find_vllm
@@ -48,7 +49,7 @@ def check_port_free(port: int) -> None:
                                        "stop what holds it or choose another with --port") from exc
 
 
-@click.command(name="demo")
+@click.command(name="demo", context_settings=HELP_OPTIONS)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out"),
               show_default=True, help="Where the comment, the HTML preview, the results and the logs go.")
 @click.option("--command", default=DEFAULT_COMMAND, show_default=True,

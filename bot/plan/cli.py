@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from bot.cli_guard import HELP_OPTIONS
 from bot.gcpause import gc_paused
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
@@ -50,7 +51,7 @@ def _command_filters(text: str) -> dict:
         raise click.BadParameter(str(exc), param_hint="--command") from None
 
 
-@click.command(name="plan")
+@click.command(name="plan", context_settings=HELP_OPTIONS)
 @click.option("--base", "base", metavar="REV", help="Compare with this revision; without it, plan every recipe.")
 @click.option("--head", "head", metavar="REV", help="Plan this revision (default: the working tree).")
 @click.option("--repo", "repo", type=click.Path(file_okay=False, path_type=Path), default=Path("."),

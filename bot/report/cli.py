@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 import orjson
 
+from bot.cli_guard import HELP_OPTIONS
 from bot.gcpause import gc_paused
 
 # The report's own modules (pydantic's models, the renderer) are imported by report_cmd once its
@@ -131,7 +132,7 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
             f"{DEFAULT_CONFIG} or pass --bot-login") from None
 
 
-@click.command(name="report")
+@click.command(name="report", context_settings=HELP_OPTIONS)
 @click.option("--results", "results_dir", required=True,
               type=click.Path(path_type=pathlib.Path, file_okay=False),
               help="Folder holding every job's result.json (any depth).")

@@ -13,6 +13,7 @@ import yaml
 from pydantic import ValidationError
 from rich.console import Console
 
+from bot.cli_guard import HELP_OPTIONS
 from bot.failure_classes import annotate
 from bot.jobs import Job
 from bot.results import JobResult
@@ -81,7 +82,7 @@ def _row_job(path: Path):  # noqa: ANN202 - RowJob, imported lazily
         raise JobFileError(f"job file {path} is not a valid InferenceX row job: {problems}") from exc
 
 
-@click.command(name="run")
+@click.command(name="run", context_settings=HELP_OPTIONS)
 @click.option("--job", "job_file", required=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The job to run, as `recipe-bot plan` wrote it (JSON).")

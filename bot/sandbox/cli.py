@@ -9,10 +9,12 @@ from pathlib import Path
 
 import click
 
+from bot.cli_guard import HELP_OPTIONS
+
 from .seed import SeedError, load_seed
 
 
-@click.command(name="sandbox")
+@click.command(name="sandbox", context_settings=HELP_OPTIONS)
 @click.option("--seed", "seed_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Seed YAML: repository, users, teams, pulls, comments (docs/sandbox.md).")
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),

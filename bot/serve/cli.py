@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from bot.cli_guard import HELP_OPTIONS
 from bot.serve.auth import AppTokenSource, ClientFactory, TokenSource
 from bot.serve.logs import JsonLog
 from bot.serve.queue import DeliveryQueue
@@ -65,7 +66,7 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
     return Service(store, secret, handler, workers=workers, log=log)
 
 
-@click.command("serve", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("serve", context_settings=HELP_OPTIONS)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 in a container).")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free port; the log line `listening` names it).")

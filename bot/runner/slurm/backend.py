@@ -33,6 +33,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from bot.cli_guard import HELP_OPTIONS
 from bot.failure_classes import annotate, should_retry
 from bot.jobs import Job
 from bot.results import CaseResult, JobResult, SlurmInfo
@@ -401,7 +402,7 @@ def _merge(job: Job, slurm_id: str, watch: _Watch, tail: _OutputTail, result_pat
     return inner.model_copy(update=update)
 
 
-@click.command("slurm-cancel")
+@click.command("slurm-cancel", context_settings=HELP_OPTIONS)
 @click.option("--pr", type=int, required=True, help="Cancel the Slurm jobs of this pull request.")
 @click.option("--keep-sha", default=None, help="Keep the jobs of this head SHA (a superseding push).")
 @click.option("--repository", default=None, help="Only jobs submitted for this owner/name.")
