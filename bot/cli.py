@@ -35,11 +35,39 @@ SHORT_HELP = {
 }
 
 
+def _in_both_languages(exc: click.ClickException) -> click.ClickException:
+    """The error with its Chinese line under the English one (bot/messages_zh.py), unless it has one.
+
+    Commands raise their refusals in English where the fact is found; every one of them has a Chinese
+    form (tests/test_cli_errors.py), added here once for all of them, click's own usage errors too.
+    """
+    if type(exc).show not in (click.ClickException.show, click.UsageError.show):
+        return exc  # an error that shows something else (click's help for a bare command)
+    english = exc.format_message()
+    from bot.messages_zh import CJK, translate  # only on the way out with an error
+
+    chinese = translate(english)
+    if CJK.search(english) or chinese == english:
+        return exc
+    both = f"{english}\n错误：{chinese}"
+    out = click.UsageError(both, exc.ctx) if isinstance(exc, click.UsageError) else click.ClickException(both)
+    out.exit_code = exc.exit_code
+    return out
+
+
 class LazyGroup(click.Group):
+    def make_context(self, info_name, args, parent=None, **extra):  # noqa: ANN001, ANN201 - click's signature
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise _in_both_languages(exc) from None
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        except click.ClickException as exc:
+            raise _in_both_languages(exc) from None
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:
             from bot.cli_guard import debug_enabled, one_line

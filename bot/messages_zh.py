@@ -1,4 +1,4 @@
-"""简体中文 for the messages the planner and the recipe loader write (errors, notes, touched reasons).
+"""简体中文 for the messages the planner, the recipe loader and the command line write (errors, notes, reasons).
 
 Those messages are built in English where the fact is found; the Chinese half of a comment shows
 them through the templates' `zh` filter, which matches each against the English patterns below and
@@ -159,7 +159,87 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("List should have at least {} item after validation, not {}", "列表至少应有 {0} 项，实际为 {1} 项"),
     ("List should have at least {} items after validation, not {}", "列表至少应有 {0} 项，实际为 {1} 项"),
     ("String should match pattern {}", "字符串应符合模式 {0}"),
+    # the command line's refusals (bot/*/cli.py, report inputs, GitHub events), shown by bot/cli.py
+    ("cannot read the event: {}", "无法读取事件文件：{0}"),
+    ("the event is not JSON: {}", "事件文件不是 JSON：{0}"),
+    ("the event payload has no field workflow_run or repository", "事件数据中没有 workflow_run 或 repository 字段"),
+    ("the event payload has no field {}", "事件数据中没有字段 {0}"),
+    ("the event payload must be a JSON object", "事件数据必须是 JSON 对象"),
+    ("the event payload field {} should be {}, not {}", "事件数据的字段 {0} 应为 {1}，实际为 {2}"),
+    ("the merge_group event has no field {}", "merge_group 事件中没有字段 {0}"),
+    ("the event is for {}, but GITHUB_REPOSITORY is {}", "事件属于 {0}，但 GITHUB_REPOSITORY 是 {1}"),
+    ("no vLLM engine found (RECIPE_BOT_VLLM, `vllm` on PATH, {}): {}",
+     "找不到 vLLM 引擎（RECIPE_BOT_VLLM、PATH 中的 `vllm`、{0}）：{1}"),
+    ("the tiny model is missing at {}: {}", "{0} 处没有 tiny 模型：{1}"),
+    ("install it with `scripts/setup-cpu-engine.sh` (about {} minutes on 2 idle cores with a warm pip cache, longer "
+     "under load or with downloads; {}), or run `scripts/dev demo`",
+     "请用 `scripts/setup-cpu-engine.sh` 安装（2 个空闲核心、pip 缓存已预热时约 {0} 分钟，负载高或需要下载时更久；"
+     "{1}），或运行 `scripts/dev demo`"),
+    ("port {} on 127.0.0.1 is taken ({}); stop what holds it or choose another with --port",
+     "127.0.0.1 的端口 {0} 已被占用（{1}）；请停止占用它的进程，或用 --port 换一个端口"),
+    ("the check run concluded {}, not success; see {}", "检查的结论是 {0}，不是 success；请查看 {1}"),
+    ("`recipe-bot {}` failed with exit code {}; full output in {}\n{}", "`recipe-bot {0}` 失败，退出码 {1}；完整输出见 {2}\n{3}"),
+    ("the report posted {} report comment(s) and {} check run(s); see {}", "报告发布了 {0} 条报告评论和 {1} 个检查；请查看 {2}"),
+    ("the bot dispatched {} GPU runs instead of 1; its replies: {}", "bot 触发了 {0} 次 GPU 运行，而不是 1 次；它的回复：{1}"),
+    ("the plan has no jobs; see {}", "运行计划中没有作业；请查看 {0}"),
+    ("{} is not a positive integer", "{0} 不是正整数"),
+    ("cannot read the config: {}", "无法读取配置：{0}"),
+    ("the baseline directory does not exist", "基线目录不存在"),
+    ("the results directory does not exist", "结果目录不存在"),
+    ("no such plan file or directory", "没有这个运行计划文件或目录"),
+    ("job id {} is planned twice, differently", "作业 id {0} 被计划了两次，且内容不同"),
+    ("not a readable JSON plan: {}", "不是可读取的 JSON 运行计划：{0}"),
+    ('{} is not a recipe-bot Job: {}; expected a Job, a list of Jobs or {"jobs": [...]}',
+     '{0} 不是 recipe-bot 作业：{1}；应为一个作业、作业列表或 {{"jobs": [...]}}'),
+    ('{} is not a percentage; write a non-negative number such as 5 or "5%"', '{0} 不是百分比；请写非负数，例如 5 或 "5%"'),
+    ("expected a mapping of metric to percent, e.g. {tput_per_gpu: 5, ttft_p99: 10}; got {}",
+     "应为指标到百分比的映射，例如 {{tput_per_gpu: 5, ttft_p99: 10}}；实际为 {0}"),
+    ("unknown metric; accepted: {}", "未知指标；可用的有：{0}"),
+    ("--post needs the PR number and the head SHA (--pr/--sha, or results that carry them)",
+     "--post 需要 PR 编号和头提交的 SHA（--pr/--sha，或带有它们的结果）"),
+    ("cannot tell which account the bot posts as ({}); set bot_login in {} or pass --bot-login",
+     "无法确定 bot 以哪个账号发布（{0}）；请在 {1} 中设置 bot_login，或传入 --bot-login"),
+    ("--gate needs the head SHA (--sha, or results that carry it)", "--gate 需要头提交的 SHA（--sha，或带有它的结果）"),
+    ("cannot read the earlier runs of {}: {}", "无法读取 {0} 之前的运行：{1}"),
+    ("cannot listen on {}: {}", "无法监听 {0}：{1}"),
+    ("cannot read the seed file: {}", "无法读取 seed 文件：{0}"),
+    ("not valid YAML: {}", "不是有效的 YAML：{0}"),
+    ("the seed must be a mapping with at least `repository: owner/name`",
+     "seed 必须是映射，至少包含 `repository: owner/name`"),
+    ("the file must be a mapping of settings", "配置文件必须是设置项的映射"),
+    ("duplicate key; write each key once", "重复的键；每个键只能写一次"),
+    ("unknown key; accepted: {}", "未知的键；可用的有：{0}"),
+    ("{} is not a GitHub login", "{0} 不是 GitHub 登录名"),
+    ("{} is not a team; write it as org/team-slug", "{0} 不是团队；请写成 org/team-slug"),
+    ("no command {}; accepted: {}", "没有命令 {0}；可用的有：{1}"),
+    ("a label may start /sweep or /e2e, not /{}", "标签只能启动 /sweep 或 /e2e，不能启动 /{0}"),
+    ("{} is not a registry such as docker.io/vllm or ghcr.io/acme", "{0} 不是镜像仓库地址，例如 docker.io/vllm 或 ghcr.io/acme"),
+    ("{} must contain {pr}, e.g. docs/waiver/{pr}.md", "{0} 必须包含 {{pr}}，例如 docs/waiver/{{pr}}.md"),
+    ("{} is not a workflow file name such as gpu.yml", "{0} 不是工作流文件名，例如 gpu.yml"),
+    # click's own usage errors, as click 8 words them
+    ("No such option {}. Did you mean {}?", "没有选项 {0}。是否想用 {1}？"),
+    ("No such option {}. (Did you mean one of: {}?)", "没有选项 {0}。（是否想用其中之一：{1}？）"),
+    ("No such option {}.", "没有选项 {0}。"),
+    ("No such command {}.", "没有命令 {0}。"),
+    ("Missing command.", "缺少子命令。"),
+    ("Missing option {}.", "缺少选项 {0}。"),
+    ("Missing argument {}.", "缺少参数 {0}。"),
+    ("Option {} requires an argument.", "选项 {0} 需要一个值。"),
+    ("Invalid value for {}: {}", "{0} 的值无效：{1}"),
+    ("{} is not one of {}.", "{0} 不是可选值之一：{1}。"),
+    ("{} is not a valid integer.", "{0} 不是有效的整数。"),
+    ("{} is not in the range {}.", "{0} 不在范围 {1} 内。"),
+    ("File {} does not exist.", "文件 {0} 不存在。"),
+    ("Directory {} does not exist.", "目录 {0} 不存在。"),
+    ("Path {} does not exist.", "路径 {0} 不存在。"),
+    ("File {} is a directory.", "{0} 是目录，不是文件。"),
+    ("Directory {} is a file.", "{0} 是文件，不是目录。"),
+    ("Got unexpected extra argument ({})", "多余的参数（{0}）"),
+    ("Got unexpected extra arguments ({})", "多余的参数（{0}）"),
 )
+CJK = re.compile(r"[\u4e00-\u9fff]")  # a text that already has its Chinese
+# A message that names where first (`file:line: message`, `--flag: message`): the place stays as it is.
+_LOCATED = re.compile(r"^(\S+?): (.+)$", re.S)
 # Suffixes the loader adds to a message: the value that was given.
 _SUFFIXES = ((re.compile(r"^(.*), got (.*)$", re.S), "{0}，实际为 {1}"), (re.compile(r"^(.*); got (.*)$", re.S), "{0}；实际为 {1}"))
 _WORDS = {"recipe": "配方", "case": "用例"}  # `no {} matches {}`: what the glob was for
@@ -197,4 +277,7 @@ def translate(text: str) -> str:
         parts = text.split("; ")
         if all(known(p) for p in parts):
             return "；".join(translate(p) for p in parts)
+    found = _LOCATED.match(text)
+    if found and known(found.group(2)):
+        return f"{found.group(1)}：{translate(found.group(2))}"
     return text

@@ -1,0 +1,124 @@
+"""Every refusal of the command line reads in English, then 简体中文: the command's own and click's."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bot import messages_zh
+from bot.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+# Errors a command shows as they are: click's, and the domain errors the commands turn into click's.
+CLICK_ERRORS = {"ClickException", "BadParameter", "UsageError"}
+DOMAIN_ERRORS = {"InputError", "EventError", "SeedError", "DemoError"}
+# `f"{path}: {exc}"`, `f"--required: {exc}"`: the words come from the error wrapped (scanned where raised)
+WRAPPER = re.compile(r"^(\S+: )?[X:;\s]*$")
+STAND_IN = "X"
+
+
+def _sample(node: ast.AST) -> str | None:
+    """A message as the code builds it, each formatted value replaced by a stand-in."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else STAND_IN for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _sample(node.left), _sample(node.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def _message_of(call: ast.Call, path: Path) -> ast.AST | None:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    owner = getattr(func.value, "id", None) if isinstance(func, ast.Attribute) else None
+    if name in CLICK_ERRORS and owner == "click" and call.args:
+        return call.args[0]
+    if name in DOMAIN_ERRORS and call.args:
+        return call.args[0]
+    if name == "ConfigError" and len(call.args) >= 4:  # (source, line, field, message)
+        return call.args[3]
+    if name == "ValueError" and path.name == "config.py" and call.args:  # the config's validators
+        return call.args[0]
+    return None
+
+
+def refusals() -> list[tuple[str, str]]:
+    """(where, message) for every literal message the commands can refuse with."""
+    found = []
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            message = _message_of(node, path) if isinstance(node, ast.Call) else None
+            text = _sample(message) if message is not None else None
+            if text and not WRAPPER.match(text):
+                found.append((f"{path.relative_to(ROOT)}:{node.lineno}", text))
+    return found
+
+
+REFUSALS = refusals()
+
+
+def test_the_scan_finds_the_refusals_it_should():
+    texts = {text for _, text in REFUSALS}
+    assert {"X: the results directory does not exist", "X is not a positive integer",
+            "the event payload must be a JSON object"} <= texts
+    assert len(REFUSALS) >= 40
+
+
+@pytest.mark.parametrize("where, text", REFUSALS, ids=[where for where, _ in REFUSALS])
+def test_every_refusal_has_its_chinese_form(where, text):
+    if messages_zh.CJK.search(text):
+        return  # written in both languages where it is raised
+    assert messages_zh.known(text), f"{where}: {text!r} has no Chinese form in bot/messages_zh.py"
+    assert messages_zh.CJK.search(messages_zh.translate(text))
+
+
+CASES = {
+    "a results folder that is not there": (
+        ["report", "--results", "{tmp}/nowhere", "--out", "{tmp}/out"], 1,
+        "Error: {tmp}/nowhere: the results directory does not exist", "错误：{tmp}/nowhere：结果目录不存在"),
+    "an option no command has": (
+        ["plan", "--bogus"], 2, "No such option '--bogus'. Did you mean '--base'?", "错误：没有选项 '--bogus'。是否想用 '--base'？"),
+    "an option the group does not have": (["--bogus"], 2, "No such option '--bogus'.", "错误：没有选项 '--bogus'。"),
+    "a command that does not exist": (["nope"], 2, "No such command 'nope'.", "错误：没有命令 'nope'。"),
+    "a required option left out": (["report"], 2, "Missing option '--results'.", "错误：缺少选项 '--results'。"),
+    "a value outside the choices": (
+        ["plan", "--format", "xml"], 2, "'xml' is not one of 'table', 'json', 'markdown'.",
+        "错误：'--format' 的值无效：'xml' 不是可选值之一：'table', 'json', 'markdown'。"),
+    "a command's own bad value": (
+        ["plan", "--conc", "0", "--repo", "{tmp}"], 2, "Invalid value for --conc: '0' is not a positive integer",
+        "错误：--conc 的值无效：'0' 不是正整数"),
+    "an event file that is not there": (
+        ["handle", "--event-name", "issue_comment", "--event-path", "{tmp}/event.json"], 1,
+        "{tmp}/event.json: cannot read the event: No such file or directory", "错误：{tmp}/event.json：无法读取事件文件："),
+}
+
+
+@pytest.mark.parametrize("argv, code, english, chinese", CASES.values(), ids=CASES.keys())
+def test_a_refusal_reads_in_english_then_in_chinese(tmp_path, argv, code, english, chinese):
+    result = CliRunner().invoke(main, [a.format(tmp=tmp_path) for a in argv])
+    assert result.exit_code == code, result.output
+    english, chinese = english.format(tmp=tmp_path), chinese.format(tmp=tmp_path)
+    assert english in result.output and chinese in result.output
+    assert result.output.index(english) < result.output.index(chinese)
+    assert "Traceback" not in result.output
+
+
+def test_a_refusal_written_in_both_languages_is_not_given_a_second_chinese_line(tmp_path):
+    event = tmp_path / "event.json"
+    event.write_bytes(b'{"action": "\xff"}')
+    result = CliRunner().invoke(main, ["handle", "--event-name", "issue_comment", "--event-path", str(event)])
+    assert result.exit_code == 1
+    assert result.output.count("错误：") == 1 and "事件文件不是 UTF-8 文本" in result.output
+
+
+def test_a_message_with_no_chinese_form_is_shown_as_it_is():
+    from bot.cli import _in_both_languages
+    import click
+
+    error = click.ClickException("something only a plug-in would say")
+    assert _in_both_languages(error) is error
