@@ -1,7 +1,16 @@
 """The bot's hidden markers: the `<!-- recipe-bot:... -->` lines at the head of comments only the bot wrote."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
+
+SHA = "[0-9a-f]{40}"  # a full commit SHA as GitHub writes it: trust is tied to one, never to a prefix
+_FULL_SHA = re.compile(SHA)
+
+
+def is_full_sha(text: object) -> bool:
+    """Whether `text` is exactly one full lower-case commit SHA: no prefix, no upper case, no newline after."""
+    return isinstance(text, str) and _FULL_SHA.fullmatch(text) is not None
 
 
 def header_markers(comments: Iterable[object], bot_login: str) -> Iterator[str]:

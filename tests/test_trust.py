@@ -109,7 +109,9 @@ GROUND = "a" * 39 + "f"  # a commit ground to share the reviewed head's first 39
     # The attack: a prefix of the reviewed head, then a force-push of a commit sharing that prefix.
     (HEAD[:7], "sha-not-full"), (HEAD[:12], "sha-not-full"), (HEAD[:39], "sha-not-full"),
     (GROUND, "sha-mismatch"), (OLD, "sha-mismatch"), (OLD[:7], "sha-not-full"),
-], ids=["full-sha", "prefix-7", "prefix-12", "prefix-39", "ground-collision", "old-commit", "old-prefix"])
+    (HEAD + "\n", "sha-not-full"), (HEAD.upper(), "sha-not-full"), (HEAD + "0", "sha-not-full"),
+], ids=["full-sha", "prefix-7", "prefix-12", "prefix-39", "ground-collision", "old-commit", "old-prefix",
+        "newline-after", "upper-case", "41-characters"])
 def test_ok_to_test_approves_only_the_full_sha_of_the_current_head(given, reason):
     decision = check_ok_to_test(given, pull())
     assert decision.reason == reason
@@ -139,3 +141,19 @@ def test_permission_names(name, expected):
 def test_every_refusal_has_a_reply_in_both_languages(code):
     for lang in i18n.LANGUAGES:
         assert (i18n.TEMPLATES / lang / "control" / f"refused-{code}.md.j2").is_file()
+
+
+@pytest.mark.parametrize("text, full", [
+    ("0123456789abcdef0123456789abcdef01234567", True),
+    ("0123456789abcdef0123456789abcdef0123456", False),
+    ("0123456789abcdef0123456789abcdef012345678", False),
+    ("0123456789abcdef0123456789abcdef01234567\n", False),
+    ("0123456789ABCDEF0123456789abcdef01234567", False),
+    ("0123456789abcdef0123456789abcdef0123456g", False),
+    (" 0123456789abcdef0123456789abcdef01234567", False),
+    (None, False),
+], ids=["full", "39", "41", "newline-after", "upper-case", "not-hex", "space-before", "none"])
+def test_a_full_sha_is_exactly_40_lower_case_hex(text, full):
+    from bot.markers import is_full_sha
+
+    assert is_full_sha(text) is full

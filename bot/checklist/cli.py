@@ -1,7 +1,6 @@
 """`recipe-bot checklist verify --pr N [--sha S]`: the sign-off verdict for a PR's head, posted like the handler does."""
 from __future__ import annotations
 
-import re
 import sys
 
 import click
@@ -9,8 +8,8 @@ import click
 from bot.cli_guard import HELP_OPTIONS
 from bot.config import ConfigError
 from bot.github import GitHubClient, GitHubError
+from bot.markers import is_full_sha
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _fail(english: str, chinese: str) -> None:
@@ -38,7 +37,7 @@ def verify_cmd(pr: int, sha: str | None, dry_run: bool) -> None:
     if pr <= 0:
         _fail(f"--pr {pr}: a pull request number is a positive integer",
               f"--pr {pr}：PR 编号必须是正整数")
-    if sha is not None and not _SHA.match(sha):
+    if sha is not None and not is_full_sha(sha):
         _fail(f"--sha {sha!r}: write the full 40-character hexadecimal commit SHA",
               f"--sha {sha!r}：请写完整的 40 位十六进制提交 SHA")
     try:

@@ -11,13 +11,12 @@ from __future__ import annotations
 import base64
 import os
 import pathlib
-import re
 import subprocess
 from typing import Any
 
 from bot.config import CONFIG_PATH, RepoConfig, load_config
+from bot.markers import is_full_sha
 
-FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 class CheckoutError(Exception):
@@ -93,7 +92,7 @@ def _fetch_env(root: pathlib.Path) -> dict[str, str]:
 
 def fetch(root: pathlib.Path, *shas: str) -> None:
     """Bring commits into the object store (data only: no checkout, so no PR hook, filter or code runs)."""
-    missing = [s for s in shas if FULL_SHA.match(s) and subprocess.run(
+    missing = [s for s in shas if is_full_sha(s) and subprocess.run(
         ["git", "-C", str(root), "cat-file", "-e", f"{s}^{{commit}}"], capture_output=True, check=False).returncode]
     if missing:
         _git(root, "fetch", "--no-tags", "--quiet", "--no-write-fetch-head",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot import i18n
 from bot.control import commands, reuse
+from bot.markers import SHA, is_full_sha
 
 if TYPE_CHECKING:  # annotations only
     from bot.plan.model import PlanFilters
@@ -247,7 +248,7 @@ def _carry_reuse(h, pull) -> bool:
 
 # -- merge queues --------------------------------------------------------------------------------------
 
-_QUEUE_REF = re.compile(r"/pr-(\d+)-[0-9a-f]{40}$")
+_QUEUE_REF = re.compile(rf"/pr-(\d+)-{SHA}$")
 
 
 def handle_merge_group(h, payload: dict) -> None:
@@ -257,7 +258,7 @@ def handle_merge_group(h, payload: dict) -> None:
     group = payload.get("merge_group") or {}
     sha, ref = str(group.get("head_sha") or ""), str(group.get("head_ref") or "")
     match = _QUEUE_REF.search(ref)
-    if not re.fullmatch(r"[0-9a-f]{40}", sha) or match is None:
+    if not is_full_sha(sha) or match is None:
         h.outcome.failed = f"merge_group: head_sha {sha[:60]!r} / head_ref {ref[:200]!r} is not a merge-queue commit"
         return
     if h.load_config():
@@ -358,7 +359,7 @@ def _main(argv: list[str]) -> int:
 
     from bot.github import GitHubClient, GitHubError
 
-    if len(argv) not in (3, 4) or argv[0] != "plan-failed" or not re.fullmatch(r"[0-9a-f]{40}", argv[1]):
+    if len(argv) not in (3, 4) or argv[0] != "plan-failed" or not is_full_sha(argv[1]):
         print("usage: python -m bot.control.gate_events plan-failed SHA(40 hex) PLAN_JSON [RUN_URL]", file=sys.stderr)
         return 2
     sha, problems = argv[1], plan_problems(pathlib.Path(argv[2]))

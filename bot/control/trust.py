@@ -4,10 +4,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
-import re
 
 from bot.control import commands
 from bot.control.events import Pull
+from bot.markers import is_full_sha
 
 
 class Permission(enum.IntEnum):
@@ -73,7 +73,6 @@ class Decision:
 REFUSALS = ("closed", "draft", "permission", "needs-approval", "approval-stale", "cooldown", "sha-mismatch",
             "head-moved", "not-a-pull", "no-run", "run-active", "no-previous", "one-gpu-command",
             "config-invalid", "sha-not-full", "edited-by-other", "approval-limit")
-FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 def needs_approval(pull: Pull, author_trusted: bool) -> bool:
@@ -155,7 +154,7 @@ def check_ok_to_test(sha: str, pull: Pull) -> Decision:
     A prefix is refused even when it matches: a commit sharing the first 7 (or 12) hex characters
     with the reviewed one is minutes of grinding away, and it could be force-pushed in between.
     """
-    if not FULL_SHA.match(sha):
+    if not is_full_sha(sha):
         return Decision.refuse("sha-not-full", prefix=sha, head_sha=pull.head_sha)
     if sha == pull.head_sha:
         return Decision.allow("trusted", sha=pull.head_sha)

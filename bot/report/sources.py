@@ -11,11 +11,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from bot.markers import is_full_sha
 from bot.provenance import dataset_of, weights_of
 from bot.report.collect import CollectedJob
 
 _SAFE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
-_SHA = re.compile(r"[0-9a-f]{40}")
 UNKNOWN_SHA = "<head SHA>"
 
 
@@ -97,7 +97,7 @@ def job_file(job: CollectedJob) -> str:
 def reproduce(job: CollectedJob, head_sha: str | None) -> str:
     """One shell line: check out the authorized SHA, then run the same job file on it."""
     result = job.result
-    sha = next((s for s in (result.sha, head_sha) if s and _SHA.fullmatch(s)), UNKNOWN_SHA)
+    sha = next((s for s in (result.sha, head_sha) if is_full_sha(s)), UNKNOWN_SHA)
     return (f"git -C pr checkout --detach {sha} && recipe-bot run --job {job_file(job)} "
             f"--out results/{_safe(result.job_id)} --repo pr")
 
