@@ -116,3 +116,21 @@ def test_the_runner_interleaves_a_fixed_grid_with_the_search_on_one_launch(tmp_p
     assert run.result["server_launches"] == 1
     for point in result_case["points"]:
         assert point["status"] == "passed" and (tmp_path / "out" / point["raw_result_file"]).is_file()
+
+
+def test_an_interrupted_interleaved_search_records_its_unrun_fixed_points_as_not_run(tmp_path: Path):
+    # The server dies during the search's first point: the grid point after it never runs, and the
+    # result says so rather than leaving it out (a report could not tell it from one never planned).
+    job = fake_job("die_mid_benchmark", points=1, num_prompts=4, extra_env={"FAKE_DIE_AFTER": "6"})
+    case = job.cases[0]
+    search = SearchSpec(range=(1, 8), target="knee", budget=4, tolerance=0.2, interleave=True)
+    template = case.points[0].model_copy(update={"point_id": "ok-search"})
+    grid = [case.points[0].model_copy(update={"point_id": f"grid-c{c}", "concurrency": c}) for c in (1, 8)]
+    job = job.model_copy(update={"cases": [case.model_copy(update={"points": [template, *grid], "search": search})]})
+    run = run_cli(job, tmp_path, {"RECIPE_BOT_VLLM": str(FAKE_VLLM), "RECIPE_BOT_SHUTDOWN_GRACE_S": "2"})
+    (result_case,) = run.result["cases"]
+    by_id = {p["point_id"]: p for p in result_case["points"]}
+    assert by_id["grid-c1"]["status"] == "passed"
+    assert by_id["grid-c8"]["status"] == "skipped" and by_id["grid-c8"]["reason"].startswith("not run: ")
+    assert "ok-search" not in by_id  # the search's template is not a point of its own
+    assert [p["point_id"] for p in result_case["points"]].count("grid-c8") == 1

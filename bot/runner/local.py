@@ -87,10 +87,16 @@ def _launches(case: Case, ctx: RunContext, run_tag: str) -> list[Launch]:
             for spec, port in zip(case.servers, ports)]
 
 
-def _not_run(case: Case, points_done: int, why: str) -> list[PointResult]:
+def _not_run(case: Case, done: list[PointResult], why: str) -> list[PointResult]:
+    """Each planned point with no result yet, recorded as not run. A search chooses its own points as it
+    goes, so once it has measured any, only the fixed points interleaved with it were planned."""
+    planned = case.points
+    if case.search is not None and done:
+        planned = case.points[1:] if case.search.interleave else []
+    recorded = {p.point_id for p in done}
     return [PointResult(point_id=p.point_id, concurrency=p.concurrency, isl=p.isl, osl=p.osl,
                         status="skipped", reason=f"not run: {why}")
-            for p in case.points[points_done:]]
+            for p in planned if p.point_id not in recorded]
 
 
 def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceServer],
@@ -232,8 +238,7 @@ def _points_in_order(case: Case, ctx: RunContext, client: Client | None, target:
             points.append(PointResult(point_id=point.point_id, concurrency=point.concurrency,
                                       isl=point.isl, osl=point.osl, status="failed",
                                       reason=str(exc), client=client.name if client else None))
-            if not case.search:
-                points += _not_run(case, index + 1, str(exc))
+            points += _not_run(case, points, str(exc))
             raise
         points.append(result)
         ctx.progress.point(result)
@@ -315,8 +320,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                     reports, ports=[launch.port for launch in launches[:len(servers)]],
                     run_tag=run_tag, gpu_before=gpu_before, started=teardown_started)
             failures += teardown_failures
-    if len(points) < len(case.points) and not (case.search and points):
-        points += _not_run(case, len(points), failures[0] if failures else "case stopped")
+    points += _not_run(case, points, failures[0] if failures else "case stopped")
     if failures and log_tail is None and servers:
         log_tail = servers[0].log_tail()
     if failures and used_gpus:  # an Xid in the kernel log explains a crash the server log cannot
@@ -362,7 +366,7 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
         for case in job.cases:
             if stop_why is not None:
                 cases.append(CaseResult(name=case.name, status="skipped", reason=stop_why,
-                                        points=_not_run(case, 0, stop_why)))
+                                        points=_not_run(case, [], stop_why)))
                 continue
             result = run_case(case, ctx)
             cases.append(result)
