@@ -11,7 +11,6 @@ from bot.github import GitHubClient, GitHubError
 from bot.markers import is_full_sha
 
 
-
 def _fail(english: str, chinese: str) -> None:
     click.echo(f"recipe-bot: {english}\nrecipe-bot: {chinese}", err=True)
     sys.exit(2)

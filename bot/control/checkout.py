@@ -18,7 +18,6 @@ from bot.config import CONFIG_PATH, RepoConfig, load_config
 from bot.markers import is_full_sha
 
 
-
 class CheckoutError(Exception):
     """The checkout is not the default branch, or git cannot read it."""
 

@@ -5,13 +5,13 @@ import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.gcpause import gc_paused
 from bot.plan.ids import check_globs, job_id
 from bot.plan.inferencex_plan import plan_inferencex
 from bot.plan.matrix import matrices_for
 from bot.plan.model import MatrixEntry, Plan, PlanError, PlanFilters, RecipePlan, TouchedRecipe
 from bot.plan.touched import Touched, touched_native
 from bot.recipes.catalog import Catalog, load_catalog
-from bot.gcpause import gc_paused
 from bot.recipes.sources import Source, SourceError, changed_paths, open_source
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.recipes.errors import RecipeError, RecipeProblem, dotted
 from bot.gcpause import gc_paused
+from bot.recipes.errors import RecipeError, RecipeProblem, dotted
 from bot.recipes.loader import Resolved, YamlCache, resolve, validate
 from bot.recipes.sources import Source, open_source
 
