@@ -238,6 +238,8 @@ def test_invalid_config_on_the_default_branch_stops_everything_and_says_why(sand
     assert h.dispatches() == []
     english, chinese = bilingual(h.bot_comments(7)[0]["body"])
     assert "cooldown: unknown key" in english and "默认分支" in chinese
+    assert ".github/recipe-bot.yaml@main:2：cooldown：未知的键；可用的有：" in chinese  # the error in Chinese too
+    assert "unknown key" not in chinese
 
 
 def test_edits_are_ignored_when_the_config_says_so(sandbox, tmp_path):
