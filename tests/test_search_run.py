@@ -99,14 +99,19 @@ def test_a_fixed_point_named_like_the_searchs_own_is_refused():
              points=[TEMPLATE, TEMPLATE.model_copy(update={"point_id": "tp1-c4", "concurrency": 4})])
 
 
-def test_the_runner_interleaves_a_fixed_grid_with_the_search_on_one_launch(tmp_path: Path):
-    job = fake_job("ok", points=1, num_prompts=4)
+def _interleaved(tmp_path: Path, mode: str, **server_env: str):
+    """A fake server's job: a knee search over 1..8 (budget 4) with the fixed grid 1 and 8 interleaved, run."""
+    job = fake_job(mode, points=1, num_prompts=4, extra_env=server_env)
     case = job.cases[0]
     search = SearchSpec(range=(1, 8), target="knee", budget=4, tolerance=0.2, interleave=True)
     template = case.points[0].model_copy(update={"point_id": "ok-search"})
     grid = [case.points[0].model_copy(update={"point_id": f"grid-c{c}", "concurrency": c}) for c in (1, 8)]
     job = job.model_copy(update={"cases": [case.model_copy(update={"points": [template, *grid], "search": search})]})
-    run = run_cli(job, tmp_path, {"RECIPE_BOT_VLLM": str(FAKE_VLLM), "RECIPE_BOT_SHUTDOWN_GRACE_S": "2"})
+    return run_cli(job, tmp_path, {"RECIPE_BOT_VLLM": str(FAKE_VLLM), "RECIPE_BOT_SHUTDOWN_GRACE_S": "2"})
+
+
+def test_the_runner_interleaves_a_fixed_grid_with_the_search_on_one_launch(tmp_path: Path):
+    run = _interleaved(tmp_path, "ok")
     assert run.returncode == 0, run.output
     (result_case,) = run.result["cases"]
     # 2 fixed points spread over a budget of 4: one before the search's 1st point, one before its 3rd.
@@ -121,13 +126,7 @@ def test_the_runner_interleaves_a_fixed_grid_with_the_search_on_one_launch(tmp_p
 def test_an_interrupted_interleaved_search_records_its_unrun_fixed_points_as_not_run(tmp_path: Path):
     # The server dies during the search's first point: the grid point after it never runs, and the
     # result says so rather than leaving it out (a report could not tell it from one never planned).
-    job = fake_job("die_mid_benchmark", points=1, num_prompts=4, extra_env={"FAKE_DIE_AFTER": "6"})
-    case = job.cases[0]
-    search = SearchSpec(range=(1, 8), target="knee", budget=4, tolerance=0.2, interleave=True)
-    template = case.points[0].model_copy(update={"point_id": "ok-search"})
-    grid = [case.points[0].model_copy(update={"point_id": f"grid-c{c}", "concurrency": c}) for c in (1, 8)]
-    job = job.model_copy(update={"cases": [case.model_copy(update={"points": [template, *grid], "search": search})]})
-    run = run_cli(job, tmp_path, {"RECIPE_BOT_VLLM": str(FAKE_VLLM), "RECIPE_BOT_SHUTDOWN_GRACE_S": "2"})
+    run = _interleaved(tmp_path, "die_mid_benchmark", FAKE_DIE_AFTER="6")
     (result_case,) = run.result["cases"]
     by_id = {p["point_id"]: p for p in result_case["points"]}
     assert by_id["grid-c1"]["status"] == "passed"
