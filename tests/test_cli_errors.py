@@ -1,4 +1,4 @@
-"""Every refusal of the command line reads in English, then 简体中文: the command's own and click's."""
+"""Every refusal reads in English, then 简体中文: the command line's own and click's, and a PR command's usage errors."""
 from __future__ import annotations
 
 import ast
@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Errors a command shows as they are: click's, and the domain errors the commands turn into click's.
 CLICK_ERRORS = {"ClickException", "BadParameter", "UsageError"}
 DOMAIN_ERRORS = {"InputError", "EventError", "SeedError", "DemoError"}
+# A PR command's usage errors: the control plane's reply shows them in both halves (bot/control/registry.py).
+COMMAND_ERRORS = {"UsageError", "ArgumentTypeError"}
 # `f"{path}: {exc}"`, `f"--required: {exc}"`: the words come from the error wrapped (scanned where raised)
 WRAPPER = re.compile(r"^(\S+: )?[X:;\s]*$")
 STAND_IN = "X"
@@ -39,6 +41,8 @@ def _message_of(call: ast.Call, path: Path) -> ast.AST | None:
     if name in CLICK_ERRORS and owner == "click" and call.args:
         return call.args[0]
     if name in DOMAIN_ERRORS and call.args:
+        return call.args[0]
+    if name in COMMAND_ERRORS and owner != "click" and path.parent.name == "control" and call.args:
         return call.args[0]
     if name == "ConfigError" and len(call.args) >= 4:  # (source, line, field, message)
         return call.args[3]
@@ -114,6 +118,26 @@ def test_a_refusal_written_in_both_languages_is_not_given_a_second_chinese_line(
     result = CliRunner().invoke(main, ["handle", "--event-name", "issue_comment", "--event-path", str(event)])
     assert result.exit_code == 1
     assert result.output.count("错误：") == 1 and "事件文件不是 UTF-8 文本" in result.output
+
+
+PR_COMMANDS = {
+    "an unknown flag": ("/sweep --bogus", "无法识别的参数：--bogus"),
+    "a value outside the choices": ("/sweep --scope wide", "参数 --scope：无效的选项 'wide'（可选：'lowest', 'full'）"),
+    "a flag without its value": ("/sweep --conc", "参数 --conc：需要一个值"),
+    "a concurrency that is not one": ("/sweep --conc x", "参数 --conc：'x' 不是 1 到 100000 之间的并发值"),
+    "an unbalanced quote": ("/sweep 'tiny", "引号没有闭合"),
+    "a required argument left out": ("/ok-to-test", "缺少必需的参数：sha"),
+    "help on a command that does not exist": ("/help nope", "没有名为 'nope' 的命令；已有的命令："),
+    "a glob with a character a name cannot have": ("/sweep a$b", "参数 recipes：recipe-glob 'a$b' 只能包含字母"),
+}
+
+
+@pytest.mark.parametrize("line, chinese", PR_COMMANDS.values(), ids=PR_COMMANDS.keys())
+def test_a_pr_commands_usage_error_has_its_chinese_form(line, chinese):
+    from bot.control.commands import parse_comment
+
+    (error,) = parse_comment(line).errors
+    assert messages_zh.translate(error.message).startswith(chinese)
 
 
 def test_a_message_with_no_chinese_form_is_shown_as_it_is():

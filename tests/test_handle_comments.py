@@ -124,6 +124,7 @@ def test_malformed_arguments_get_a_usage_reply_in_both_languages(h):
     assert "was not understood" in english and "invalid choice" in english
     assert "Usage: `/sweep [recipe-glob ...]" in english
     assert "用法：`/sweep [recipe-glob ...]" in chinese
+    assert "参数 --scope：无效的选项 'widest'（可选：'lowest', 'full'）" in chinese and "invalid choice" not in chinese
 
 
 def test_ok_to_test_for_an_old_sha_approves_nothing(h):
