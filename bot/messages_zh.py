@@ -266,14 +266,41 @@ _SUFFIXES = ((re.compile(r"^(.*), got (.*)$", re.S), "{0}，实际为 {1}"), (re
 _WORDS = {"recipe": "配方", "case": "用例"}  # `no {} matches {}`: what the glob was for
 
 
-def _regex(english: str) -> re.Pattern[str]:
-    parts = english.split("{}")
-    return re.compile("^" + "(.+?)".join(re.escape(p) for p in parts) + "$", re.S)
+_MAX_PLACES = 3  # `file:line: field: message` names two places; a value is a message at most two deep
+_MAX_DEPTH = 2
+_MAX_PARTS = 16  # reasons joined with "; " in one message
+
+
+def _match(parts: list[str], text: str) -> list[str] | None:
+    """The values of `text` under one English pattern split at its `{}`s, or None.
+
+    What `^p0(.+?)p1(.+?)...pn$` matches, found in one pass of str.find: each literal part found leftmost
+    after a value of at least one character, the last part a suffix. Leftmost is what the regex would
+    settle on, and no backtracking means a long text (a PR's comment, a recipe's value) costs a scan per
+    pattern, never a scan per pair of its characters.
+    """
+    first, last = parts[0], parts[-1]
+    if len(parts) == 1:
+        return [] if text == first else None
+    end = len(text) - len(last)
+    if end <= len(first) or not text.startswith(first) or not text.endswith(last):
+        return None
+    values, position = [], len(first)
+    for part in parts[1:-1]:
+        found = text.find(part, position + 1, end)
+        if found < 0:
+            return None
+        values.append(text[position:found])
+        position = found + len(part)
+    if position >= end:
+        return None
+    values.append(text[position:end])
+    return values
 
 
 @functools.cache
-def _compiled() -> tuple[tuple[re.Pattern[str], str], ...]:
-    return tuple((_regex(en), zh) for en, zh in PATTERNS)
+def _compiled() -> tuple[tuple[list[str], str], ...]:
+    return tuple((en.split("{}"), zh) for en, zh in PATTERNS)
 
 
 def known(text: str) -> bool:
@@ -282,23 +309,55 @@ def known(text: str) -> bool:
 
 
 def translate(text: str) -> str:
-    """The Chinese form of one message; unknown text is returned as it is (it may be a path or a name)."""
+    """The Chinese form of one message; unknown text is returned as it is (it may be a path or a name).
+
+    A message that names where first (`file:line: field: message`) keeps its places and has the rest
+    translated."""
     text = str(text)
-    for regex, zh in _compiled():
-        found = regex.match(text)
-        if found:
+    places, rest = [], text
+    for _ in range(_MAX_PLACES + 1):
+        chinese = _translated(rest, 0)
+        if chinese is not None:
+            return "".join(f"{place}：" for place in places) + chinese
+        located = _LOCATED.match(rest)
+        if located is None:
+            break
+        places.append(located.group(1))
+        rest = located.group(2)
+    return text
+
+
+def _value(text: str, depth: int) -> str:
+    """A value inside a message: a word the glossary has, a message of its own, or as it is."""
+    if text in _WORDS:
+        return _WORDS[text]
+    if depth >= _MAX_DEPTH:
+        return text
+    chinese = _translated(text, depth + 1)
+    return text if chinese is None else chinese
+
+
+def _translated(text: str, depth: int) -> str | None:
+    for parts, zh in _compiled():
+        values = _match(parts, text)
+        if values is not None:
             # A value may itself be a message (`{}: this case is opt-in ...`): shown in Chinese too.
-            values = [_WORDS.get(v) or (translate(v) if known(v) else v) for v in found.groups()]
-            return zh.format(*values)
+            return zh.format(*[_value(v, depth) for v in values])
     for regex, zh in _SUFFIXES:
         found = regex.match(text)
-        if found and known(found.group(1)):
-            return zh.format(translate(found.group(1)), found.group(2))
-    if "; " in text:
+        if found and depth < _MAX_DEPTH:
+            head = _translated(found.group(1), depth + 1)
+            if head is not None:
+                return zh.format(head, found.group(2))
+    if "; " in text and depth < _MAX_DEPTH:  # reasons joined into one line (`recipe changed; include ...`)
         parts = text.split("; ")
-        if all(known(p) for p in parts):
-            return "；".join(translate(p) for p in parts)
-    found = _LOCATED.match(text)
-    if found and known(found.group(2)):
-        return f"{found.group(1)}：{translate(found.group(2))}"
-    return text
+        if len(parts) > _MAX_PARTS:
+            return None
+        chinese = []
+        for part in parts:
+            found = _translated(part, depth + 1)
+            if found is None:
+                return None
+            chinese.append(found)
+        return "；".join(chinese)
+    return None

@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bot import i18n, messages_zh
 from bot.plan.render import errors_markdown, plan_markdown
@@ -172,3 +174,30 @@ def test_the_command_registry_speaks_the_glossary_in_chinese():
     for name, spec in REGISTRY.items():
         assert CJK.search(spec.summary_zh), name
         assert _english_terms_left(_prose(spec.summary_zh)) == [], f"/{name}: {spec.summary_zh}"
+
+
+@given(st.lists(st.sampled_from(["a", "b", ": ", " ", "x", "; ", ", got ", "is not"]), max_size=12),
+       st.sampled_from([en for en, _ in messages_zh.PATTERNS if "{}" in en]))
+def test_a_pattern_matches_as_its_regex_would(pieces, english):
+    # The matcher finds each literal part leftmost instead of backtracking; it gives the values the
+    # lazy regex ^p0(.+?)p1...pn$ gives, on texts built from the pattern's own parts and noise.
+    import re
+
+    parts = english.split("{}")
+    text = "".join(pieces[:3]) + parts[0] + "".join(
+        "".join(pieces[i:i + 2]) + "v" + part for i, part in enumerate(parts[1:], start=3))
+    regex = re.compile("^" + "(.+?)".join(re.escape(p) for p in parts) + r"\Z", re.S)
+    found = regex.match(text)
+    assert messages_zh._match(parts, text) == (list(found.groups()) if found else None)
+
+
+@pytest.mark.parametrize("text", [
+    "a " * 50_000 + "b",
+    "x: " * 50_000 + "file not found",
+    "x is not a positive integer" * 4_000,
+    "recipe changed; " * 50_000,
+], ids=["spaces", "places", "one-pattern-nested", "joined-reasons"])
+def test_a_long_adversarial_text_is_handled_in_one_pass(text):
+    # A PR can put any text in a recipe value or a command: matching backtracked over every pair of
+    # its characters (50,000 spaces took minutes). Now each pattern is one scan, and nesting is bounded.
+    assert isinstance(messages_zh.translate(text), str)
