@@ -227,3 +227,39 @@ def test_a_bad_checklist_config_names_its_line_and_field(name, text, line, field
 def test_the_signoff_is_off_without_a_checklist_section_and_on_with_defaults():
     assert load_config("bot_login: x[bot]\n").checklist is None
     assert load_config("checklist: {}\n").checklist == Checklist()
+
+
+ENGINE_LINES = {
+    # name: (added line, the kind found or None)
+    "sed -i into site-packages": ("sed -i 's/a/b/' /usr/lib/python3/site-packages/vllm/x.py", "site-packages"),
+    "perl -pi into dist-packages": ("perl -pi -e 's/a/b/' $P/dist-packages/vllm/x.py", "site-packages"),
+    "a flag run ending in i, site-packages right after": ("sed -isite-packages", "site-packages"),
+    "copy into site-packages": ("cp fix.py /opt/venv/lib/site-packages/vllm/", "site-packages"),
+    "append into dist-packages": ("echo x >> /usr/dist-packages/vllm/__init__.py", "site-packages"),
+    "site-packages only read": ("python -c 'import site; print(site.getsitepackages())' # site-packages", None),
+    "sed without -i": ("sed 's/a/b/' site-packages/x", None),
+    "git apply": ("cd /opt && git apply fix.patch", "git-apply"),
+    "patch -p1": ("patch -p1 < fix.diff", "patch-command"),
+    "monkey-patch": ("vllm.engine.step = my_step", "monkey-patch"),
+    "a comparison is no assignment": ("assert vllm.__version__ == '0.9'", None),
+}
+
+
+@pytest.mark.parametrize("line, kind", ENGINE_LINES.values(), ids=ENGINE_LINES.keys())
+def test_engine_patch_rules_find_what_they_should(line, kind):
+    from bot.checklist import diffscan
+
+    found = diffscan.engine_patches([FileChange("run.sh", "added", f"@@ -0,0 +1 @@\n+{line}\n")])
+    assert [f.kind for f in found] == ([kind] if kind else [])
+
+
+@pytest.mark.parametrize("line", [
+    ">" * 50_000, "sed -i " * 7_000, "cp " * 17_000, " " * 50_000 + "image", "- " + " " * 50_000 + "image",
+], ids=["redirects", "in-place-edits", "copies", "spaces-before-image", "dash-then-spaces"])
+def test_a_long_line_in_a_pr_is_scanned_in_one_pass(line):
+    # A PR's own text: the rules backtracked over every pair of its characters (a line of 20,000 `>` took
+    # 2.4 s, 20,000 spaces before `image` 5.7 s). Each is one pass now; nothing here is a finding.
+    from bot.checklist import diffscan
+
+    change = FileChange("run.sh", "added", f"@@ -0,0 +1 @@\n+{line}\n")
+    assert diffscan.engine_patches([change]) == [] and diffscan.images([change]) == []
