@@ -28,7 +28,7 @@ from bot.runner.load import (VLLM_CLIENT, Client, Target, choose_client, reset_p
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
 from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
-from bot.runner.search_run import case_points, own_points, search_trace
+from bot.runner.search_run import case_points, fixed_points, own_points, search_trace
 from bot.runner.server import InferenceServer, ServerError, terminate_servers
 
 GRACE_ENV = "RECIPE_BOT_SHUTDOWN_GRACE_S"
@@ -90,9 +90,7 @@ def _launches(case: Case, ctx: RunContext, run_tag: str) -> list[Launch]:
 def _not_run(case: Case, done: list[PointResult], why: str) -> list[PointResult]:
     """Each planned point with no result yet, recorded as not run. A search chooses its own points as it
     goes, so once it has measured any, only the fixed points interleaved with it were planned."""
-    planned = case.points
-    if case.search is not None and done:
-        planned = case.points[1:] if case.search.interleave else []
+    planned = fixed_points(case) if case.search is not None and done else case.points
     recorded = {p.point_id for p in done}
     return [PointResult(point_id=p.point_id, concurrency=p.concurrency, isl=p.isl, osl=p.osl,
                         status="skipped", reason=f"not run: {why}")

@@ -34,10 +34,15 @@ def point_at(spec: SearchSpec, template: LoadPoint, concurrency: int) -> LoadPoi
                                        "num_prompts": prompts, "num_warmups": warmups})
 
 
+def fixed_points(case: Case) -> list[LoadPoint]:
+    """A search case's planned points: those after its template when they are interleaved, else none."""
+    assert case.search is not None
+    return case.points[1:] if case.search.interleave else []
+
+
 def own_points(case: Case, points: list[PointResult]) -> list[PointResult]:
     """The search's own results among a case's, without the fixed points interleaved with them."""
-    assert case.search is not None
-    fixed = {p.point_id for p in case.points[1:]} if case.search.interleave else set()
+    fixed = {p.point_id for p in fixed_points(case)}
     return [p for p in points if p.point_id not in fixed]
 
 
@@ -60,10 +65,10 @@ def case_points(case: Case, done: list[PointResult]) -> Iterator[LoadPoint]:
         yield from case.points
         return
     searching = search_points(case, done)
-    if not case.search.interleave:
+    fixed, budget = fixed_points(case), case.search.budget
+    if not fixed:
         yield from searching
         return
-    fixed, budget = case.points[1:], case.search.budget
     ran = 0
     for k, point in enumerate(searching, start=1):
         share = -(-k * len(fixed) // budget)  # ceil: a fixed point first
