@@ -74,8 +74,7 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
                     thresholds, engine_version=result.engine_version, gpus=gpus,
                     head_repeats=tuple(point.repeats), client_process=point.client_process)
             rows.append(made(PointRow, {
-                "job_id": result.job_id, "recipe": result.recipe,
-                "fingerprint": result.recipe_fingerprint, "arm": arm, "case": case.name,
+                **base, "arm": arm, "case": case.name,
                 "point_id": point.point_id, "concurrency": point.concurrency,
                 "status": point.status, "reason": point.reason, "isl": point.isl, "osl": point.osl,
                 "tput_per_gpu": metrics.tput_per_gpu, "interactivity": metrics.interactivity,
