@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from bot import messages_zh
 from bot.cli import main
+from message_scan import sample
 
 ROOT = Path(__file__).resolve().parents[1]
 # Errors a command shows as they are: click's, and the domain errors the commands turn into click's.
@@ -19,19 +20,6 @@ DOMAIN_ERRORS = {"InputError", "EventError", "SeedError", "DemoError"}
 COMMAND_ERRORS = {"UsageError", "ArgumentTypeError"}
 # `f"{path}: {exc}"`, `f"--required: {exc}"`: the words come from the error wrapped (scanned where raised)
 WRAPPER = re.compile(r"^(\S+: )?[X:;\s]*$")
-STAND_IN = "X"
-
-
-def _sample(node: ast.AST) -> str | None:
-    """A message as the code builds it, each formatted value replaced by a stand-in."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else STAND_IN for v in node.values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _sample(node.left), _sample(node.right)
-        return None if left is None or right is None else left + right
-    return None
 
 
 def _message_of(call: ast.Call, path: Path) -> ast.AST | None:
@@ -57,7 +45,7 @@ def refusals() -> list[tuple[str, str]]:
     for path in sorted((ROOT / "bot").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             message = _message_of(node, path) if isinstance(node, ast.Call) else None
-            text = _sample(message) if message is not None else None
+            text = sample(message) if message is not None else None
             if text and not WRAPPER.match(text):
                 found.append((f"{path.relative_to(ROOT)}:{node.lineno}", text))
     return found

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from bot import i18n, messages_zh
 from bot.plan.render import errors_markdown, plan_markdown
 from bot.recipes.errors import RecipeProblem
+from message_scan import sample
 
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "docs" / "glossary.md"
@@ -27,20 +28,6 @@ def glossary_terms() -> dict[str, str]:
     text = GLOSSARY.read_text(encoding="utf-8").split("## Terms kept in English")[0]
     rows = re.findall(r"^\| ([^|]+?) \| ([^|]+?) \|", text, re.M)
     return {en: zh for en, zh in rows if en not in ("English", "---")}
-
-
-def _sample(node: ast.AST) -> str | None:
-    """A message as the code builds it, each formatted value replaced by a stand-in."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "X" for v in node.values)
-    if isinstance(node, ast.IfExp):  # `a if x else "fallback"`: the literal branch
-        return _sample(node.orelse) or _sample(node.body)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _sample(node.left), _sample(node.right)
-        return None if left is None or right is None else left + right
-    return None
 
 
 def written_messages() -> list[tuple[str, str]]:
@@ -69,7 +56,7 @@ def written_messages() -> list[tuple[str, str]]:
                 arg = node.args[0].elts[1]
             elif name == "add" and isinstance(owner, ast.Name) and owner.id == "touched" and len(node.args) == 2:
                 arg = node.args[1]
-            text = _sample(arg) if arg is not None else None
+            text = sample(arg) if arg is not None else None
             if text and text.strip():
                 found.append((f"{path.relative_to(ROOT)}:{node.lineno}", text))
     return found
