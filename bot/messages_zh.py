@@ -216,6 +216,10 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("{} is not a registry such as docker.io/vllm or ghcr.io/acme", "{0} 不是镜像仓库地址，例如 docker.io/vllm 或 ghcr.io/acme"),
     ("{} must contain {pr}, e.g. docs/waiver/{pr}.md", "{0} 必须包含 {{pr}}，例如 docs/waiver/{{pr}}.md"),
     ("{} is not a workflow file name such as gpu.yml", "{0} 不是工作流文件名，例如 gpu.yml"),
+    ("job file {}: cannot read it as {}: {}", "作业文件 {0}：无法按 {1} 读取：{2}"),
+    ("job file {} is not a valid job: {}", "作业文件 {0} 不是有效的作业：{1}"),
+    ("job file {} is not a valid InferenceX row job: {}", "作业文件 {0} 不是有效的 InferenceX 行作业：{1}"),
+    ("keep_sha {} is not a commit SHA (7 to 40 hex digits)", "keep_sha {0} 不是提交 SHA（7 到 40 位十六进制）"),
     # a PR command's usage errors (bot/control: registry.py, commands.py) and argparse's own wording
     ("argument {}: {}", "参数 {0}：{1}"),
     ("unrecognized arguments: {}", "无法识别的参数：{0}"),

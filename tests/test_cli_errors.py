@@ -15,7 +15,7 @@ from message_scan import sample
 ROOT = Path(__file__).resolve().parents[1]
 # Errors a command shows as they are: click's, and the domain errors the commands turn into click's.
 CLICK_ERRORS = {"ClickException", "BadParameter", "UsageError"}
-DOMAIN_ERRORS = {"InputError", "EventError", "SeedError", "DemoError"}
+DOMAIN_ERRORS = {"InputError", "EventError", "SeedError", "DemoError", "JobFileError"}
 # A PR command's usage errors: the control plane's reply shows them in both halves (bot/control/registry.py).
 COMMAND_ERRORS = {"UsageError", "ArgumentTypeError"}
 # `f"{path}: {exc}"`, `f"--required: {exc}"`: the words come from the error wrapped (scanned where raised)
@@ -84,6 +84,12 @@ CASES = {
     "a command's own bad value": (
         ["plan", "--conc", "0", "--repo", "{tmp}"], 2, "Invalid value for --conc: '0' is not a positive integer",
         "错误：--conc 的值无效：'0' 不是正整数"),
+    "a job file that is not YAML": (
+        ["run", "--job", "{tmp}/job.yaml", "--out", "{tmp}/out"], 2,
+        "job file {tmp}/job.yaml:2: cannot read it as YAML:", "错误：作业文件 {tmp}/job.yaml:2：无法按 YAML 读取："),
+    "a Slurm keep-sha that is not a SHA": (
+        ["slurm-cancel", "--pr", "1", "--keep-sha", "zz"], 2, "keep_sha 'zz' is not a commit SHA",
+        "错误：--keep-sha 的值无效：keep_sha 'zz' 不是提交 SHA（7 到 40 位十六进制）"),
     "an event file that is not there": (
         ["handle", "--event-name", "issue_comment", "--event-path", "{tmp}/event.json"], 1,
         "{tmp}/event.json: cannot read the event: No such file or directory", "错误：{tmp}/event.json：无法读取事件文件："),
@@ -92,6 +98,7 @@ CASES = {
 
 @pytest.mark.parametrize("argv, code, english, chinese", CASES.values(), ids=CASES.keys())
 def test_a_refusal_reads_in_english_then_in_chinese(tmp_path, argv, code, english, chinese):
+    (tmp_path / "job.yaml").write_text("job_id: [\n")
     result = CliRunner().invoke(main, [a.format(tmp=tmp_path) for a in argv])
     assert result.exit_code == code, result.output
     english, chinese = english.format(tmp=tmp_path), chinese.format(tmp=tmp_path)

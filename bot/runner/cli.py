@@ -33,6 +33,11 @@ def load_job(path: Path) -> Job:
     try:
         text = path.read_text(encoding="utf-8")
         data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
+    except yaml.MarkedYAMLError as exc:  # one line naming where, not PyYAML's multi-line excerpt
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = " ".join(part for part in (exc.context, exc.problem) if part)
+        raise JobFileError(f"job file {where}: cannot read it as YAML: {problem}") from exc
     except (OSError, ValueError, yaml.YAMLError) as exc:
         raise JobFileError(f"job file {path}: cannot read it as "
                                    f"{'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: "
