@@ -15,7 +15,8 @@ from message_scan import sample
 ROOT = Path(__file__).resolve().parents[1]
 # Errors a command shows as they are: click's, and the domain errors the commands turn into click's.
 CLICK_ERRORS = {"ClickException", "BadParameter", "UsageError"}
-DOMAIN_ERRORS = {"InputError", "EventError", "SeedError", "DemoError", "JobFileError"}
+DOMAIN_ERRORS = {"InputError", "EventError", "SeedError", "DemoError", "JobFileError", "GitHubError", "SourceError",
+                 "CheckoutError", "SlurmUnavailable"}
 # A PR command's usage errors: the control plane's reply shows them in both halves (bot/control/registry.py).
 COMMAND_ERRORS = {"UsageError", "ArgumentTypeError"}
 # `f"{path}: {exc}"`, `f"--required: {exc}"`: the words come from the error wrapped (scanned where raised)
@@ -90,6 +91,8 @@ CASES = {
     "a Slurm keep-sha that is not a SHA": (
         ["slurm-cancel", "--pr", "1", "--keep-sha", "zz"], 2, "keep_sha 'zz' is not a commit SHA",
         "错误：--keep-sha 的值无效：keep_sha 'zz' 不是提交 SHA（7 到 40 位十六进制）"),
+    "a revision the repository does not have": (
+        ["plan", "--repo", "{tmp}", "--base", "nope"], 1, "Error: unknown revision 'nope' in", "错误：{tmp} 中没有修订版本 'nope'"),
     "an event file that is not there": (
         ["handle", "--event-name", "issue_comment", "--event-path", "{tmp}/event.json"], 1,
         "{tmp}/event.json: cannot read the event: No such file or directory", "错误：{tmp}/event.json：无法读取事件文件："),
