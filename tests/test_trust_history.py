@@ -10,6 +10,7 @@ import pytest
 
 from bot.control import commands
 from handle_helpers import bilingual
+from test_checklist_sandbox import benchmarks_passed, hc, latest_check, signoff, verdicts  # noqa: F401  (hc: a fixture)
 
 
 def _runs(h) -> dict[int, dict]:
@@ -52,3 +53,19 @@ def test_a_command_inside_a_details_block_is_hidden_and_one_after_it_runs(h, bod
     assert [c.name for c in commands.parse_comment(body).commands] == expected
     h.on_comment(7, "alice", body)
     assert [r["inputs"]["command"].split()[0] for r in h.dispatches()] == [f"/{n}" for n in expected]
+
+
+# -- 3. a file GitHub shows as binary ------------------------------------------------------------------
+
+def test_a_script_github_shows_as_binary_is_unknown_to_the_engine_scan_and_fails_it_by_name(hc):
+    h = hc()
+    hidden = "#!/bin/sh\n\x00\nsed -i s/a/b/ /usr/lib/python3/site-packages/vllm/x.py\n"  # bash skips the NUL
+    head = h.sb.push("feature", {"recipes/launch.sh": hidden}, author="carol")["after"]
+    assert [f.get("patch") for f in h.sb.request("GET", "/repos/acme/bench/pulls/7/files", user="alice")
+            if f["filename"] == "recipes/launch.sh"] == [None]  # GitHub's "Binary file not shown"
+    benchmarks_passed(h, head)
+    h.on_comment(7, "alice", signoff("alice"))
+    english, chinese = bilingual(verdicts(h)[head][0]["body"])
+    assert "unknown: GitHub shows no diff for `recipes/launch.sh`" in english
+    assert "未知：GitHub 不显示 `recipes/launch.sh` 的差异" in chinese
+    assert latest_check(h, head)["conclusion"] == "failure"
