@@ -61,7 +61,7 @@ PATTERNS: tuple[tuple[str, str], ...] = (
      "搜索在一次启动中运行它的全部测试点；不能与 launch.depends_on_concurrency 同时使用"),
     ("YAML syntax error: {}", "YAML 语法错误：{0}"),
     ("YAML error: {}", "YAML 错误：{0}"),
-    ("not UTF-8 text ({})", "不是 UTF-8 文本（{0}）"),
+    ("not UTF-8 text (byte {}: {})", "不是 UTF-8 文本（第 {0} 字节：{1}）"),
     # InferenceX configs (bot/inferencex)
     ("missing: the master configs need it", "缺失：master 配置需要它"),
     ("must be a mapping", "必须是映射（键值对）"),

@@ -6,6 +6,8 @@ driven through the sandbox and the command line where it is about the real flow.
 """
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from bot.control import commands
@@ -69,3 +71,29 @@ def test_a_script_github_shows_as_binary_is_unknown_to_the_engine_scan_and_fails
     assert "unknown: GitHub shows no diff for `recipes/launch.sh`" in english
     assert "未知：GitHub 不显示 `recipes/launch.sh` 的差异" in chinese
     assert latest_check(h, head)["conclusion"] == "failure"
+
+
+# -- 4. a recipe that is not UTF-8 ---------------------------------------------------------------------
+
+def _commit_bytes(h, path: str, data: bytes) -> str:
+    """A push of raw bytes, as plain git in the sandbox's repository (its push API takes text)."""
+    repo = h.tmp / "sandbox" / "repo"
+    git = ["git", "-C", str(repo), "-c", "user.name=carol", "-c", "user.email=carol@users.noreply.github.com"]
+    subprocess.run([*git, "checkout", "-q", "feature"], check=True)
+    (repo / path).write_bytes(data)
+    subprocess.run([*git, "add", path], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "A recipe in Latin-1"], check=True)
+    subprocess.run([*git, "checkout", "-q", "main"], check=True)
+    return h.head(7)
+
+
+def test_a_recipe_that_is_not_utf8_is_a_plan_error_on_the_gate_naming_file_and_byte(h):
+    old = h.head(7)
+    new = _commit_bytes(h, "recipes/tiny.yaml", "name: tiny\n# caf\xe9\n".encode("latin-1"))
+    assert new != old
+    h.handle("pull_request", "synchronize", pull=7, before=old, after=new, sender="carol")
+    [gate] = [c for c in h.sb.state()["check_runs"] if c["head_sha"] == new and c["name"] == "recipe-bot / benchmarks"]
+    assert gate["conclusion"] == "failure"
+    english, chinese = bilingual(gate["summary"])
+    assert "recipes/tiny.yaml" in english and "recipes/tiny.yaml: not UTF-8 text (byte 16" in english
+    assert "不是 UTF-8 文本（第 16 字节" in chinese
