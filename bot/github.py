@@ -164,6 +164,12 @@ class GitHubClient:
 
     def get_text(self, path: str, ref: str) -> str | None:
         """A file's text at `ref`, or None when it does not exist there."""
+        data = self.get_bytes(path, ref)
+        return None if data is None else data.decode("utf-8")
+
+    def get_bytes(self, path: str, ref: str) -> bytes | None:
+        """A file's bytes at `ref`, or None when it does not exist there (a PR's file may not be UTF-8:
+        whoever parses it says so, naming the file)."""
         try:
             _, data = self._call("GET", f"contents/{urllib.parse.quote(path)}", params={"ref": ref})
         except GitHubError as exc:
@@ -172,7 +178,7 @@ class GitHubClient:
             raise
         if not isinstance(data, dict) or data.get("type") != "file":
             return None
-        return base64.b64decode(data.get("content") or "").decode("utf-8")
+        return base64.b64decode(data.get("content") or "")
 
     def list_dir(self, path: str, ref: str) -> list[tuple[str, str]]:
         """(path, type) of each entry of a folder at `ref`; [] when there is no such folder."""

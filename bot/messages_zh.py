@@ -61,7 +61,16 @@ PATTERNS: tuple[tuple[str, str], ...] = (
      "搜索在一次启动中运行它的全部测试点；不能与 launch.depends_on_concurrency 同时使用"),
     ("YAML syntax error: {}", "YAML 语法错误：{0}"),
     ("YAML error: {}", "YAML 错误：{0}"),
-    ("not UTF-8 text ({})", "不是 UTF-8 文本（{0}）"),
+    ("not UTF-8 text (byte {}: {})", "不是 UTF-8 文本（第 {0} 字节：{1}）"),
+    # artifacts of earlier runs that cannot be used (bot/report/fetch.py, extract_safely)
+    ("not a zip archive ({})", "不是 zip 归档（{0}）"),
+    ("{} members, more than {}", "有 {0} 个成员，超过上限 {1}"),
+    ("member {} points outside the artifact folder", "成员 {0} 指向 artifact 目录之外"),
+    ("member {} expands {} bytes from {} (ratio limit {})", "成员 {0} 从 {2} 字节解压为 {1} 字节（压缩比上限 {3}）"),
+    ("expands to {} bytes, more than {}", "解压后为 {0} 字节，超过上限 {1}"),
+    ("member {} is larger than its header says", "成员 {0} 比其文件头声明的更大"),
+    ("{} exists already (two artifacts of one name)", "{0} 已存在（两个 artifact 同名）"),
+    ("cannot be extracted ({})", "无法解压（{0}）"),
     # InferenceX configs (bot/inferencex)
     ("missing: the master configs need it", "缺失：master 配置需要它"),
     ("must be a mapping", "必须是映射（键值对）"),

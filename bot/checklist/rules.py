@@ -173,14 +173,16 @@ def benchmarks(ev: Evidence) -> Check:
 
 def engine(ev: Evidence) -> Check:
     findings = diffscan.engine_patches(list(ev.files))
+    unknown = diffscan.unscanned(list(ev.files))  # no patch to read: the scan cannot say "none"
     waiver = ev.settings.waiver.format(pr=ev.pr)
     ctx = {"findings": [dataclasses.asdict(f) for f in findings[:10]], "more": max(0, len(findings) - 10),
-           "waiver": waiver}
-    if not findings:
+           "unknown": [{"path": path, "line": None} for path in unknown[:10]],
+           "more_unknown": max(0, len(unknown) - 10), "waiver": waiver}
+    if not findings and not unknown:
         return Check("engine", "pass", "none", ctx)
     if waiver in ev.body:
         return Check("engine", "na", "waived", ctx)
-    return Check("engine", "fail", "patched", ctx)
+    return Check("engine", "fail", "patched" if findings else "unknown", ctx)
 
 
 def images(ev: Evidence) -> Check:

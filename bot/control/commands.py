@@ -148,20 +148,29 @@ def visible_lines(body: str) -> Iterable[tuple[int, str]]:
     Whatever the rendered page hides or shows as something else never carries a command: HTML blocks
     and inline HTML (comments, attributes, <script>, <style>), link reference definitions (their
     titles and the `[//]: # (...)` comment idiom), code blocks and inline code, block quotes, lists
-    and headings. Line numbers are the body's own, 1-based.
+    and headings; and whatever a `<details>` element holds (collapsed on the page, paragraphs too)
+    up to its `</details>`. Line numbers are the body's own, 1-based.
     """
     text = body.replace("\r\n", "\n").replace("\r", "\n")
     tokens = _markdown().parse(text)
+    depth = 0  # <details> elements open here: what they hold is collapsed, whatever Markdown it is
     for index, token in enumerate(tokens):
         opener = tokens[index - 1] if index else None
+        if token.type == "html_block":
+            depth = _details_depth(depth, token.content)
+            continue
         if token.type != "inline" or token.map is None or opener is None \
                 or opener.type != "paragraph_open" or opener.level != 0:
+            for child in token.children or ():  # a list's or a quote's inline HTML opens and closes too
+                if child.type == "html_inline":
+                    depth = _details_depth(depth, child.content)
             continue
-        number, parts = token.map[0] + 1, []
+        number, parts, hidden = token.map[0] + 1, [], depth > 0
         for child in token.children or ():
             if child.type in ("softbreak", "hardbreak"):
-                yield number, "".join(parts)
-                number, parts = number + 1, []
+                if not hidden:
+                    yield number, "".join(parts)
+                number, parts, hidden = number + 1, [], depth > 0
             elif child.type == "text":
                 parts.append(child.content)
             elif child.type == "code_inline":
@@ -170,7 +179,21 @@ def visible_lines(body: str) -> Iterable[tuple[int, str]]:
                 parts.append(child.markup)
             elif child.type == "html_inline":
                 number += child.content.count("\n")  # hidden, but it spans lines of the body
-        yield number, "".join(parts)
+                depth = _details_depth(depth, child.content)
+                hidden = hidden or depth > 0  # a line that is partly inside a collapsed block is not run
+        if not hidden:
+            yield number, "".join(parts)
+
+
+_DETAILS_TAG = re.compile(r"<(/?)details(?=[\s/>]|$)", re.IGNORECASE)
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+
+
+def _details_depth(depth: int, html: str) -> int:
+    """How many <details> elements are open after this HTML (a tag inside an HTML comment is no tag)."""
+    for match in _DETAILS_TAG.finditer(_HTML_COMMENT.sub("", html)):
+        depth = max(0, depth - 1) if match.group(1) else depth + 1
+    return depth
 
 
 def parse_comment(body: str | None) -> ParsedComment:

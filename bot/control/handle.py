@@ -352,6 +352,8 @@ RUN_LABELS_ON = {"labeled", "synchronize", "reopened", "ready_for_review"}
 
 
 def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
+    if event.action == "synchronize" and _stale_push(h, event):
+        return
     checklist_hooks.on_pull_request(h, event)  # every new head SHA gets its sign-off check
     if event.action in gate_events.POST_ON:
         gate_events.on_pull_request(h, event)  # the merge gate's check exists on every head SHA
@@ -393,6 +395,23 @@ def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
         _label_run(h, reply, event, pull, label, command, ledger)
     if reply.sections:
         h.post(pull.number, reply)
+
+
+def _stale_push(h: Handler, event: PullRequestEvent) -> bool:
+    """A synchronize event whose head is no longer the PR's (late, or delivered again): the payload's head
+    is not trusted. Only runs for commits other than the live head are cancelled; nothing else moves."""
+    live = h.client.get_pull(event.pull.number)
+    if live.head_sha == event.pull.head_sha:
+        return False
+    h.log(f"synchronize for {event.pull.head_sha} is stale: the head is {live.head_sha} now; "
+          "only runs for other commits are cancelled")
+    if error := h.load_config():
+        h.log(f"config error: {error}")
+        return True
+    cancelled = dispatch.cancel_active(h.client, h.config.gpu_workflow, live.number, keep_sha=live.head_sha,
+                                       runs=h.pr_runs(live.number))
+    h.log(f"cancelled {len(cancelled)} superseded run(s)")
+    return True
 
 
 def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, label: str,

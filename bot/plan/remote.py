@@ -24,8 +24,7 @@ class ApiSource:
 
     def read(self, path: str) -> bytes | None:
         if path not in self._cache:
-            text = self.client.get_text(path, ref=self.ref)
-            self._cache[path] = None if text is None else text.encode("utf-8")
+            self._cache[path] = self.client.get_bytes(path, ref=self.ref)  # bytes: not UTF-8 is the parser's error
         return self._cache[path]
 
     def read_many(self, paths: list[str]) -> dict[str, bytes | None]:

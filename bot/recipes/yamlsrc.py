@@ -129,7 +129,7 @@ def load_yaml(text: str | bytes, file: str) -> Located:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise RecipeError.single(file, None, None, f"not UTF-8 text ({exc.reason})") from None
+            raise RecipeError.single(file, None, None, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     loader = _StrictLoader(text)
     try:
         root = loader.get_single_node()

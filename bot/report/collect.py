@@ -62,6 +62,8 @@ def load_plan(path: pathlib.Path) -> list[Job]:
             data = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(f"{file}: not a readable JSON plan: {exc}") from exc
+        except RecursionError:  # json's parser recurses once per nesting level
+            raise InputError(f"{file}: not a readable JSON plan: nested too deeply") from None
         if isinstance(data, dict) and isinstance(data.get("jobs"), list):
             data = data["jobs"]
         entries = data if isinstance(data, list) else [data]
@@ -90,8 +92,8 @@ def _invalid_result(file: pathlib.Path, root: pathlib.Path, problem: str,
     try:
         loaded = json.loads(file.read_text(encoding="utf-8"))
         raw = loaded if isinstance(loaded, dict) else {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        pass
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        pass  # nested past json's recursion limit: pydantic's parser already said so, in `problem`
     job_id = raw.get("job_id") if isinstance(raw.get("job_id"), str) else None
     planned = plan_by_id.get(job_id or "")
     fields = {"kind": "sweep", "recipe": "?", "recipe_fingerprint": "?", "runner_label": "?"}

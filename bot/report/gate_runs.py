@@ -14,7 +14,7 @@ from bot import i18n
 from bot.control.dispatch import parse_run_title
 from bot.report import build, collect, gate
 from bot.report.compare import Baseline
-from bot.report.fetch import RESULT_ARTIFACT_PREFIX, extract_safely
+from bot.report.fetch import RESULT_ARTIFACT_PREFIX, ArtifactRejected, extract_safely
 from bot.report.model import Meta
 
 PLAN_ARTIFACT = "plan"
@@ -43,8 +43,13 @@ def current_run_id(environ: Mapping[str, str] | None = None) -> int:
 
 
 def fetch_prior_runs(client, *, workflow: str, sha: str, dest: pathlib.Path,
-                     exclude_run_id: int | None = None) -> list[tuple[int, pathlib.Path]]:
-    """Download plan and results of every finished run of `workflow` that measured `sha`."""
+                     exclude_run_id: int | None = None,
+                     skipped: list[dict] | None = None) -> list[tuple[int, pathlib.Path]]:
+    """Download plan and results of every finished run of `workflow` that measured `sha`.
+
+    An artifact that cannot be used (not a zip, a member outside its folder, past the size limits) is
+    left out and described in `skipped`; the rest of that run still counts (a job whose result was in
+    it is then lost or not measured, never passed)."""
     fetched = []
     for run in client.list_workflow_runs(workflow, pages=3):
         title = parse_run_title(run.display_title)
@@ -55,9 +60,16 @@ def fetch_prior_runs(client, *, workflow: str, sha: str, dest: pathlib.Path,
             if artifact.expired:
                 continue
             if artifact.name == PLAN_ARTIFACT:
-                extract_safely(client.download_artifact(artifact.id), folder / "plan")
+                target = folder / "plan"
             elif artifact.name.startswith(RESULT_ARTIFACT_PREFIX):
-                extract_safely(client.download_artifact(artifact.id), folder / "results" / artifact.name)
+                target = folder / "results" / artifact.name
+            else:
+                continue
+            try:
+                extract_safely(client.download_artifact(artifact.id), target)
+            except ArtifactRejected as exc:
+                if skipped is not None:
+                    skipped.append({"run": run.id, "artifact": artifact.name, "problem": str(exc)})
         fetched.append((run.id, folder))
     return fetched
 
@@ -95,9 +107,9 @@ def render(verdict: gate.GateVerdict, *, sha: str, commands: Sequence[str] = (),
 
 def evaluate(*, current: list[gate.Outcome], required_plan: list, sha: str,
              prior: list[gate.Outcome] = (), acks: list[gate.Ack] = (),
-             commands: Sequence[str] = ()) -> GateResult:
+             commands: Sequence[str] = (), skipped: Sequence[dict] = ()) -> GateResult:
     verdict = gate.decide([*prior, *current], gate.required_keys(required_plan), sha, acks)
-    ctx, title, section = render(verdict, sha=sha, commands=commands)
+    ctx, title, section = render(verdict, sha=sha, commands=commands, skipped_artifacts=list(skipped))
     return GateResult(verdict, ctx, title, section)
 
 
@@ -111,14 +123,16 @@ def for_report(collection, report, *, sha: str, pr: int | None, required_dir: pa
     required = load_required(required_dir)
     prior: list[gate.Outcome] = []
     acks: list[gate.Ack] = []
+    skipped: list[dict] = []  # artifacts of earlier runs that could not be used: named on the check
     if client is not None:
         for prior_id, folder in fetch_prior_runs(client, workflow=workflow, sha=sha,
-                                                 dest=out_dir / "gate-runs", exclude_run_id=run_id):
+                                                 dest=out_dir / "gate-runs", exclude_run_id=run_id,
+                                                 skipped=skipped):
             prior += outcomes_of_folder(folder, prior_id, sha, baseline, thresholds)
         if pr is not None and bot_login:
             acks = gate.read_acks(client.list_issue_comments(pr), bot_login, sha)
     return evaluate(current=current, required_plan=required, sha=sha, prior=prior, acks=acks,
-                    commands=commands)
+                    commands=commands, skipped=skipped)
 
 
 def required_commands(config: object | None) -> list[str]:
@@ -146,9 +160,12 @@ def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | Non
         client = GitHubClient.from_env(environ=environ)
         bot_login = bot_login or getattr(config, "bot_login", None) or ACTIONS_BOT
     try:
-        return for_report(collection, report, sha=meta.sha, pr=meta.pr, required_dir=required_dir,
-                          baseline=baseline, thresholds=thresholds, workflow=workflow, out_dir=out_dir,
-                          bot_login=bot_login, commands=required_commands(config), client=client)
+        result = for_report(collection, report, sha=meta.sha, pr=meta.pr, required_dir=required_dir,
+                            baseline=baseline, thresholds=thresholds, workflow=workflow, out_dir=out_dir,
+                            bot_login=bot_login, commands=required_commands(config), client=client)
+        for one in result.context.get("skipped_artifacts", []):
+            click.echo(f"earlier run {one['run']}: artifact {one['artifact']!r} skipped: {one['problem']}", err=True)
+        return result
     except (GitHubError, BaselineFetchError) as exc:
         raise click.ClickException(f"cannot read the earlier runs of {meta.sha[:12]}: {exc}") from None
     except collect.InputError as exc:

@@ -7,7 +7,7 @@
     POST /_sandbox/runs                   {workflow, branch?, head_sha?, event?, status?, conclusion?, actor?,
                                            inputs?, jobs?, artifacts?}  → a new workflow run
     POST /_sandbox/runs/{id}              {status?, conclusion?, jobs?: [{name, status?, conclusion?, labels?, created_at?, started_at?}],
-                                           artifacts?: [{name, files: {path: text}}]}
+                                           artifacts?: [{name, files: {path: text}, zip_base64?}]}
     POST /_sandbox/reviews                {pull, user, state: APPROVED|CHANGES_REQUESTED|COMMENTED, body?, commit?}
     POST /_sandbox/pulls/{n}              {title?, body?, draft?, state?, merged?, merged_by?}
     POST /_sandbox/webhook                {event, action, sender?, comment_id?, pull?, label?, before?, after?,

@@ -82,6 +82,7 @@ class SeedLabel(_Strict):
 class SeedArtifact(_Strict):
     name: str
     files: dict[str, str] = {}  # path inside the zip → text
+    zip_base64: str | None = None  # the archive's bytes as they are, instead of files (a broken artifact)
 
 
 class SeedJob(_Strict):

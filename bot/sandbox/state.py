@@ -1,6 +1,7 @@
 """The sandbox's mutable world: seeded users, pulls and comments plus everything written since, behind one lock."""
 from __future__ import annotations
 
+import base64
 import io
 import itertools
 import threading
@@ -397,7 +398,9 @@ class SandboxState:
             job.conclusion = spec.get("conclusion") if job.status == "completed" else None
             job.completed_at = now if job.status == "completed" else None
         for spec in artifacts or []:
-            art = Artifact(self.new_id(), run.id, spec["name"], make_zip(spec.get("files") or {}), now)
+            raw = spec.get("zip_base64")
+            data = base64.b64decode(raw) if raw is not None else make_zip(spec.get("files") or {})
+            art = Artifact(self.new_id(), run.id, spec["name"], data, now)
             self.artifacts[art.id] = art
             run.artifact_ids.append(art.id)
         run.updated = now
