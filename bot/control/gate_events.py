@@ -100,7 +100,8 @@ def _on_pull_request(h, event) -> None:
         return
     if error:  # nothing can be planned under a broken config: the gate says why
         title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=[str(error)])
-        _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion="failure", title=title, summary=section)
+        _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
+                    conclusion="failure", title=title, summary=section)
         return
     lines, filters = required_filters(h.config)
     try:
@@ -113,7 +114,8 @@ def _on_pull_request(h, event) -> None:
     except (RecipeError, PlanError) as exc:
         problems = [str(p) for p in exc.problems] if isinstance(exc, RecipeError) else [str(exc)]
         title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=problems)
-        _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion="failure", title=title, summary=section)
+        _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
+                    conclusion="failure", title=title, summary=section)
         h.client.create_comment(pull.number, i18n.render_bilingual(
             "control/gate-plan-failed", sha=pull.head_sha, problems=problems) + "\n")
         h.log(f"the plan of {pull.head_sha} failed: {problems[0]}")
@@ -122,7 +124,8 @@ def _on_pull_request(h, event) -> None:
     required = {**gate.required_keys(jobs), **{("inferencex", key): key for key in configs}}
     if not required:
         title, section = _render(_verdict({}), pull.head_sha)
-        _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion="success", title=title, summary=section)
+        _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
+                    conclusion="success", title=title, summary=section)
         h.log(f"gate on {pull.head_sha}: no recipe or suite touched")
         return
     if event.action == "synchronize" and _carry_reuse(h, pull):
@@ -212,7 +215,8 @@ def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
         except collect.InputError:
             required = []
         result = gate_runs.evaluate(current=outcomes, required_plan=required, sha=pull.head_sha, acks=acks)
-    _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion=result.check_conclusion, title=result.title,
+    _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
+                conclusion=result.check_conclusion, title=result.title,
                 summary=result.section)
     return result.verdict
 
@@ -285,7 +289,8 @@ def handle_merge_group(h, payload: dict) -> None:
         url = run.run.html_url if run else check.html_url
         title, section = _render(_verdict({}), sha, reason="reused", reused_sha=pull.head_sha,
                                  reused_conclusion=check.conclusion, reused_url=url, reused_id=check.id)
-        _post_check(h.client, sha, bot_login=h.bot_login(), conclusion=check.conclusion, title=title, summary=section, details_url=url)
+        _post_check(h.client, sha, bot_login=h.bot_login(),
+                    conclusion=check.conclusion, title=title, summary=section, details_url=url)
         h.log(f"merge group {sha}: reused the {check.conclusion} gate of PR #{pull.number} at {pull.head_sha}")
         return
     lines = list(h.config.gate.required)
