@@ -95,7 +95,7 @@ def _report(sb, tmp_path, head, plan, results, required, run_id, name):
     result = CliRunner().invoke(report_cmd, [
         "--results", str(folder / "results"), "--jobs", str(folder / "plan.json"), "--sha", head,
         "--pr", "7", "--gate", "--required", str(folder / "required.json"), "--post",
-        "--out", str(folder / "out")], env=env)
+        "--bot-login", sb.state()["bot"], "--out", str(folder / "out")], env=env)
     assert result.exit_code == 0, result.output
     checks = [c for c in sb.state()["check_runs"] if c["head_sha"] == head]
     return checks, json.loads((folder / "out" / "summary.json").read_text(encoding="utf-8"))

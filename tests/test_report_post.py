@@ -98,7 +98,7 @@ def bot_reports(state):
 
 def latest_check(state, sha):
     runs = [c for c in state["check_runs"]
-            if c["head_sha"] == sha and c["name"] == post.CHECK_NAME]
+            if c["head_sha"] == sha and c["name"] == post.REPORT_CHECK_NAME]
     return max(runs, key=lambda c: c["id"])
 
 

@@ -185,3 +185,40 @@ def test_the_control_plane_serialises_the_events_of_one_request_without_cancelli
     for part in ("github.event.issue.number", "github.event.pull_request.number", "github.event.comment.id",
                  "github.event.review.id", "github.event.after", "github.event.label.name"):
         assert part in group, part
+
+
+def _render_group(template, event):
+    """A concurrency group as Actions renders it: each `${{ a || b }}` is its first truthy property
+    (GitHub's falsy values: null, false, 0, ''), a missing one renders empty."""
+    def value(path):
+        found = {"github": {"event": event}}
+        for part in path.strip().split("."):
+            found = found.get(part) if isinstance(found, dict) else None
+        return found
+
+    def expression(match):
+        for path in match.group(1).split("||"):
+            assert re.fullmatch(r"\s*[\w.]+\s*", path), f"not a property path: {path!r}"
+            if value(path) not in (None, False, 0, ""):
+                return str(value(path))
+        return ""
+
+    return re.sub(r"\$\{\{(.*?)\}\}", expression, template)
+
+
+def test_every_merge_group_gets_its_own_concurrency_group_so_no_gate_event_is_dropped():
+    """GitHub keeps one running and one pending run per group and cancels older pending ones: three
+    merge-queue events in one group would leave a merge group without its gate check."""
+    group = load("recipe-bot.yml")["concurrency"]["group"]
+    merge_groups = [{"action": "checks_requested",
+                     "merge_group": {"head_sha": sha * 40, "base_sha": "0" * 40, "base_ref": "refs/heads/main",
+                                     "head_ref": f"refs/heads/gh-readonly-queue/main/pr-7-{sha * 40}"}}
+                    for sha in "abc"]
+    rendered = [_render_group(group, event) for event in merge_groups]
+    assert len(set(rendered)) == 3, rendered
+    # PR events keep their groups as before: per PR and per request (two comments, one push)
+    pr_events = [{"action": "created", "issue": {"number": 7}, "comment": {"id": 101}},
+                 {"action": "created", "issue": {"number": 7}, "comment": {"id": 102}},
+                 {"action": "synchronize", "pull_request": {"number": 7}, "after": "d" * 40}]
+    assert [_render_group(group, event) for event in pr_events] == [
+        "recipe-bot-pr-7-101-", "recipe-bot-pr-7-102-", f"recipe-bot-pr-7-{'d' * 40}-"]

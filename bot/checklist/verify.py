@@ -71,7 +71,7 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
     if sha is not None and sha != head:
         return Result("skipped", sha, log=[f"sign-off: {sha} is no longer the head of PR #{pr} ({head} is)"])
     comments = client.list_issue_comments(pr)
-    runs = [r for r in client.list_check_runs(head, CHECK_NAME) if r.name == CHECK_NAME]
+    runs = _own_checks(client, head, CHECK_NAME, bot_login)
     anchor = _pushed_at(runs, pushed_at)
     own = {m.sha: (c, m) for c in sorted(comments, key=lambda c: c.id)
            if c.user.lower() == bot_login.lower() and (m := render.parse_marker(c.body))}
@@ -98,7 +98,7 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
         pr=pr, head_sha=head, author=pull.author, source=chosen.source, signoff=chosen.found.signoff,
         body=chosen.body, templates=templates,
         ownership=_ownership(client, files, default_branch, chosen.source.author),
-        benchmark=_benchmark(client, head), files=tuple(files), settings=settings,
+        benchmark=_benchmark(client, head, bot_login), files=tuple(files), settings=settings,
         bot_logins=(bot_login,))
     checks = rules.evaluate(evidence)
     verdict = Verdict(rules.conclusion(checks), head, chosen.source, chosen.found.signoff.lang, tuple(checks),
@@ -182,8 +182,16 @@ def _ownership(client: GitHubClient, changed: list[FileChange], branch: str, sig
     return rules.Ownership(source, None, files, teams)  # type: ignore[arg-type]
 
 
-def _benchmark(client: GitHubClient, head: str) -> rules.Benchmark | None:
-    runs = [r for r in client.list_check_runs(head, BENCHMARKS) if r.name == BENCHMARKS]
+def _own_checks(client: GitHubClient, head: str, name: str, bot_login: str) -> list:
+    """The check runs called `name` on head that the bot's own App posted: another App's check of the
+    same name (any workflow's token can post one) says nothing about the bot's gate or sign-off."""
+    from bot.report.post import own_check_runs
+
+    return [r for r in own_check_runs(client.list_check_runs(head, name), bot_login) if r.name == name]
+
+
+def _benchmark(client: GitHubClient, head: str, bot_login: str) -> rules.Benchmark | None:
+    runs = _own_checks(client, head, BENCHMARKS, bot_login)
     if not runs:
         return None
     run = max(runs, key=lambda r: r.id)

@@ -60,6 +60,29 @@ def pr_runs(runs: Iterable[Run], pr: int) -> list[PrRun]:
     return sorted(out, key=lambda r: (r.run.created_at is not None, r.run.created_at, r.run.id), reverse=True)
 
 
+def workflow_path(workflow: str) -> str:
+    """The repository path of a workflow named by its file (`gpu.yml`) or by its path."""
+    return workflow if "/" in workflow else f".github/workflows/{workflow}"
+
+
+def started_by_bot(run: Run, *, bot_login: str, default_branch: str, workflow: str) -> bool:
+    """Whether the bot itself started `run`: the only runs whose results or title any decision may trust.
+
+    Any writer can dispatch the GPU workflow (from their own branch, with any inputs, so any title):
+    the bot's runs are workflow_dispatch events by the bot's login, of the GPU workflow's file on the
+    default branch, titled with the request key the bot dispatched them for."""
+    title = parse_run_title(run.display_title)
+    return (title is not None and bool(title.key) and run.event == "workflow_dispatch"
+            and run.actor.lower() == bot_login.lower() and run.head_branch == default_branch
+            and run.path.split("@", 1)[0] == workflow_path(workflow))
+
+
+def bot_runs(runs: Iterable[Run], *, bot_login: str, default_branch: str, workflow: str) -> list[Run]:
+    """The runs among `runs` that the bot started (started_by_bot), in their order."""
+    return [run for run in runs
+            if started_by_bot(run, bot_login=bot_login, default_branch=default_branch, workflow=workflow)]
+
+
 def latest_for_head(runs: list[PrRun], head_sha: str) -> PrRun | None:
     return next((r for r in runs if r.title.sha == head_sha), None)
 

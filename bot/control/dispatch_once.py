@@ -38,12 +38,14 @@ class Started:
 
 
 def find_runs(client: GitHubClient, workflow: str, pr: int, key: str, sha: str | None = None,
-              since: dt.datetime | None = None) -> list[Run]:
-    """The request's runs (every page down to `since`), oldest first."""
+              since: dt.datetime | None = None, *, bot_login: str, default_branch: str) -> list[Run]:
+    """The request's runs that the bot started (every page down to `since`), oldest first: a run a
+    writer dispatched with the same title is neither taken for the request's run nor kept over it."""
     found = []
     for run in client.iter_workflow_runs(workflow, since=since):
         title = dispatch.parse_run_title(run.display_title)
-        if title and title.pr == pr and title.key == key and (sha is None or title.sha == sha):
+        if title and title.pr == pr and title.key == key and (sha is None or title.sha == sha) and \
+                dispatch.started_by_bot(run, bot_login=bot_login, default_branch=default_branch, workflow=workflow):
             found.append(run)
     return sorted(found, key=lambda r: r.id)
 
@@ -96,7 +98,8 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
     out.claim_id = claim.comment_id
     since = claim.created_at - CLOCK_SLACK if claim.created_at else None
     # A fresh first claim has no run yet (only a claim's holder dispatches); a resumed one may.
-    existing = find_runs(client, workflow, pr, key, match_sha, since) if resumed else []
+    existing = find_runs(client, workflow, pr, key, match_sha, since, bot_login=bot_login,
+                         default_branch=default_branch) if resumed else []
     if existing:
         out.log.append(f"request {key} already has run {existing[0].id}; not dispatching again")
         out.run = DispatchedRun(existing[0].id, existing[0].html_url)
@@ -119,7 +122,8 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
         if not exc.ambiguous:
             raise
         # The answer was lost, not necessarily the dispatch: ask GitHub instead of sending it again.
-        existing = find_runs(client, workflow, pr, key, match_sha, since)
+        existing = find_runs(client, workflow, pr, key, match_sha, since, bot_login=bot_login,
+                             default_branch=default_branch)
         if not existing:
             raise GitHubError(f"{exc}; no run for request {key} exists, so nothing was started", exc.status,
                               ambiguous=False, throttled_s=exc.throttled_s) from None
@@ -130,7 +134,8 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
     if resumed or not holder or out.run is None or out.run.run_id is None:
         # Two resumers may race past one claim; a fresh claim in Actions cannot be resumed while its
         # holder runs, so only a resumed request, or one claimed outside Actions, looks for twins.
-        _cancel_twins(client, workflow, pr, key, match_sha, since, out)
+        _cancel_twins(client, workflow, pr, key, match_sha, since, out, bot_login=bot_login,
+                      default_branch=default_branch)
     return out
 
 
@@ -271,9 +276,9 @@ def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: st
 
 
 def _cancel_twins(client: GitHubClient, workflow: str, pr: int, key: str, sha: str | None,
-                  since: dt.datetime | None, out: Started) -> None:
+                  since: dt.datetime | None, out: Started, *, bot_login: str, default_branch: str) -> None:
     """Check after dispatch: if two resumers raced past the claim, keep the oldest run, cancel the rest."""
-    runs = find_runs(client, workflow, pr, key, sha, since)
+    runs = find_runs(client, workflow, pr, key, sha, since, bot_login=bot_login, default_branch=default_branch)
     if len(runs) < 2:
         return
     keep = runs[0]

@@ -40,13 +40,22 @@ def _render(verdict: gate.GateVerdict, sha: str, **extra: Any) -> tuple[str, str
     return title, section
 
 
-def _post_check(client, sha: str, *, conclusion: str | None, title: str, summary: str,
+def _own_gates(client, sha: str, bot_login: str) -> list:
+    """The gate checks on sha that the bot's own App posted: a check of the same name by another App
+    (any workflow's token can post one) neither counts nor is updated; the bot posts its own beside it."""
+    from bot.report.post import CHECK_NAME, own_check_runs
+
+    return [run for run in own_check_runs(client.list_check_runs(sha, CHECK_NAME), bot_login)
+            if run.name == CHECK_NAME]
+
+
+def _post_check(client, sha: str, *, bot_login: str, conclusion: str | None, title: str, summary: str,
                 details_url: str | None = None) -> None:
-    """Update the latest gate check on sha, or create it; conclusion None leaves it in progress."""
+    """Update the bot's latest gate check on sha, or create it; conclusion None leaves it in progress."""
     from bot.report.post import CHECK_NAME
 
     status = "completed" if conclusion else "in_progress"
-    existing = [run for run in client.list_check_runs(sha, CHECK_NAME) if run.name == CHECK_NAME]
+    existing = _own_gates(client, sha, bot_login)
     fields = dict(status=status, conclusion=conclusion, title=title[:1000], summary=summary[:60000],
                   details_url=details_url)
     if existing:
@@ -81,17 +90,18 @@ def _on_pull_request(h, event) -> None:
     from bot.plan.model import PlanError
     from bot.recipes.errors import RecipeError
     from bot.report import gate
-    from bot.report.post import CHECK_NAME
 
     pull = event.pull
     if event.action not in POST_ON or pull.closed:
         return
-    if any(run.name == CHECK_NAME for run in h.client.list_check_runs(pull.head_sha, CHECK_NAME)):
+    error = h.load_config()  # first: the config names the bot's login, whose checks are its own
+    if _own_gates(h.client, pull.head_sha, h.bot_login()):
         h.log(f"the gate check on {pull.head_sha} exists already")
         return
-    if error := h.load_config():  # nothing can be planned under a broken config: the gate says why
+    if error:  # nothing can be planned under a broken config: the gate says why
         title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=[str(error)])
-        _post_check(h.client, pull.head_sha, conclusion="failure", title=title, summary=section)
+        _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
+                    conclusion="failure", title=title, summary=section)
         return
     lines, filters = required_filters(h.config)
     try:
@@ -104,7 +114,8 @@ def _on_pull_request(h, event) -> None:
     except (RecipeError, PlanError) as exc:
         problems = [str(p) for p in exc.problems] if isinstance(exc, RecipeError) else [str(exc)]
         title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=problems)
-        _post_check(h.client, pull.head_sha, conclusion="failure", title=title, summary=section)
+        _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
+                    conclusion="failure", title=title, summary=section)
         h.client.create_comment(pull.number, i18n.render_bilingual(
             "control/gate-plan-failed", sha=pull.head_sha, problems=problems) + "\n")
         h.log(f"the plan of {pull.head_sha} failed: {problems[0]}")
@@ -113,7 +124,8 @@ def _on_pull_request(h, event) -> None:
     required = {**gate.required_keys(jobs), **{("inferencex", key): key for key in configs}}
     if not required:
         title, section = _render(_verdict({}), pull.head_sha)
-        _post_check(h.client, pull.head_sha, conclusion="success", title=title, summary=section)
+        _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
+                    conclusion="success", title=title, summary=section)
         h.log(f"gate on {pull.head_sha}: no recipe or suite touched")
         return
     if event.action == "synchronize" and _carry_reuse(h, pull):
@@ -121,7 +133,7 @@ def _on_pull_request(h, event) -> None:
     kinds = {job.kind for job in jobs} | ({"sweep"} if configs else set())
     needed = [line for line, one in zip(lines, filters) if one.kind in kinds or one.kind == "all"]
     title, section = _render(_verdict(required), pull.head_sha, reason="planned", commands=needed)
-    _post_check(h.client, pull.head_sha, conclusion=None, title=title, summary=section)
+    _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion=None, title=title, summary=section)
     h.log(f"gate on {pull.head_sha}: {len(required)} required point(s)/case(s)")
 
 
@@ -159,7 +171,7 @@ def refuse_unknown_recipes(h, reply, command, pull) -> bool:
               more=max(0, len(names) - 30), sha=pull.head_sha)
     problems = [f"/sweep: no recipe matches {glob!r} at {pull.head_sha[:12]}" for glob in unknown]
     title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=problems)
-    _post_check(h.client, pull.head_sha, conclusion="failure", title=title, summary=section)
+    _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion="failure", title=title, summary=section)
     h.log(f"refused {command.normalized()}: unknown recipe(s) {', '.join(unknown)}")
     return True
 
@@ -187,7 +199,8 @@ def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
     with tempfile.TemporaryDirectory(prefix="recipe-bot-gate-") as tmp:
         root = pathlib.Path(tmp)
         runs = gate_runs.fetch_prior_runs(h.client, workflow=h.config.gpu_workflow, sha=pull.head_sha,
-                                          dest=root / "runs")
+                                          dest=root / "runs", bot_login=h.bot_login(),
+                                          default_branch=h.default_branch)
         if not runs:
             return None
         (root / "baseline").mkdir()
@@ -202,7 +215,8 @@ def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
         except collect.InputError:
             required = []
         result = gate_runs.evaluate(current=outcomes, required_plan=required, sha=pull.head_sha, acks=acks)
-    _post_check(h.client, pull.head_sha, conclusion=result.check_conclusion, title=result.title,
+    _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
+                conclusion=result.check_conclusion, title=result.title,
                 summary=result.section)
     return result.verdict
 
@@ -214,7 +228,7 @@ def reuse_run(h, reply, command, actor, pull, approvals, key) -> None:
     from bot.report.post import CHECK_NAME
 
     judged = reuse.judge(h.client, run_id=command.run_id, pull=pull, by=actor.login, bot_login=h.bot_login(),
-                         workflow=h.config.gpu_workflow, check_name=CHECK_NAME)
+                         workflow=h.config.gpu_workflow, check_name=CHECK_NAME, default_branch=h.default_branch)
     if not judged.accepted:
         reply.refused = True
         reply.add("reuse-refused", command=command.normalized(), reason=judged.reason, **judged.context)
@@ -223,7 +237,7 @@ def reuse_run(h, reply, command, actor, pull, approvals, key) -> None:
     record = judged.record
     reply.markers.append(reuse.marker(record))
     title, section = reuse.check_text(record, judged.run_url, judged.context["recipes"])
-    _post_check(h.client, pull.head_sha, conclusion="success", title=title, summary=section,
+    _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion="success", title=title, summary=section,
                 details_url=judged.run_url or None)
     reply.add("reuse-accepted", **judged.context)
     h.log(f"{actor.login} reused run {record.run_id} ({record.run_sha}) for {pull.head_sha}")
@@ -240,7 +254,7 @@ def _carry_reuse(h, pull) -> bool:
         h.log(f"the reuse of run {carried.record.run_id} ended at {pull.head_sha}: a touched recipe changed")
         return False
     title, section = reuse.check_text(carried.record, carried.run_url)
-    _post_check(h.client, pull.head_sha, conclusion="success", title=title, summary=section,
+    _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion="success", title=title, summary=section,
                 details_url=carried.run_url or None)
     h.log(f"the reuse of run {carried.record.run_id} holds at {pull.head_sha}")
     return True
@@ -253,8 +267,6 @@ _QUEUE_REF = re.compile(rf"/pr-(\d+)-{SHA}$")
 
 def handle_merge_group(h, payload: dict) -> None:
     """`merge_group checks_requested`: reuse the PR head's verdict when the recipes are identical."""
-    from bot.report.post import CHECK_NAME
-
     group = payload.get("merge_group") or {}
     sha, ref = str(group.get("head_sha") or ""), str(group.get("head_ref") or "")
     match = _QUEUE_REF.search(ref)
@@ -264,11 +276,11 @@ def handle_merge_group(h, payload: dict) -> None:
     if h.load_config():
         return
     pull = h.client.get_pull(int(match.group(1)))
-    if any(run.name == CHECK_NAME for run in h.client.list_check_runs(sha, CHECK_NAME)):
+    if _own_gates(h.client, sha, h.bot_login()):
         h.log(f"the gate check on merge group {sha} exists already")
         return
-    done = [c for c in h.client.list_check_runs(pull.head_sha, CHECK_NAME)
-            if c.name == CHECK_NAME and c.status == "completed" and c.conclusion in ("success", "failure")]
+    done = [c for c in _own_gates(h.client, pull.head_sha, h.bot_login())
+            if c.status == "completed" and c.conclusion in ("success", "failure")]
     # The merge-group commit may carry other PRs' changes too: every recipe must match (reuse's one rule).
     if done and not reuse.differences(None, reuse.recipe_fingerprints(h.client, sha),
                                       reuse.recipe_fingerprints(h.client, pull.head_sha)):
@@ -277,12 +289,13 @@ def handle_merge_group(h, payload: dict) -> None:
         url = run.run.html_url if run else check.html_url
         title, section = _render(_verdict({}), sha, reason="reused", reused_sha=pull.head_sha,
                                  reused_conclusion=check.conclusion, reused_url=url, reused_id=check.id)
-        _post_check(h.client, sha, conclusion=check.conclusion, title=title, summary=section, details_url=url)
+        _post_check(h.client, sha, bot_login=h.bot_login(),
+                    conclusion=check.conclusion, title=title, summary=section, details_url=url)
         h.log(f"merge group {sha}: reused the {check.conclusion} gate of PR #{pull.number} at {pull.head_sha}")
         return
     lines = list(h.config.gate.required)
     title, section = _render(_verdict({}), sha, reason="planned", commands=lines)
-    _post_check(h.client, sha, conclusion=None, title=title, summary=section)
+    _post_check(h.client, sha, bot_login=h.bot_login(), conclusion=None, title=title, summary=section)
     from bot.control.dispatch import dispatch_inputs
 
     for number, line in enumerate(lines):
@@ -353,6 +366,17 @@ def plan_problems(path: pathlib.Path) -> list[str]:
     return problems
 
 
+def _poster_login(client) -> str:
+    """Who this token posts as: GET /user, which GITHUB_TOKEN may not call (it posts as github-actions[bot])."""
+    from bot.github import GitHubError
+    from bot.report.post import ACTIONS_BOT
+
+    try:
+        return client.authenticated_login()
+    except GitHubError:
+        return ACTIONS_BOT
+
+
 def _main(argv: list[str]) -> int:
     """`python -m bot.control.gate_events plan-failed SHA PLAN_JSON [RUN_URL]`: fail the gate with the reason."""
     import sys
@@ -365,8 +389,9 @@ def _main(argv: list[str]) -> int:
     sha, problems = argv[1], plan_problems(pathlib.Path(argv[2]))
     title, section = _render(_verdict({}), sha, reason="plan-failed", problems=problems)
     try:
-        _post_check(GitHubClient.from_env(), sha, conclusion="failure", title=title, summary=section,
-                    details_url=argv[3] if len(argv) == 4 else None)
+        client = GitHubClient.from_env()
+        _post_check(client, sha, bot_login=_poster_login(client), conclusion="failure", title=title,
+                    summary=section, details_url=argv[3] if len(argv) == 4 else None)
     except GitHubError as exc:
         print(f"recipe-bot: cannot fail the merge gate on {sha}: {exc}", file=sys.stderr)
         return 1

@@ -116,8 +116,12 @@ class Handler:
         return self._review_approvals
 
     def all_runs(self) -> list:
+        """The GPU workflow's runs that the bot started: every decision (the cooldown, /status, /cancel,
+        /rerun, the merge queue) reads these, never a run a writer dispatched by hand."""
         if self._all_runs is None:
-            self._all_runs = self.client.list_workflow_runs(self.config.gpu_workflow)
+            self._all_runs = dispatch.bot_runs(
+                self.client.list_workflow_runs(self.config.gpu_workflow), bot_login=self.bot_login(),
+                default_branch=self.default_branch, workflow=self.config.gpu_workflow)
         return self._all_runs
 
     def pr_runs(self, pr: int) -> list[dispatch.PrRun]:

@@ -123,10 +123,11 @@ def latest(comments: Iterable[Any], bot_login: str) -> Reuse | None:
 # -- /reuse <run-id> ---------------------------------------------------------------------------------------
 
 def judge(client: Any, *, run_id: int, pull: Any, by: str, bot_login: str, workflow: str,
-          check_name: str) -> Judgement:
+          check_name: str, default_branch: str) -> Judgement:
     """Accept run_id for pull's head, or say why not (reads the run, the gate at its commit, both fingerprints)."""
-    from bot.control.dispatch import parse_run_title
+    from bot.control.dispatch import parse_run_title, started_by_bot
     from bot.github import GitHubError
+    from bot.report.post import own_check_runs
 
     base = {"run_id": run_id, "head_sha": pull.head_sha}
     try:
@@ -138,16 +139,17 @@ def judge(client: Any, *, run_id: int, pull: Any, by: str, bot_login: str, workf
     title = parse_run_title(run.display_title)
     context = {**base, "run_url": run.html_url, "run_sha": title.sha if title else run.head_sha,
                "workflow": workflow}
-    ours = title is not None and run.actor.lower() == bot_login.lower() and run.event == "workflow_dispatch" \
-        and run.path.rsplit("/", 1)[-1] == workflow
-    if not ours:
+    if title is None or not started_by_bot(run, bot_login=bot_login, default_branch=default_branch,
+                                           workflow=workflow):
         return Judgement(None, "not-bot", {**context, "actor": run.actor, "bot": bot_login}, run.html_url)
     if title.pr != pull.number:
         return Judgement(None, "other-pr", {**context, "pr": title.pr}, run.html_url)
     if run.active or run.conclusion != "success":
         return Judgement(None, "active" if run.active else "failed",
                          {**context, "status": run.status, "conclusion": run.conclusion}, run.html_url)
-    gates = [c for c in client.list_check_runs(title.sha, check_name) if c.name == check_name]
+    # Only the bot's own gate check says the run passed: another App may post a check of the same name.
+    gates = [c for c in own_check_runs(client.list_check_runs(title.sha, check_name), bot_login)
+             if c.name == check_name]
     gate_check = max(gates, key=lambda c: c.id) if gates else None
     if gate_check is None or gate_check.status != "completed" or gate_check.conclusion != "success":
         state = None if gate_check is None else gate_check.conclusion or gate_check.status

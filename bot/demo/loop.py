@@ -156,9 +156,13 @@ def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
         started = step("The report job: collect, compare, render English + 简体中文, post the comment and check run")
         run_url = f"{sandbox.url}/{repo_name}/actions/runs/{run['id']}"
         report_dir = out_dir / "report"
+        # As gpu.yml's report job: the merge gate of the commit (only `--gate` posts under its check name),
+        # with the run's own id so that it is not read back as an earlier run of the same commit.
         recipe_bot(["report", "--results", str(results_dir), "--jobs", str(plan_file), "--out", str(report_dir),
+                    "--gate", "--required", str(plan_file),
                     "--post", "--pr", str(sample.PR_NUMBER), "--sha", inputs["sha"], "--run-url", run_url,
-                    "--command", inputs["command"]], env, work_dir, log, check=False)
+                    "--command", inputs["command"]], {**env, "GITHUB_RUN_ID": str(run["id"])}, work_dir, log,
+                   check=False)
         summary = json.loads((report_dir / "summary.json").read_text(encoding="utf-8"))
         sandbox.set_run(run["id"], conclusion="success" if summary.get("verdict") == "success" else "failure")
         state = sandbox.state()

@@ -159,7 +159,8 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
 @click.option("--run-url", help="The GPU workflow run (default: from GITHUB_* variables).")
 @click.option("--command", "command_text", help="The PR command that started the run.")
 @click.option("--bot-login", help="The login the bot posts as (default: config bot_login, GET /user).")
-@click.option("--check-name", default=post.CHECK_NAME, show_default=True)
+@click.option("--check-name", help=f"The check run's name (default: {post.CHECK_NAME!r} with --gate, "
+                                   f"else {post.REPORT_CHECK_NAME!r}; only --gate may post the gate's name).")
 @click.option("--fail-on-failure", is_flag=True, help="Exit 1 when the verdict is failure.")
 @click.option("--gate", "gate_on", is_flag=True,
               help="Post the merge gate of the head SHA: this run merged with every earlier run on it.")
@@ -173,9 +174,10 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                config_path: pathlib.Path | None,
                out_dir: pathlib.Path, do_post: bool, dry_run: bool, repo: str | None,
                pr: int | None, sha: str | None, run_url: str | None, command_text: str | None,
-               bot_login: str | None, check_name: str, fail_on_failure: bool, gate_on: bool = False,
+               bot_login: str | None, check_name: str | None, fail_on_failure: bool, gate_on: bool = False,
                required_dir: pathlib.Path | None = None) -> None:
     """Collect results, compare with the base branch, render English then 简体中文, and post."""
+    check_name = _check_name(check_name, gate_on)
     chart_child = alongside.ChartChild()  # forked first: matplotlib loads while the results are read
     click.get_current_context().call_on_close(chart_child.wait)  # waited for on every way out
     from bot import i18n
@@ -254,6 +256,20 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     if fail_on_failure and report.verdict.conclusion == "failure":
         raise SystemExit(1)
+
+
+def _check_name(given: str | None, gate_on: bool) -> str:
+    """The check the report posts under: the merge gate's name belongs to `--gate` alone, so that one
+    run's own verdict (a hand-run or custom report) can never stand in for the commit's gate."""
+    if gate_on:
+        return given or post.CHECK_NAME
+    if given is not None and given.strip().lower() == post.CHECK_NAME.lower():
+        raise click.ClickException(
+            f"--check-name {given!r} is the merge gate's check; only `report --gate` posts it "
+            f"(without --gate the report posts {post.REPORT_CHECK_NAME!r})\n"
+            f"--check-name {given!r} 是合并门禁的检查；只有 `report --gate` 能发布它"
+            f"（不带 --gate 时报告发布为 {post.REPORT_CHECK_NAME!r}）")
+    return given or post.REPORT_CHECK_NAME
 
 
 def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,

@@ -11,7 +11,7 @@ import pathlib
 from collections.abc import Mapping, Sequence
 
 from bot import i18n
-from bot.control.dispatch import parse_run_title
+from bot.control.dispatch import parse_run_title, started_by_bot
 from bot.report import build, collect, gate
 from bot.report.compare import Baseline
 from bot.report.fetch import RESULT_ARTIFACT_PREFIX, ArtifactRejected, extract_safely
@@ -19,6 +19,8 @@ from bot.report.model import Meta
 
 PLAN_ARTIFACT = "plan"
 LATEST = 1 << 62  # a run without GITHUB_RUN_ID (a local report) counts as the newest
+# Written into a fetched run's folder while that run is still going: its jobs not yet reported are not lost.
+IN_PROGRESS = "in-progress"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,20 +44,28 @@ def current_run_id(environ: Mapping[str, str] | None = None) -> int:
     return int(value) if value.isdigit() else LATEST
 
 
-def fetch_prior_runs(client, *, workflow: str, sha: str, dest: pathlib.Path,
-                     exclude_run_id: int | None = None,
+def fetch_prior_runs(client, *, workflow: str, sha: str, dest: pathlib.Path, bot_login: str,
+                     default_branch: str, exclude_run_id: int | None = None,
                      skipped: list[dict] | None = None) -> list[tuple[int, pathlib.Path]]:
-    """Download plan and results of every finished run of `workflow` that measured `sha`.
+    """Download plan and results of every run of `workflow` that the bot started for `sha`.
 
-    An artifact that cannot be used (not a zip, a member outside its folder, past the size limits) is
-    left out and described in `skipped`; the rest of that run still counts (a job whose result was in
-    it is then lost or not measured, never passed)."""
+    A run a writer dispatched by hand never counts (dispatch.started_by_bot). A run still going counts
+    with what it has uploaded so far (folder marked IN_PROGRESS): a narrow run reporting while a failing
+    run finishes must not drop that run's failures from the verdict. An artifact that cannot be used
+    (not a zip, a member outside its folder, past the size limits) is left out and described in
+    `skipped`; the rest of that run still counts (a job whose result was in it is then lost or not
+    measured, never passed)."""
     fetched = []
     for run in client.list_workflow_runs(workflow, pages=3):
         title = parse_run_title(run.display_title)
-        if title is None or title.sha != sha or run.id == exclude_run_id or run.active:
+        if title is None or title.sha != sha or run.id == exclude_run_id:
+            continue
+        if not started_by_bot(run, bot_login=bot_login, default_branch=default_branch, workflow=workflow):
             continue
         folder = dest / f"run-{run.id}"
+        if run.active:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / IN_PROGRESS).write_text(run.status + "\n", encoding="utf-8")
         for artifact in client.list_run_artifacts(run.id):
             if artifact.expired:
                 continue
@@ -85,6 +95,8 @@ def outcomes_of_folder(folder: pathlib.Path, run_id: int, sha: str, baseline: Ba
     except collect.InputError:
         plan = []
     collection = collect.collect(results, plan, sha)
+    if (folder / IN_PROGRESS).is_file():  # a job of a run still going that has not reported is not lost yet
+        collection = dataclasses.replace(collection, jobs=tuple(j for j in collection.jobs if j.source is not None))
     report = build.build_report(collection, baseline, thresholds, Meta(sha=sha))
     return gate.outcomes_of(collection, report, run_id, sha)
 
@@ -125,9 +137,10 @@ def for_report(collection, report, *, sha: str, pr: int | None, required_dir: pa
     acks: list[gate.Ack] = []
     skipped: list[dict] = []  # artifacts of earlier runs that could not be used: named on the check
     if client is not None:
-        for prior_id, folder in fetch_prior_runs(client, workflow=workflow, sha=sha,
-                                                 dest=out_dir / "gate-runs", exclude_run_id=run_id,
-                                                 skipped=skipped):
+        default_branch = client.default_branch()
+        for prior_id, folder in fetch_prior_runs(client, workflow=workflow, sha=sha, dest=out_dir / "gate-runs",
+                                                 bot_login=bot_login or "", default_branch=default_branch,
+                                                 exclude_run_id=run_id, skipped=skipped):
             prior += outcomes_of_folder(folder, prior_id, sha, baseline, thresholds)
         if pr is not None and bot_login:
             acks = gate.read_acks(client.list_issue_comments(pr), bot_login, sha)
@@ -158,7 +171,14 @@ def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | Non
         if meta.repository:
             environ["GITHUB_REPOSITORY"] = meta.repository
         client = GitHubClient.from_env(environ=environ)
-        bot_login = bot_login or getattr(config, "bot_login", None) or ACTIONS_BOT
+        # Whose runs and checks count: the configured login, else who this token acts as (GITHUB_TOKEN,
+        # which may not read GET /user, acts as github-actions[bot]).
+        bot_login = bot_login or getattr(config, "bot_login", None)
+        if not bot_login:
+            try:
+                bot_login = client.authenticated_login()
+            except GitHubError:
+                bot_login = ACTIONS_BOT
     try:
         result = for_report(collection, report, sha=meta.sha, pr=meta.pr, required_dir=required_dir,
                             baseline=baseline, thresholds=thresholds, workflow=workflow, out_dir=out_dir,

@@ -16,7 +16,8 @@ from typing import Literal, Protocol
 
 from bot.report import marker
 
-CHECK_NAME = "recipe-bot / benchmarks"
+CHECK_NAME = "recipe-bot / benchmarks"  # the merge gate: only `report --gate` posts under it
+REPORT_CHECK_NAME = "recipe-bot / report"  # one run's own verdict, when a report is posted without --gate
 ACTIONS_BOT = "github-actions[bot]"  # who GITHUB_TOKEN posts as
 _INCOMPLETE = {"queued", "in_progress", "waiting", "requested", "pending"}
 

@@ -17,6 +17,10 @@ from .seed import PERMISSIONS, SeedFile, SeedRun
 ROLE_OF = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read", "none": "none"}
 
 
+# GitHub's own App: every workflow's GITHUB_TOKEN acts as it (and may post check runs as it).
+ACTIONS_APP = "github-actions[bot]"
+
+
 def utcnow() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -278,7 +282,7 @@ class SandboxState:
         return next(self._ids)
 
     def is_known(self, login: str) -> bool:
-        if login in self.permissions or login == self.owner:
+        if login in self.permissions or login == self.owner or login == ACTIONS_APP:
             return True
         if any(login in members for members in self.teams.values()):
             return True

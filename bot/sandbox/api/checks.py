@@ -1,4 +1,5 @@
-"""Check run operations: create, update, get, list for a ref. Only the bot's app may write them, as on GitHub."""
+"""Check run operations: create, update, get, list for a ref. Only an App writes them, as on GitHub: the bot's,
+or another one (any workflow's GITHUB_TOKEN posts as the `github-actions` App); each updates only its own."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,8 +9,9 @@ from . import ApiError, Call, Reply, check_repo, int_param, not_found, operation
 
 
 def _require_app(call: Call) -> str:
+    """The acting App's login (`<slug>[bot]`): the bot's, or another App's installation token."""
     user = require_user(call)
-    if user != call.state.bot:
+    if user != call.state.bot and not user.endswith("[bot]"):
         raise ApiError(403, "You must authenticate via a GitHub App.")
     return user
 
@@ -69,7 +71,8 @@ def get(call: Call) -> Reply:
 @operation("checks/update")
 def update(call: Call) -> Reply:
     run = _find(call)
-    _require_app(call)
+    if _require_app(call) != run.app:  # an App cannot touch another App's check run
+        raise ApiError(403, "Resource not accessible by integration")
     _apply(run, call.body)
     return Reply(200, call.shapes.check_run(run))
 
@@ -86,6 +89,6 @@ def list_for_ref(call: Call) -> Reply:
     if call.query.get("status"):
         runs = [r for r in runs if r.status == call.query["status"]]
     if call.query.get("filter", "latest") == "latest":
-        seen: set[str] = set()
-        runs = [r for r in runs if not (r.name in seen or seen.add(r.name))]
+        seen: set[tuple[str, str]] = set()  # the latest of each name in each App's check suite
+        runs = [r for r in runs if not ((r.app, r.name) in seen or seen.add((r.app, r.name)))]
     return paginate(call, [call.shapes.check_run(r) for r in runs], wrap="check_runs")

@@ -121,10 +121,13 @@ class ShapesBase:
         return self.simple_user(login)
 
     # --- the bot's GitHub App ---------------------------------------------------------------
-    def app(self) -> dict[str, Any]:
-        slug = self.state.bot.removesuffix("[bot]")
+    def app(self, login: str | None = None) -> dict[str, Any]:
+        """The bot's GitHub App, or the App that acts as `login` (`<slug>[bot]`, e.g. github-actions[bot])."""
+        login = login or self.state.bot
+        slug = login.removesuffix("[bot]")
+        app_id = APP_ID if login == self.state.bot else stable_id("app", slug)
         return {
-            "id": APP_ID, "slug": slug, "node_id": node_id("App", APP_ID), "client_id": f"Iv1.{APP_ID}",
+            "id": app_id, "slug": slug, "node_id": node_id("App", app_id), "client_id": f"Iv1.{app_id}",
             "owner": self.simple_user(self.state.owner), "name": slug, "description": "recipe-bot (sandbox)",
             "external_url": self.web, "html_url": f"{self.web}/apps/{slug}", "created_at": EPOCH,
             "updated_at": EPOCH, "permissions": dict(APP_PERMISSIONS), "events": list(APP_EVENTS),

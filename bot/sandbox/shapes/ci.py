@@ -20,7 +20,7 @@ class CiShapes(ShapesBase):
             "output": {"title": c.title, "summary": c.summary, "text": c.text, "annotations_count": 0,
                        "annotations_url": f"{url}/annotations"},
             "name": c.name, "check_suite": {"id": stable_id("suite", c.head_sha)},
-            "app": self.app(), "pull_requests": self.pulls_with_head(c.head_sha),  # type: ignore[attr-defined]
+            "app": self.app(c.app), "pull_requests": self.pulls_with_head(c.head_sha),  # type: ignore[attr-defined]
         }
 
     def workflow(self, w: Workflow) -> dict[str, Any]:
