@@ -160,7 +160,7 @@ def test_a_deeply_nested_result_json_is_one_failed_job_in_an_earlier_run_and_in_
     (folder / "results" / "y" / "result.json").write_text(deep, encoding="utf-8")
     result = CliRunner().invoke(report_cmd, [
         "--results", str(folder / "results"), "--sha", head, "--pr", "7", "--gate", "--post",
-        "--out", str(folder / "out")], env={**sb.env(), "GITHUB_RUN_ID": str(prior["id"] + 100)})
+        "--out", str(folder / "out"), "--bot-login", sb.state()["bot"]], env={**sb.env(), "GITHUB_RUN_ID": str(prior["id"] + 100)})
     assert result.exit_code == 0, result.output
     summary = json.loads((folder / "out" / "summary.json").read_text(encoding="utf-8"))
     assert summary["gate"]["failing"] == [{"recipe": "tiny-cpu", "item": "tp1-c1", "status": "failed",
