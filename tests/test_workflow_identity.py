@@ -66,3 +66,16 @@ def test_no_job_without_writes_sees_the_apps_key():
 
 def writing_jobs_of(name):
     return [p for p in writing_jobs() if p.values[0] == name]
+
+
+@pytest.mark.parametrize(("bot_login", "says_so"), [("github-actions[bot]", True), ("recipe-bot[bot]", False)])
+def test_the_gate_says_plainly_that_a_github_token_check_can_be_forged(bot_login, says_so):
+    from bot import i18n
+    from bot.report import gate
+    from bot.report.gate_runs import render
+
+    verdict = gate.GateVerdict("failure", 1, 0, (), (("tiny", "tp1-c1"),), (), ())
+    _, _, section = render(verdict, sha="a" * 40, bot_login=bot_login)
+    english, chinese = section.split(i18n.SEPARATOR)
+    assert ("any write collaborator's branch workflow can post this check" in english) is says_so
+    assert ("任何有写权限的协作者都能在自己分支的工作流中发布此检查" in chinese) is says_so

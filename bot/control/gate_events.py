@@ -33,10 +33,10 @@ def _verdict(required: dict, **fields: Any) -> gate.GateVerdict:
     return gate.GateVerdict(fields.get("conclusion", "pending"), len(required), 0, (), missing, (), ())
 
 
-def _render(verdict: gate.GateVerdict, sha: str, **extra: Any) -> tuple[str, str]:
+def _render(verdict: gate.GateVerdict, sha: str, *, bot_login: str, **extra: Any) -> tuple[str, str]:
     from bot.report.gate_runs import render
 
-    _, title, section = render(verdict, sha=sha, **extra)
+    _, title, section = render(verdict, sha=sha, bot_login=bot_login, **extra)
     return title, section
 
 
@@ -99,7 +99,7 @@ def _on_pull_request(h, event) -> None:
         h.log(f"the gate check on {pull.head_sha} exists already")
         return
     if error:  # nothing can be planned under a broken config: the gate says why
-        title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=[str(error)])
+        title, section = _render(_verdict({}), pull.head_sha, bot_login=h.bot_login(), reason="plan-failed", problems=[str(error)])
         _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
                     conclusion="failure", title=title, summary=section)
         return
@@ -113,7 +113,7 @@ def _on_pull_request(h, event) -> None:
                                                  changed=changed)
     except (RecipeError, PlanError) as exc:
         problems = [str(p) for p in exc.problems] if isinstance(exc, RecipeError) else [str(exc)]
-        title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=problems)
+        title, section = _render(_verdict({}), pull.head_sha, bot_login=h.bot_login(), reason="plan-failed", problems=problems)
         _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
                     conclusion="failure", title=title, summary=section)
         h.client.create_comment(pull.number, i18n.render_bilingual(
@@ -123,7 +123,7 @@ def _on_pull_request(h, event) -> None:
     # InferenceX configs the PR touches are required too: never "nothing touched" for them.
     required = {**gate.required_keys(jobs), **{("inferencex", key): key for key in configs}}
     if not required:
-        title, section = _render(_verdict({}), pull.head_sha)
+        title, section = _render(_verdict({}), pull.head_sha, bot_login=h.bot_login())
         _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
                     conclusion="success", title=title, summary=section)
         h.log(f"gate on {pull.head_sha}: no recipe or suite touched")
@@ -132,7 +132,7 @@ def _on_pull_request(h, event) -> None:
         return
     kinds = {job.kind for job in jobs} | ({"sweep"} if configs else set())
     needed = [line for line, one in zip(lines, filters) if one.kind in kinds or one.kind == "all"]
-    title, section = _render(_verdict(required), pull.head_sha, reason="planned", commands=needed)
+    title, section = _render(_verdict(required), pull.head_sha, bot_login=h.bot_login(), reason="planned", commands=needed)
     _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion=None, title=title, summary=section)
     h.log(f"gate on {pull.head_sha}: {len(required)} required point(s)/case(s)")
 
@@ -170,7 +170,7 @@ def refuse_unknown_recipes(h, reply, command, pull) -> bool:
     reply.add("gate-unknown-recipe", command=command.normalized(), unknown=unknown, names=names[:30],
               more=max(0, len(names) - 30), sha=pull.head_sha)
     problems = [f"/sweep: no recipe matches {glob!r} at {pull.head_sha[:12]}" for glob in unknown]
-    title, section = _render(_verdict({}), pull.head_sha, reason="plan-failed", problems=problems)
+    title, section = _render(_verdict({}), pull.head_sha, bot_login=h.bot_login(), reason="plan-failed", problems=problems)
     _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion="failure", title=title, summary=section)
     h.log(f"refused {command.normalized()}: unknown recipe(s) {', '.join(unknown)}")
     return True
@@ -214,7 +214,8 @@ def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
             required = gate_runs.load_required(max(runs)[1] / "plan" / "required")
         except collect.InputError:
             required = []
-        result = gate_runs.evaluate(current=outcomes, required_plan=required, sha=pull.head_sha, acks=acks)
+        result = gate_runs.evaluate(current=outcomes, required_plan=required, sha=pull.head_sha, acks=acks,
+                                   bot_login=h.bot_login())
     _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
                 conclusion=result.check_conclusion, title=result.title,
                 summary=result.section)
@@ -287,14 +288,14 @@ def handle_merge_group(h, payload: dict) -> None:
         check = max(done, key=lambda c: c.id)
         run = next((r for r in h.pr_runs(pull.number) if r.title.sha == pull.head_sha), None)
         url = run.run.html_url if run else check.html_url
-        title, section = _render(_verdict({}), sha, reason="reused", reused_sha=pull.head_sha,
+        title, section = _render(_verdict({}), sha, bot_login=h.bot_login(), reason="reused", reused_sha=pull.head_sha,
                                  reused_conclusion=check.conclusion, reused_url=url, reused_id=check.id)
         _post_check(h.client, sha, bot_login=h.bot_login(),
                     conclusion=check.conclusion, title=title, summary=section, details_url=url)
         h.log(f"merge group {sha}: reused the {check.conclusion} gate of PR #{pull.number} at {pull.head_sha}")
         return
     lines = list(h.config.gate.required)
-    title, section = _render(_verdict({}), sha, reason="planned", commands=lines)
+    title, section = _render(_verdict({}), sha, bot_login=h.bot_login(), reason="planned", commands=lines)
     _post_check(h.client, sha, bot_login=h.bot_login(), conclusion=None, title=title, summary=section)
     from bot.control.dispatch import dispatch_inputs
 
@@ -387,10 +388,11 @@ def _main(argv: list[str]) -> int:
         print("usage: python -m bot.control.gate_events plan-failed SHA(40 hex) PLAN_JSON [RUN_URL]", file=sys.stderr)
         return 2
     sha, problems = argv[1], plan_problems(pathlib.Path(argv[2]))
-    title, section = _render(_verdict({}), sha, reason="plan-failed", problems=problems)
     try:
         client = GitHubClient.from_env()
-        _post_check(client, sha, bot_login=_poster_login(client), conclusion="failure", title=title,
+        poster = _poster_login(client)
+        title, section = _render(_verdict({}), sha, bot_login=poster, reason="plan-failed", problems=problems)
+        _post_check(client, sha, bot_login=poster, conclusion="failure", title=title,
                     summary=section, details_url=argv[3] if len(argv) == 4 else None)
     except GitHubError as exc:
         print(f"recipe-bot: cannot fail the merge gate on {sha}: {exc}", file=sys.stderr)

@@ -16,6 +16,7 @@ from bot.report import build, collect, gate
 from bot.report.compare import Baseline
 from bot.report.fetch import RESULT_ARTIFACT_PREFIX, ArtifactRejected, extract_safely
 from bot.report.model import Meta
+from bot.report.post import ACTIONS_BOT
 
 PLAN_ARTIFACT = "plan"
 LATEST = 1 << 62  # a run without GITHUB_RUN_ID (a local report) counts as the newest
@@ -110,18 +111,22 @@ def load_required(path: pathlib.Path | None) -> list:
     return [job for file in files for job in collect.load_plan(file)]
 
 
-def render(verdict: gate.GateVerdict, *, sha: str, commands: Sequence[str] = (),
+def render(verdict: gate.GateVerdict, *, sha: str, commands: Sequence[str] = (), bot_login: str | None = None,
            **extra: object) -> tuple[dict, str, str]:
-    ctx = {**gate.context(verdict, sha=sha, commands=commands), **extra}
+    """The gate's title and bilingual section. `bot_login`: who posts it; with the workflows' GITHUB_TOKEN
+    (github-actions[bot]) the section says plainly that any write collaborator's workflow can forge it."""
+    ctx = {**gate.context(verdict, sha=sha, commands=commands), **extra,
+           "forgeable_identity": bot_login == ACTIONS_BOT}
     title = " / ".join(i18n.render("gate/title", lang, **ctx) for lang in i18n.LANGUAGES)
     return ctx, title, i18n.render_bilingual("gate/section", **ctx)
 
 
 def evaluate(*, current: list[gate.Outcome], required_plan: list, sha: str,
              prior: list[gate.Outcome] = (), acks: list[gate.Ack] = (),
-             commands: Sequence[str] = (), skipped: Sequence[dict] = ()) -> GateResult:
+             commands: Sequence[str] = (), skipped: Sequence[dict] = (), bot_login: str | None = None) -> GateResult:
     verdict = gate.decide([*prior, *current], gate.required_keys(required_plan), sha, acks)
-    ctx, title, section = render(verdict, sha=sha, commands=commands, skipped_artifacts=list(skipped))
+    ctx, title, section = render(verdict, sha=sha, commands=commands, skipped_artifacts=list(skipped),
+                                 bot_login=bot_login)
     return GateResult(verdict, ctx, title, section)
 
 
@@ -145,7 +150,7 @@ def for_report(collection, report, *, sha: str, pr: int | None, required_dir: pa
         if pr is not None and bot_login:
             acks = gate.read_acks(client.list_issue_comments(pr), bot_login, sha)
     return evaluate(current=current, required_plan=required, sha=sha, prior=prior, acks=acks,
-                    commands=commands, skipped=skipped)
+                    commands=commands, skipped=skipped, bot_login=bot_login)
 
 
 def required_commands(config: object | None) -> list[str]:
