@@ -83,7 +83,8 @@ def spent_in_window(markers: dict[tuple[str, str], float], runs: list, older: li
     for r in runs:
         if r.title.gpu_hours is not None and r.run.created_at is not None and now - r.run.created_at <= DAY:
             request = (r.title.key, r.title.sha)
-            found[request] = max(found.get(request, 0.0), r.title.gpu_hours)
+            # each attempt (a rerun of failed jobs) started the run's jobs again
+            found[request] = max(found.get(request, 0.0), r.title.gpu_hours * max(1, r.run.run_attempt))
     for claim in older:
         if claim.gpu_hours is not None and (claim.created_at is None or now - claim.created_at <= DAY):
             request = (claim.key, claim.sha)
@@ -213,6 +214,29 @@ def over_budget(h: Any, reply: Any, found: estimates.Estimate | None, *, command
               approver=h.config.min_permission("approve-budget"))
     h.log(f"{command_line} at {pull.head_sha} waits for /approve-budget: {found.gpu_hours} GPU-hours over the "
           f"{verdict.reason} budget of {verdict.limit}")
+    return True
+
+
+def rerun_over_budget(h: Any, reply: Any, line: str, latest: Any, pull: Any) -> bool:
+    """`/rerun failed` starts a run's jobs again: its estimate (its title's) counts again against the budget.
+    True when it must not: the reply then says so (a rerun of jobs cannot wait for an approval)."""
+    budget = h.config.budget
+    if latest.title.gpu_hours is None or (budget.gpu_hours_per_command is None
+                                          and budget.gpu_hours_per_pr_per_day is None):
+        return False
+    markers: dict[tuple[str, str], float] = {}
+    spent_today(h.comments, h.bot_login(), h.now, by_request=markers)
+    spent = spent_in_window(markers, h.pr_runs(pull.number), h.older, h.now, ("", "")) \
+        if budget.gpu_hours_per_pr_per_day is not None else 0.0
+    verdict = check(budget, latest.title.gpu_hours, spent)
+    if verdict is None:
+        return False
+    h.log(f"refused {line}: run {latest.run.id} again ({latest.title.gpu_hours} GPU-hours) is over the "
+          f"{verdict.reason} budget of {verdict.limit}")
+    reply.refuse("budget", command=line, run_id=latest.run.id, run_url=latest.run.html_url,
+                 gpu_hours=f"{latest.title.gpu_hours:,.2f}", reason=verdict.reason, limit=f"{verdict.limit:,.2f}",
+                 spent=f"{verdict.spent:,.2f}", total=f"{verdict.total:,.2f}",
+                 approver=h.config.min_permission("approve-budget"))
     return True
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import failure_classes
-from bot.control import commands, dispatch, queue_view, trust
+from bot.control import budget, commands, dispatch, queue_view, trust
 from bot.control.commands import Command
 from bot.control.events import Pull
 from bot.control.trust import Actor, Approval
@@ -20,7 +20,7 @@ def rerun_failed(h: Any, reply: Any, line: str, actor: Actor, pull: Pull) -> Non
         reply.refuse("run-active", command=line, run_url=latest.run.html_url)
     elif latest.run.conclusion in ("success", "skipped", "neutral"):
         reply.add("nothing-failed", command=line, run_url=latest.run.html_url)
-    else:
+    elif not budget.rerun_over_budget(h, reply, line, latest, pull):
         h.client.rerun_failed_jobs(latest.run.id)
         h.log(f"rerun failed jobs of run {latest.run.id}")
         reply.add("rerun", run_url=latest.run.html_url, sha=pull.head_sha, requester=actor.login)
