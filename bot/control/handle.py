@@ -14,7 +14,7 @@ from bot import i18n
 from bot.cli_guard import HELP_OPTIONS
 from bot.control import approvals as approval_sources
 from bot.control import budget, commands, dispatch, dispatch_once, gate_events, github_failures, pr_actions, trust
-from bot.control import warmup
+from bot.control import limits, warmup
 from bot.checklist import hooks as checklist_hooks
 from bot.control.commands import Command, CommandError
 from bot.control.reply import Reply
@@ -58,8 +58,7 @@ class Handler:
         self.warmup: warmup.Warmup | None = None  # a GPU command's imports, made while GitHub answers
         self.checkout_commit: tuple | None = None  # the checkout's verified commit (checkout.verified_commit)
         self.estimates: dict[tuple[str, str], Any] = {}  # (command line, head SHA) → its estimate (budget.py)
-        # Claim-then-check: once this handler's claim is written (`claimed`), the runs are read again and the
-        # other requests' claims written before it and still undecided (`older`) count against the limits.
+        # Claim-then-check (bot/control/limits.py): once the claim is written, runs and older claims count.
         self.claimed, self._runs_after_claim = False, False
         self.older: list[dispatch.Claim] = []
 
@@ -131,25 +130,8 @@ class Handler:
     def pr_runs(self, pr: int) -> list[dispatch.PrRun]:
         return dispatch.pr_runs(self.all_runs(), pr)
 
-    def command_that_starts(self, command: Command, pull: Pull) -> Command | None:
-        """What a GPU command starts, whose own checks apply: a `/rerun`'s is the PR's latest command (None:
-        there is none), a `/rerun failed`'s the command of the latest run at the head (or itself, when
-        there is no run to rerun); any other command is its own."""
-        if command.name != "rerun":
-            return command
-        runs = self.pr_runs(pull.number)
-        previous = dispatch.latest_for_head(runs, pull.head_sha) if command.failed else next(iter(runs), None)
-        if previous is None:
-            return command if command.failed else None
-        try:
-            return commands.parse_single(previous.title.command)
-        except commands.UsageError:  # a title not written by this bot's grammar restarts nothing
-            return None
-
-    def claim_hours(self, command_line: str, pull: Pull) -> float | None:
-        """The estimate a request's claim records (the cached plan that its reply will show)."""
-        return budget.Gate(self, None, command_line=command_line, pull=pull, key="", requester="",
-                           label=None, approved_hours=None).prepare()
+    command_that_starts = limits.command_that_starts  # what a /rerun starts (bot/control/limits.py)
+    claim_hours = limits.claim_hours
 
     # -- the pieces every path shares --------------------------------------------------------
 
@@ -158,8 +140,7 @@ class Handler:
 
     def decide(self, command: Command, actor: Actor, pull: Pull, approvals: list[Approval], *,
                failed_only: bool = False) -> Decision:
-        """May `actor` start `command` (the command that starts: a /rerun's is the command it restarts)?
-        `failed_only`: it reruns the failed jobs of a run at the head (no new approval needed)."""
+        """May `actor` start `command` (a /rerun's: the one it restarts; `failed_only`: a rerun of failed jobs)?"""
         needed = self.min_permission(command.name)
         failed_only = failed_only or (command.name == "rerun" and command.failed)
         gpu = command.spec.starts_gpu_work
@@ -170,36 +151,23 @@ class Handler:
                     min_permission=needed, failed_only=failed_only)
         decision = trust.decide(command.name, **args)
         if decision.allowed and gpu and not trust.cooldown_exempt(decision) and self.config.cooldown_seconds:
-            last = dispatch.last_run_by(self.all_runs(), actor.login, exclude_key=self.request_key,
-                                        exclude_sha=self.request_sha)
-            claimed = [c.created_at for c in self.older if c.requester == actor.login and c.created_at is not None]
-            last = max([t for t in (last, *claimed) if t is not None], default=None)
             decision = trust.decide(command.name, **args, cooldown_s=self.config.cooldown_seconds,
-                                    last_run_at=last, now=self.now)
+                                    last_run_at=limits.last_start(self, actor.login), now=self.now)
         if decision.allowed and gpu and not actor.trusted and self.approval_needed(pull, actor):
-            limits = self.config.pr_jobs
-            started = {(r.title.key, r.title.sha): r.run.run_attempt for r in self.pr_runs(pull.number)
-                       if r.title.sha == pull.head_sha and r.title.requester == actor.login}
-            started.update({(c.key, c.sha): 1 for c in self.older
-                            if c.sha == pull.head_sha and c.requester == actor.login})
-            runs = sum(started.values())  # a rerun of failed jobs starts its run again: one more
+            pr_jobs = self.config.pr_jobs
             decision = approval_sources.limit_refusal(
-                command=command.name, scope=command.scope, allowed_scopes=list(limits.scopes),
-                runs_per_approval=limits.runs_per_approval, runs_at_head=runs) or decision
+                command=command.name, scope=command.scope, allowed_scopes=list(pr_jobs.scopes),
+                runs_per_approval=pr_jobs.runs_per_approval,
+                runs_at_head=limits.started_at_head(self, pull, actor.login)) or decision
         return decision
 
     def start_run(self, reply: Reply, *, pull: Pull, command_line: str, requester: str, key: str,
                   approval_needed: bool, label: str | None = None, budget_approved: float | None = None,
                   recheck: Callable[[], Decision] | None = None) -> None:
-        """Claim, check, dispatch once. `recheck()`: the command's trust decision, made again after the claim
-        (counting the older undecided claims); the estimate is made before the claim, which records it."""
+        """Estimate, claim, `recheck()` (the trust decision again, counting older claims), dispatch once."""
         gate = budget.Gate(self, reply, command_line=command_line, pull=pull, key=key, requester=requester,
                            label=label, approved_hours=budget_approved, recheck=recheck)  # budget.py
         hours = gate.prepare()
-
-        def runs_after_claim() -> list:
-            self.claimed = True  # asked only once the claim is written: the runs are read after it
-            return self.all_runs()
 
         def claim_body(marker: str) -> str:
             return marker + "\n" + i18n.render_bilingual("control/starting", command=command_line,
@@ -211,7 +179,7 @@ class Handler:
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
                 bot_login=self.bot_login(), ledger=self.ledger, claim_body=claim_body, per_sha=label is not None,
                 started_at=self.started, taken=self.taken, before_dispatch=gate, gpu_hours=hours,
-                runs=runs_after_claim)
+                runs=lambda: limits.runs_after_claim(self))
         except dispatch.HeadMoved as moved:
             if moved.claim_id is not None and moved.claim_id not in reply.claims:
                 reply.claims.append(moved.claim_id)
@@ -366,12 +334,9 @@ def _gpu(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
          approvals: list[Approval], key: str) -> None:
     line = command.normalized()
     if command.name == "rerun" and command.failed:
-        pr_actions.rerun_failed(h, reply, line, actor, pull)
+        pr_actions.rerun_failed(h, reply, line, actor, pull, over_budget=budget.rerun_over_budget)
         return
-    starts = h.command_that_starts(command, pull)
-    if starts is None:
-        reply.refuse("no-previous", command=line)
-        return
+    starts = h.command_that_starts(command, pull) or command  # _run_commands refused a /rerun of nothing
     if gate_events.refuse_unknown_recipes(h, reply, starts, pull):
         return
     h.start_run(reply, pull=pull, command_line=starts.normalized(), requester=actor.login, key=key,
