@@ -15,7 +15,8 @@ def test_authorized_sweep_dispatches_once_with_the_head_sha_and_acknowledges(h):
 
     [run] = h.dispatches()
     assert run["inputs"] == {"pr": "7", "sha": head, "command": "/sweep tiny* --conc 4,8",
-                             "requester": "carol", "comment_id": str(comment_id)}
+                             "requester": "carol", "comment_id": str(comment_id),
+                             "gpu_hours": ""}  # no estimate: tiny.yaml is not a whole recipe
     assert run["head_branch"] == "main"  # the workflow runs from the default branch, never the PR's
     assert h.reactions(comment_id) == []  # the reply is the acknowledgement: no reaction request
     [ack] = h.bot_comments(7)

@@ -15,7 +15,7 @@ def test_a_sweep_label_dispatches_its_configured_command(h):
     h.handle("pull_request", "labeled", pull=7, label="sweep-enabled", sender="carol")
     [run] = h.dispatches()
     assert run["inputs"] == {"pr": "7", "sha": h.head(7), "command": "/sweep --scope lowest",
-                             "requester": "carol", "comment_id": "label-sweep-enabled"}
+                             "requester": "carol", "comment_id": "label-sweep-enabled", "gpu_hours": ""}
     [ack] = h.bot_comments(7)
     assert f"<!-- recipe-bot:ack comment=label-sweep-enabled sha={h.head(7)} -->" in ack["body"].splitlines()
     english, _ = bilingual(ack["body"])

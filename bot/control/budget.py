@@ -1,7 +1,10 @@
 """The GPU budget: a command above it waits for a maintainer's `/approve-budget <sha>`, which starts it once.
 
 The limits are `budget:` in `.github/recipe-bot.yaml` (default branch): GPU-hours per command, and per PR
-in the last 24 hours (the estimates of the runs the bot started, read from its own comments' markers).
+in the last 24 hours: the estimates of the runs started (each run's title carries its estimate, so deleting
+the bot's replies resets nothing; its replies' markers count too, for runs started before titles did), and
+of the requests claimed before this one and not yet decided (claim-then-check: of requests made at once,
+only those that fit start).
 A waiting request is recorded in its reply (a `budget-wait` marker with the command, the requester, the
 head SHA and the estimate); the approval, pinned to that exact head, starts it under its own request key,
 so the exactly-once protocol (bot/control/dispatch_once.py) makes a second approval start nothing.
@@ -53,8 +56,10 @@ def check(budget: Any, gpu_hours: float, spent_today: float) -> Verdict | None:
     return None
 
 
-def spent_today(comments: list, bot_login: str, now: dt.datetime, *, exclude_key: str | None = None) -> float:
-    """GPU-hours of the runs the bot started on this PR in the last 24 hours (its estimate markers)."""
+def spent_today(comments: list, bot_login: str, now: dt.datetime, *, exclude_key: str | None = None,
+                by_request: dict[tuple[str, str], float] | None = None) -> float:
+    """GPU-hours of the runs the bot started on this PR in the last 24 hours (its estimate markers);
+    `by_request` gets each (key, sha)'s."""
     total = 0.0
     seen: set[tuple[str, str]] = set()
     for comment in comments:
@@ -64,7 +69,28 @@ def spent_today(comments: list, bot_login: str, now: dt.datetime, *, exclude_key
             if key != exclude_key and (key, sha) not in seen:
                 seen.add((key, sha))
                 total += hours
+                if by_request is not None:
+                    by_request[(key, sha)] = hours
     return total
+
+
+def spent_in_window(markers: dict[tuple[str, str], float], runs: list, older: list, now: dt.datetime,
+                    mine: tuple[str, str | None]) -> float:
+    """GPU-hours started on the PR in the last 24 hours, one figure per request (key, sha): the highest of
+    what its run's title, the bot's reply and its claim say (pure). `runs`: the PR's dispatch.PrRun;
+    `older`: the claims written before this request's, undecided; `mine`: (key, sha or None for any sha)."""
+    found = dict(markers)
+    for r in runs:
+        if r.title.gpu_hours is not None and r.run.created_at is not None and now - r.run.created_at <= DAY:
+            request = (r.title.key, r.title.sha)
+            # each attempt (a rerun of failed jobs) started the run's jobs again
+            found[request] = max(found.get(request, 0.0), r.title.gpu_hours * max(1, r.run.run_attempt))
+    for claim in older:
+        if claim.gpu_hours is not None and (claim.created_at is None or now - claim.created_at <= DAY):
+            request = (claim.key, claim.sha)
+            found[request] = max(found.get(request, 0.0), claim.gpu_hours)
+    return sum(hours for (key, sha), hours in found.items()
+               if not (key == mine[0] and (mine[1] is None or sha == mine[1])))
 
 
 def wait_marker(w: Waiting) -> str:
@@ -107,30 +133,56 @@ def local_config(h: Any) -> Any:
 
 
 class Gate:
-    """Asked by dispatch_once.start() once the request is the handler's and has no run yet: the estimate
-    goes into the reply, then the budget decides (False: the run waits). `hours`: what to record."""
+    """Asked by dispatch_once.start() once the request is the handler's and has no run yet, with the older
+    undecided claims: the command's own checks are made again counting them (`recheck`: the trust decision
+    of the command that starts; a refusal holds it), the estimate goes into the reply, then the budget decides
+    (False: the run waits). `hours`: the estimate, made before the claim (prepare()) so that it records it."""
 
     def __init__(self, h: Any, reply: Any, *, command_line: str, pull: Any, key: str, requester: str,
-                 label: str | None, approved_hours: float | None) -> None:
+                 label: str | None, approved_hours: float | None, recheck: Any = None) -> None:
         self.h, self.reply, self.hours, self.approved = h, reply, approved_hours, approved_hours is not None
         self.args = dict(command_line=command_line, pull=pull, key=key)
         self.wait_args = dict(requester=requester, label=label)
+        self.recheck = recheck
 
-    def __call__(self) -> bool:
+    def prepare(self) -> float | None:
+        if not self.approved:
+            found = cached_estimate(self.h, self.args["command_line"], self.args["pull"])
+            self.hours = None if isinstance(found, estimates.Unavailable) else found.gpu_hours
+        return self.hours
+
+    def __call__(self, older: list) -> bool:
+        self.h.older, self.h.claimed = older, True  # what h.decide() and the budget count from here on
         if self.approved:  # approved with the estimate its waiting reply recorded
             return True
+        if self.recheck is not None:
+            decision = self.recheck()
+            if not decision.allowed:
+                self.h.refusal(self.reply, self.args["command_line"], decision, login=self.wait_args["requester"],
+                               pull=self.args["pull"])
+                return False
         found = estimate_for(self.h, self.reply, **self.args)
         self.hours = found.gpu_hours if found is not None else None
         return not over_budget(self.h, self.reply, found, **self.args, **self.wait_args)
 
 
+def cached_estimate(h: Any, command_line: str, pull: Any) -> estimates.Estimate | estimates.Unavailable:
+    """The command's estimate at the head, planned once per handler (the claim records it, the reply shows it)."""
+    cache = h.estimates
+    if (command_line, pull.head_sha) not in cache:
+        try:
+            cache[(command_line, pull.head_sha)] = estimates.plan_command(h, command_line, pull)
+        except estimates.Unavailable as exc:
+            cache[(command_line, pull.head_sha)] = exc
+    return cache[(command_line, pull.head_sha)]
+
+
 def estimate_for(h: Any, reply: Any, *, command_line: str, pull: Any, key: str) -> estimates.Estimate | None:
     """Plan the command at the head and add the estimate to the reply (or say why there is none)."""
-    try:
-        found = estimates.plan_command(h, command_line, pull)
-    except estimates.Unavailable as exc:
-        h.log(f"no estimate for {command_line}: {exc}")
-        reply.add("estimate-unavailable", command=command_line, sha=pull.head_sha, reason=str(exc))
+    found = cached_estimate(h, command_line, pull)
+    if isinstance(found, estimates.Unavailable):
+        h.log(f"no estimate for {command_line}: {found}")
+        reply.add("estimate-unavailable", command=command_line, sha=pull.head_sha, reason=str(found))
         return None
     h.log(f"estimate for {command_line} at {pull.head_sha}: {found.gpu_hours} GPU-hours, {found.jobs} job(s)")
     reply.add("estimate", command=command_line, sha=pull.head_sha, **found.context())
@@ -145,8 +197,12 @@ def over_budget(h: Any, reply: Any, found: estimates.Estimate | None, *, command
     budget = h.config.budget
     if budget.gpu_hours_per_command is None and budget.gpu_hours_per_pr_per_day is None:
         return False
-    spent = spent_today(h.comments, h.bot_login(), h.now, exclude_key=key) \
-        if budget.gpu_hours_per_pr_per_day is not None else 0.0
+    spent = 0.0
+    if budget.gpu_hours_per_pr_per_day is not None:
+        markers: dict[tuple[str, str], float] = {}
+        spent_today(h.comments, h.bot_login(), h.now, by_request=markers)
+        mine = (key, pull.head_sha if label else None)  # a label's key runs once per head commit
+        spent = spent_in_window(markers, h.pr_runs(pull.number), h.older, h.now, mine)
     verdict = check(budget, found.gpu_hours, spent)
     if verdict is None:
         return False
@@ -158,6 +214,29 @@ def over_budget(h: Any, reply: Any, found: estimates.Estimate | None, *, command
               approver=h.config.min_permission("approve-budget"))
     h.log(f"{command_line} at {pull.head_sha} waits for /approve-budget: {found.gpu_hours} GPU-hours over the "
           f"{verdict.reason} budget of {verdict.limit}")
+    return True
+
+
+def rerun_over_budget(h: Any, reply: Any, line: str, latest: Any, pull: Any) -> bool:
+    """`/rerun failed` starts a run's jobs again: its estimate (its title's) counts again against the budget.
+    True when it must not: the reply then says so (a rerun of jobs cannot wait for an approval)."""
+    budget = h.config.budget
+    if latest.title.gpu_hours is None or (budget.gpu_hours_per_command is None
+                                          and budget.gpu_hours_per_pr_per_day is None):
+        return False
+    markers: dict[tuple[str, str], float] = {}
+    spent_today(h.comments, h.bot_login(), h.now, by_request=markers)
+    spent = spent_in_window(markers, h.pr_runs(pull.number), h.older, h.now, ("", "")) \
+        if budget.gpu_hours_per_pr_per_day is not None else 0.0
+    verdict = check(budget, latest.title.gpu_hours, spent)
+    if verdict is None:
+        return False
+    h.log(f"refused {line}: run {latest.run.id} again ({latest.title.gpu_hours} GPU-hours) is over the "
+          f"{verdict.reason} budget of {verdict.limit}")
+    reply.refuse("budget", command=line, run_id=latest.run.id, run_url=latest.run.html_url,
+                 gpu_hours=f"{latest.title.gpu_hours:,.2f}", reason=verdict.reason, limit=f"{verdict.limit:,.2f}",
+                 spent=f"{verdict.spent:,.2f}", total=f"{verdict.total:,.2f}",
+                 approver=h.config.min_permission("approve-budget"))
     return True
 
 

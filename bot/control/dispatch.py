@@ -13,10 +13,12 @@ from bot.control.trust import Approval
 
 # The GPU workflow's `run-name:` renders exactly this, so runs can be matched to a PR, a commit and
 # the request key that asked for them (the REST API does not return a run's inputs): the key is how
-# a dispatch that may or may not have happened is found again. tests/test_workflows.py pins the two.
-RUN_TITLE = "recipe-bot pr-{pr} {sha} by {requester} [{key}]: {command}"
-# Titles without the key (runs dispatched before it was added) still parse, with key "".
-_RUN_TITLE = re.compile(r"^recipe-bot pr-(\d+) ([0-9a-f]{40}) by (\S+?)(?: \[([^\]\s]*)\])?: (/.*)$")
+# a dispatch that may or may not have happened is found again, and the GPU-hours it was estimated at
+# are what the per-PR budget counts (a deleted reply cannot reset it). tests/test_workflows.py pins the two.
+RUN_TITLE = "recipe-bot pr-{pr} {sha} by {requester} [{key} gpu_hours={gpu_hours}]: {command}"
+# Titles without the key or the estimate (runs dispatched before they were added) still parse.
+_RUN_TITLE = re.compile(r"^recipe-bot pr-(\d+) ([0-9a-f]{40}) by (\S+?)"
+                        r"(?: \[([^\]\s]*)(?: gpu_hours=([0-9.]*))?\])?: (/.*)$")
 
 # Markers sit on the first lines of the bot's own comments, before any text a user could have
 # influenced, and count only in comments the bot's login wrote.
@@ -31,6 +33,7 @@ class RunTitle:
     requester: str
     command: str
     key: str = ""
+    gpu_hours: float | None = None  # the estimate the run was started with (None: not recorded)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,15 +42,17 @@ class PrRun:
     title: RunTitle
 
 
-def run_title(pr: int, sha: str, requester: str, command: str, key: str = "") -> str:
-    return RUN_TITLE.format(pr=pr, sha=sha, requester=requester, command=command, key=key)
+def run_title(pr: int, sha: str, requester: str, command: str, key: str = "", gpu_hours: str = "") -> str:
+    return RUN_TITLE.format(pr=pr, sha=sha, requester=requester, command=command, key=key, gpu_hours=gpu_hours)
 
 
 def parse_run_title(title: str) -> RunTitle | None:
     match = _RUN_TITLE.match(title or "")
     if not match:
         return None
-    return RunTitle(int(match.group(1)), match.group(2), match.group(3), match.group(5), match.group(4) or "")
+    hours = match.group(5)
+    return RunTitle(int(match.group(1)), match.group(2), match.group(3), match.group(6), match.group(4) or "",
+                    float(hours) if hours and hours.count(".") <= 1 and hours != "." else None)
 
 
 def pr_runs(runs: Iterable[Run], pr: int) -> list[PrRun]:
@@ -111,10 +116,15 @@ def approval_marker(sha: str, by: str) -> str:
     return f"<!-- recipe-bot:ok-to-test sha={sha} by={by} -->"
 
 
-def claim_marker(key: str, sha: str, nonce: str, holder: str = "") -> str:
+def claim_marker(key: str, sha: str, nonce: str, holder: str = "", *, by: str = "",
+                 gpu_hours: float | None = None) -> str:
     """Written before a dispatch: the request's lock, and its record if the handler dies after it.
-    `holder`: the Actions run (`<run id>.<attempt>`) of the handler that wrote it, when there is one."""
+    `holder`: the Actions run (`<run id>.<attempt>`) of the handler that wrote it, when there is one.
+    `by`, `gpu_hours`: the requester and the estimate, which later requests count against the limits
+    while this one is undecided."""
     run = f" run={holder}" if holder else ""
+    run += f" by={by}" if by else ""
+    run += f" gpu_hours={gpu_hours:.2f}" if gpu_hours is not None else ""
     return f"<!-- recipe-bot:claim comment={key} sha={sha} nonce={nonce}{run} -->"
 
 
@@ -126,6 +136,8 @@ class Claim:
     nonce: str
     created_at: dt.datetime | None
     holder: str = ""  # `<run id>.<attempt>` of the handler's Actions run; "" outside Actions
+    requester: str = ""  # who asked ("" in claims written before it was recorded)
+    gpu_hours: float | None = None  # the request's estimate (None: not known when it was claimed)
 
 
 @dataclasses.dataclass
@@ -164,10 +176,17 @@ def read_ledger(comments: Iterable[Comment], bot_login: str) -> Ledger:
             elif kind == "claim" and {"comment", "sha", "nonce"} <= set(fields):
                 ledger.claims.setdefault(fields["comment"], []).append(
                     Claim(comment.id, fields["comment"], fields["sha"], fields["nonce"], comment.created_at,
-                          fields.get("run", "")))
+                          fields.get("run", ""), fields.get("by", ""), _hours(fields.get("gpu_hours"))))
     for claims in ledger.claims.values():
         claims.sort(key=lambda c: c.comment_id)
     return ledger
+
+
+def _hours(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
 
 
 def _header_markers(body: str) -> Iterable[tuple[str, dict[str, str]]]:
@@ -188,13 +207,15 @@ class HeadMoved(Exception):
         self.claim_id: int | None = None  # set when a claim comment was written for the request
 
 
-def dispatch_inputs(*, pr: int, sha: str, command: str, requester: str, key: str) -> dict[str, str]:
+def dispatch_inputs(*, pr: int, sha: str, command: str, requester: str, key: str,
+                    gpu_hours: float | None = None) -> dict[str, str]:
     """The GPU workflow's inputs (all strings, as workflow_dispatch takes them)."""
-    return {"pr": str(pr), "sha": sha, "command": command, "requester": requester, "comment_id": key}
+    return {"pr": str(pr), "sha": sha, "command": command, "requester": requester, "comment_id": key,
+            "gpu_hours": "" if gpu_hours is None else f"{gpu_hours:.2f}"}
 
 
 def dispatch(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, authorized_sha: str,
-             command: str, requester: str, key: str) -> DispatchedRun:
+             command: str, requester: str, key: str, gpu_hours: float | None = None) -> DispatchedRun:
     """Re-read the PR head right before dispatching; refuse if it moved since authorization.
 
     The workflow runs from the default branch (never the PR's, so a PR cannot change what runs
@@ -203,7 +224,8 @@ def dispatch(client: GitHubClient, *, workflow: str, default_branch: str, pr: in
     pull = client.get_pull(pr)
     if pull.head_sha != authorized_sha or pull.closed:
         raise HeadMoved(authorized_sha, pull.head_sha, pull.state)
-    inputs = dispatch_inputs(pr=pr, sha=authorized_sha, command=command, requester=requester, key=key)
+    inputs = dispatch_inputs(pr=pr, sha=authorized_sha, command=command, requester=requester, key=key,
+                             gpu_hours=gpu_hours)
     return client.dispatch_workflow(workflow, ref=default_branch, inputs=inputs)
 
 
@@ -217,12 +239,13 @@ def cancel_active(client: GitHubClient, workflow: str, pr: int, *, keep_sha: str
     return doomed
 
 
-def last_run_by(runs: Iterable[Run], requester: str, *, exclude_key: str | None = None) -> dt.datetime | None:
+def last_run_by(runs: Iterable[Run], requester: str, *, exclude_key: str | None = None,
+                exclude_sha: str | None = None) -> dt.datetime | None:
     """When `requester` last started a GPU run (any PR), for the cooldown; a run of the request being
-    resumed (`exclude_key`) does not count against it."""
+    resumed (`exclude_key`, at `exclude_sha` for a key that runs once per head) does not count against it."""
     times = [r.created_at for r in runs
              if r.created_at is not None and (t := parse_run_title(r.display_title)) and t.requester == requester
-             and not (exclude_key and t.key == exclude_key)]
+             and not (exclude_key and t.key == exclude_key and exclude_sha in (None, t.sha))]
     return max(times, default=None)
 
 

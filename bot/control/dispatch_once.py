@@ -17,7 +17,7 @@ import dataclasses
 import datetime as dt
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from bot.control import dispatch
@@ -53,7 +53,8 @@ def find_runs(client: GitHubClient, workflow: str, pr: int, key: str, sha: str |
 def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, sha: str, command: str,
           requester: str, key: str, bot_login: str, ledger: dispatch.Ledger, claim_body: Callable[[str], str],
           per_sha: bool, started_at: dt.datetime, holder: str | None = None, taken: Taken | None = None,
-          recheck_head: bool = True, before_dispatch: Callable[[], bool] | None = None) -> Started:
+          recheck_head: bool = True, before_dispatch: Callable[[list[dispatch.Claim]], bool] | None = None,
+          gpu_hours: float | None = None, runs: Callable[[], Iterable[Run]] | None = None) -> Started:
     """Claim, look, dispatch at most once, look again. Raises dispatch.HeadMoved and GitHubError.
 
     `per_sha`: the key may run once per head SHA (a label), not once in all (a comment).
@@ -61,7 +62,12 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
     `started_at`: when the handler read the ledger (every comment); later claims are read back by time.
     `holder`: this handler's Actions run, `<run id>.<attempt>` (default: from GITHUB_RUN_ID/_ATTEMPT).
     `taken`: the claim claim_first() already took (or resumes) for this request.
-    `before_dispatch()`: asked once the request is this handler's and has no run yet; False holds it.
+    `before_dispatch(older)`: asked once the request is this handler's and has no run yet, with the other
+    requests' claims written before this one's and still undecided (each may start GPU work, so the limits
+    count them); False holds it.
+    `gpu_hours`: the request's estimate, recorded in its claim and in the run (its title).
+    `runs()`: the GPU workflow's runs (every page), when the caller lists them anyway: a fresh claim's key
+    is looked for among them, as a resumed one's is, since a deleted reply must not let a key run twice.
     `recheck_head`: read the PR again right before dispatching (always without `taken`: a label's payload
     may be minutes old; a comment's handler read the PR itself).
     """
@@ -72,19 +78,23 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
         taken = None  # claim_first() took another request's claim (a budget approval starts waiting ones)
     recheck_head = recheck_head and taken is None  # a comment's handler read the PR itself
     if client.dry_run:  # nothing is written, so there is nothing to claim or to find
-        if before_dispatch is not None and not before_dispatch():
+        if before_dispatch is not None and not before_dispatch([]):
             out.held = True
             return out
         out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
-                                    authorized_sha=sha, command=command, requester=requester, key=key)
+                                    authorized_sha=sha, command=command, requester=requester, key=key,
+                                    gpu_hours=gpu_hours)
         out.dispatched_now = True
         return out
     claim = taken.claim if taken is not None else ledger.claim(key, match_sha)
     resumed = taken.resumed if taken is not None else claim is not None
+    read_back = taken.ledger if taken is not None else ledger
     if claim is None:
-        claim = _take_claim(client, pr, key, sha, bot_login, claim_body, match_sha, started_at, holder, out)
+        claim, read_back = _take_claim(client, pr, key, sha, bot_login, claim_body, match_sha, started_at, holder,
+                                       out, requester=requester, gpu_hours=gpu_hours)
         if claim is None:
             return out
+        read_back = _merged(ledger, read_back)
     elif taken is not None:
         out.log.append(f"resuming request {key} (claim comment {claim.comment_id})" if resumed else
                        f"claimed request {key} (comment {claim.comment_id})")
@@ -97,23 +107,33 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
         out.log.append(f"resuming request {key} (claim comment {claim.comment_id})")
     out.claim_id = claim.comment_id
     since = claim.created_at - CLOCK_SLACK if claim.created_at else None
-    # A fresh first claim has no run yet (only a claim's holder dispatches); a resumed one may.
-    existing = find_runs(client, workflow, pr, key, match_sha, since, bot_login=bot_login,
-                         default_branch=default_branch) if resumed else []
+    # A resumed claim may have a run; so may a fresh one whose earlier claim became a reply that was
+    # deleted since: whether the key has a run is asked of GitHub's runs (the bot's own), not of the comments.
+    if resumed:
+        existing = find_runs(client, workflow, pr, key, match_sha, since, bot_login=bot_login,
+                             default_branch=default_branch)
+    elif runs is not None:  # the handler's listing, already only the bot's runs
+        existing = sorted((r.run for r in dispatch.pr_runs(runs(), pr)
+                           if r.title.key == key and (match_sha is None or r.title.sha == match_sha)),
+                          key=lambda r: r.id)
+    else:
+        existing = find_runs(client, workflow, pr, key, match_sha, bot_login=bot_login,
+                             default_branch=default_branch)
     if existing:
         out.log.append(f"request {key} already has run {existing[0].id}; not dispatching again")
         out.run = DispatchedRun(existing[0].id, existing[0].html_url)
         return out
-    if before_dispatch is not None and not before_dispatch():
+    if before_dispatch is not None and not before_dispatch(older_claims(read_back, claim, per_sha)):
         out.held = True
         return out
     try:
         if recheck_head:
             out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
-                                        authorized_sha=sha, command=command, requester=requester, key=key)
+                                        authorized_sha=sha, command=command, requester=requester, key=key,
+                                        gpu_hours=gpu_hours)
         else:
             out.run = client.dispatch_workflow(workflow, ref=default_branch, inputs=dispatch.dispatch_inputs(
-                pr=pr, sha=sha, command=command, requester=requester, key=key))
+                pr=pr, sha=sha, command=command, requester=requester, key=key, gpu_hours=gpu_hours))
         out.dispatched_now = True
     except dispatch.HeadMoved as moved:
         moved.claim_id = claim.comment_id  # the refusal replaces the claim
@@ -151,8 +171,27 @@ class Taken:
     log: list[str] = dataclasses.field(default_factory=list)
 
 
+def older_claims(ledger: dispatch.Ledger, mine: dispatch.Claim, per_sha: bool) -> list[dispatch.Claim]:
+    """The undecided claims of other requests written before `mine` (comment ids only grow): what the
+    limits count besides the runs already started (a claim that became its reply is no longer a claim)."""
+    def same(c: dispatch.Claim) -> bool:
+        return c.key == mine.key and (not per_sha or c.sha == mine.sha)
+
+    return [c for claims in ledger.claims.values() for c in claims if c.comment_id < mine.comment_id and not same(c)]
+
+
+def _merged(before: dispatch.Ledger, read_back: dispatch.Ledger) -> dispatch.Ledger:
+    """The claims of the full read the handler started with, updated by the comments read back since."""
+    merged = dispatch.Ledger(claims={k: list(v) for k, v in before.claims.items()})
+    for key, claims in read_back.claims.items():
+        known = {c.comment_id for c in merged.claims.get(key, [])}
+        merged.claims.setdefault(key, []).extend(c for c in claims if c.comment_id not in known)
+    return merged
+
+
 def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login: str,
-                claim_body: Callable[[str], str], holder: str | None = None) -> Taken:
+                claim_body: Callable[[str], str], holder: str | None = None, requester: str = "",
+                gpu_hours: float | None = None) -> Taken:
     """Write the claim, then read every comment once: the ledger and the claim's arbitration in one read.
 
     The oldest claim of the key wins (comment ids only grow). When it is not ours, ours is removed and
@@ -163,7 +202,8 @@ def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login:
     mine: int | None = None
     log: list[str] = []
     try:
-        mine = client.create_comment(pr, claim_body(dispatch.claim_marker(key, sha, nonce, holder)))
+        mine = client.create_comment(pr, claim_body(dispatch.claim_marker(key, sha, nonce, holder, by=requester,
+                                                                          gpu_hours=gpu_hours)))
     except GitHubError as exc:
         if not exc.ambiguous:
             raise
@@ -192,8 +232,9 @@ def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login:
 
 
 def claim_comment(h: Any, event: Any, parsed: Any, reply: Any) -> Any:
-    """A comment that may start a GPU run writes its claim before anything else, then reads every comment
-    once: that one read is both the ledger and the claim's arbitration. Other comments read the comments
+    """A comment that may start a GPU run writes its claim (with its estimate) before anything else, then reads
+    every comment once: that one read is the ledger, the claim's arbitration, and the older claims that the
+    limits count. Other comments read the comments
     only. Sets h.comments (and h.taken); returns the PR it read, or None. (h, reply: bot.control.handle's.)"""
     gpu = [c for c in parsed.commands if c.spec.starts_gpu_work and not (c.name == "rerun" and c.failed)]
     if not gpu or not event.on_pull or h.client.dry_run:
@@ -203,13 +244,17 @@ def claim_comment(h: Any, event: Any, parsed: Any, reply: Any) -> Any:
 
     pull = event.pull or h.client.get_pull(event.number)
     line = gpu[0].normalized()
+    starts = h.command_that_starts(gpu[0], pull)  # a /rerun's estimate is the restarted command's
+    hours = h.claim_hours(starts.normalized(), pull) if starts is not None else None
     taken = claim_first(h.client, pr=event.number, key=event.key, sha=pull.head_sha, bot_login=h.bot_login(),
                         claim_body=lambda marker: marker + "\n" + i18n.render_bilingual(
-                            "control/starting", command=line, sha=pull.head_sha, requester=event.sender) + "\n")
+                            "control/starting", command=line, sha=pull.head_sha, requester=event.sender) + "\n",
+                        requester=event.sender, gpu_hours=hours)
     for entry in taken.log:
         h.log(entry)
     reply.silent = taken.lost
     h.comments, h.taken = taken.comments, taken
+    h.claimed, h.older = True, older_claims(taken.ledger, taken.claim, per_sha=False)
     reply.claims.append(taken.claim.comment_id)
     return pull
 
@@ -247,11 +292,15 @@ def holder_gone(client: GitHubClient, theirs: str, mine: str) -> bool:
 
 def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: str,
                 claim_body: Callable[[str], str], match_sha: str | None, started_at: dt.datetime,
-                holder: str, out: Started) -> dispatch.Claim | None:
+                holder: str, out: Started, *, requester: str, gpu_hours: float | None
+                ) -> tuple[dispatch.Claim | None, dispatch.Ledger]:
+    """Write the claim and read the claims back: the first of the key (None: another handler's), and
+    the claims read."""
     nonce = secrets.token_hex(6)
     mine: int | None = None
     try:
-        mine = client.create_comment(pr, claim_body(dispatch.claim_marker(key, sha, nonce, holder)))
+        mine = client.create_comment(pr, claim_body(dispatch.claim_marker(key, sha, nonce, holder, by=requester,
+                                                                          gpu_hours=gpu_hours)))
     except GitHubError as exc:
         if not exc.ambiguous:
             raise
@@ -271,8 +320,8 @@ def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: st
                 client.delete_comment(ours)
             except GitHubError as exc:  # a stray later claim is harmless: only the first one counts
                 out.log.append(f"could not delete the extra claim comment {ours}: {exc}")
-        return None
-    return first
+        return None, ledger
+    return first, ledger
 
 
 def _cancel_twins(client: GitHubClient, workflow: str, pr: int, key: str, sha: str | None,

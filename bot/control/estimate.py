@@ -5,6 +5,8 @@ objects, or through the contents API) and plans them exactly as the GPU workflow
 (`recipe-bot plan --base <merge-base> --head <sha> --command <line>`). The GPU-hours are the planner's:
 per job, GPUs × (start-up + points × seconds a point + accuracy), from each recipe's `estimate:` (or its
 workload's `duration_s`); InferenceX rows use bot/inferencex/launches.py's planning assumptions.
+Only the default branch's recipe is believed about its own speed: a recipe whose estimate the PR sets
+(a new recipe, or a changed `estimate:` / `duration_s`) counts at least the time limits of its jobs.
 """
 from __future__ import annotations
 
@@ -30,6 +32,9 @@ class Estimate:
     bound_gpu_hours: float | None  # every job running to its time limit (None: not known for every job)
     recipes: tuple[tuple[str, int, int, float], ...]  # (recipe, jobs, launches, GPU-hours), costliest first
     inferencex_rows: int = 0
+    # Recipes whose `estimate:` this PR sets (new, or changed from the default branch's): each counts
+    # at least its jobs' time limits, as (recipe, GPU-hours counted), since a PR may claim any speed.
+    at_limit: tuple[tuple[str, float], ...] = ()
 
     def context(self) -> dict[str, Any]:
         """The template context (bot/templates/*/control/estimate.md.j2)."""
@@ -39,15 +44,17 @@ class Estimate:
                 "bound": None if self.bound_gpu_hours is None else _hours(self.bound_gpu_hours),
                 "recipes": [{"name": n, "jobs": j, "launches": la, "gpu_hours": _hours(g)}
                             for n, j, la, g in self.recipes[:10]],
-                "more": max(0, len(self.recipes) - 10), "inferencex_rows": self.inferencex_rows}
+                "more": max(0, len(self.recipes) - 10), "inferencex_rows": self.inferencex_rows,
+                "at_limit": [{"name": n, "gpu_hours": _hours(g)} for n, g in self.at_limit]}
 
 
 def _hours(value: float) -> str:
     return f"{value:,.2f}" if value < 100 else f"{value:,.0f}"
 
 
-def from_plan(plan: Any) -> Estimate:
-    """The figures of a bot.plan.model.Plan (pure)."""
+def from_plan(plan: Any, own_estimates: frozenset[str] = frozenset()) -> Estimate:
+    """The figures of a bot.plan.model.Plan (pure). `own_estimates`: the recipes whose estimate the PR
+    itself sets; each counts max(its estimate, GPUs × time limit of its jobs)."""
     summary = plan.summary()
     bound: float | None = sum(job.gpus * job.timeout_s for job in plan.jobs) / 3600.0
     ix_rows = 0
@@ -55,12 +62,43 @@ def from_plan(plan: Any) -> Estimate:
         entries = [e for m in plan.inferencex.matrices for e in m.include]
         ix_rows = len(entries) + (1 if plan.inferencex.canary else 0)
         bound = None if ix_rows else bound
-    rows = sorted(((r.recipe, r.jobs, r.server_launches, r.gpu_hours) for r in plan.recipes),
-                  key=lambda row: (-row[3], row[0]))
+    limits: dict[str, float] = {}
+    for job in plan.jobs:
+        limits[job.recipe] = limits.get(job.recipe, 0.0) + job.gpus * job.timeout_s / 3600.0
+    at_limit, extra, rows = [], 0.0, []
+    for r in plan.recipes:
+        hours = r.gpu_hours
+        if r.recipe in own_estimates and limits.get(r.recipe, 0.0) > hours:
+            extra += limits[r.recipe] - hours
+            hours = round(limits[r.recipe], 4)
+            at_limit.append((r.recipe, hours))
+        rows.append((r.recipe, r.jobs, r.server_launches, hours))
+    rows.sort(key=lambda row: (-row[3], row[0]))
     return Estimate(jobs=summary["jobs"], points=summary["points"], launches=summary["server_launches"],
                     packed_launches=summary["packed_launches"], unpacked_launches=summary["unpacked_launches"],
-                    gpu_hours=round(plan.gpu_hours, 2), bound_gpu_hours=None if bound is None else round(bound, 2),
-                    recipes=tuple(rows), inferencex_rows=ix_rows)
+                    gpu_hours=round(plan.gpu_hours + extra, 2),
+                    bound_gpu_hours=None if bound is None else round(bound, 2),
+                    recipes=tuple(rows), inferencex_rows=ix_rows, at_limit=tuple(sorted(at_limit)))
+
+
+def estimate_inputs(recipe: Any) -> tuple:
+    """What a recipe claims about its own speed: its `estimate:` and its workload's `duration_s`."""
+    claimed = getattr(recipe, "estimate", None)
+    workload = getattr(recipe, "workload", None)
+    return (claimed.model_dump() if claimed is not None else None, getattr(workload, "duration_s", None))
+
+
+def own_estimates(head: Any, base: Any, names: list[str]) -> frozenset[str]:
+    """Which of `names` (recipes of the head catalog) set an estimate the default branch does not have:
+    new recipes, and recipes whose estimate inputs the PR changed (pure over two catalogs; base None:
+    the default branch's recipes could not be read, so every estimate is the PR's own)."""
+    own = set()
+    for name in names:
+        entry = head.entries.get(name)
+        theirs = None if base is None else base.entries.get(name)
+        if entry is None or theirs is None or estimate_inputs(entry.recipe) != estimate_inputs(theirs.recipe):
+            own.add(name)
+    return frozenset(own)
 
 
 def marker(key: str, sha: str, gpu_hours: float) -> str:
@@ -103,6 +141,14 @@ def plan_command(h: Any, command_line: str, pull: Any) -> Estimate:
     try:
         head, base = local.sources(h, pull)
         catalog = load_catalog(head)
-        return from_plan(plan_change_sources(catalog, base, filters))
+        plan = plan_change_sources(catalog, base, filters)
     except (RecipeError, PlanError, SourceError) as exc:
         raise Unavailable(str(exc).splitlines()[0][:300]) from None
+    names = [r.recipe for r in plan.recipes if r.recipe in catalog.entries]
+    try:  # the default branch's estimates: only its recipes say how long a recipe takes
+        base_catalog = load_catalog(base, inferencex=False) if names else None
+    except (RecipeError, SourceError) as exc:
+        h.log(f"the default branch's recipes cannot be read ({str(exc).splitlines()[0][:200]}); "
+              "every estimate counts at its time limit")
+        base_catalog = None
+    return from_plan(plan, own_estimates(catalog, base_catalog, names))

@@ -14,7 +14,7 @@ from bot import i18n
 from bot.cli_guard import HELP_OPTIONS
 from bot.control import approvals as approval_sources
 from bot.control import budget, commands, dispatch, dispatch_once, gate_events, github_failures, pr_actions, trust
-from bot.control import warmup
+from bot.control import limits, warmup
 from bot.checklist import hooks as checklist_hooks
 from bot.control.commands import Command, CommandError
 from bot.control.reply import Reply
@@ -54,8 +54,13 @@ class Handler:
         self._bot: str | None = None
         self.ledger = dispatch.Ledger()
         self.request_key: str | None = None  # the request being decided (its own run is no cooldown)
+        self.request_sha: str | None = None  # ...at this head only (a label's key runs once per head)
         self.warmup: warmup.Warmup | None = None  # a GPU command's imports, made while GitHub answers
         self.checkout_commit: tuple | None = None  # the checkout's verified commit (checkout.verified_commit)
+        self.estimates: dict[tuple[str, str], Any] = {}  # (command line, head SHA) → its estimate (budget.py)
+        # Claim-then-check (bot/control/limits.py): once the claim is written, runs and older claims count.
+        self.claimed, self._runs_after_claim = False, False
+        self.older: list[dispatch.Claim] = []
 
     def log(self, message: str) -> None:
         self.outcome.log.append(message)
@@ -116,25 +121,32 @@ class Handler:
         return self._review_approvals
 
     def all_runs(self) -> list:
-        """The GPU workflow's runs that the bot started: every decision (the cooldown, /status, /cancel,
-        /rerun, the merge queue) reads these, never a run a writer dispatched by hand."""
-        if self._all_runs is None:
+        """The GPU workflow's runs that the bot started, listed once, and once more if the first listing
+        came before the claim: every decision (the cooldown, the limits, /status, /cancel, /rerun, the merge
+        queue) reads these, never a run a writer dispatched by hand."""
+        if self._all_runs is None or (self.claimed and not self._runs_after_claim):
             self._all_runs = dispatch.bot_runs(
                 self.client.list_workflow_runs(self.config.gpu_workflow), bot_login=self.bot_login(),
                 default_branch=self.default_branch, workflow=self.config.gpu_workflow)
+            self._runs_after_claim = self.claimed
         return self._all_runs
 
     def pr_runs(self, pr: int) -> list[dispatch.PrRun]:
         return dispatch.pr_runs(self.all_runs(), pr)
+
+    command_that_starts = limits.command_that_starts  # what a /rerun starts (bot/control/limits.py)
+    claim_hours = limits.claim_hours
 
     # -- the pieces every path shares --------------------------------------------------------
 
     def min_permission(self, command: str) -> Permission:
         return Permission.parse(self.config.min_permission(command))
 
-    def decide(self, command: Command, actor: Actor, pull: Pull, approvals: list[Approval]) -> Decision:
+    def decide(self, command: Command, actor: Actor, pull: Pull, approvals: list[Approval], *,
+               failed_only: bool = False) -> Decision:
+        """May `actor` start `command` (a /rerun's: the one it restarts; `failed_only`: a rerun of failed jobs)?"""
         needed = self.min_permission(command.name)
-        failed_only = command.name == "rerun" and command.failed
+        failed_only = failed_only or (command.name == "rerun" and command.failed)
         gpu = command.spec.starts_gpu_work
         author_ok = not self.approval_needed(pull, actor) if gpu and not failed_only else True
         if not author_ok and not approval_sources.covers_head(approvals, pull.head_sha):
@@ -142,24 +154,24 @@ class Handler:
         args = dict(actor=actor, pull=pull, author_trusted=author_ok, approvals=approvals,
                     min_permission=needed, failed_only=failed_only)
         decision = trust.decide(command.name, **args)
-        if decision.allowed and gpu and not failed_only and not trust.cooldown_exempt(decision) \
-                and self.config.cooldown_seconds:
-            last = dispatch.last_run_by(self.all_runs(), actor.login, exclude_key=self.request_key)
+        if decision.allowed and gpu and not trust.cooldown_exempt(decision) and self.config.cooldown_seconds:
             decision = trust.decide(command.name, **args, cooldown_s=self.config.cooldown_seconds,
-                                    last_run_at=last, now=self.now)
-        if decision.allowed and gpu and not failed_only and not actor.trusted and not author_ok:
-            limits = self.config.pr_jobs
-            runs = sum(1 for r in self.pr_runs(pull.number)
-                       if r.title.sha == pull.head_sha and r.title.requester == actor.login)
+                                    last_run_at=limits.last_start(self, actor.login), now=self.now)
+        if decision.allowed and gpu and not actor.trusted and self.approval_needed(pull, actor):
+            pr_jobs = self.config.pr_jobs
             decision = approval_sources.limit_refusal(
-                command=command.name, scope=command.scope, allowed_scopes=list(limits.scopes),
-                runs_per_approval=limits.runs_per_approval, runs_at_head=runs) or decision
+                command=command.name, scope=command.scope, allowed_scopes=list(pr_jobs.scopes),
+                runs_per_approval=pr_jobs.runs_per_approval,
+                runs_at_head=limits.started_at_head(self, pull, actor.login)) or decision
         return decision
 
     def start_run(self, reply: Reply, *, pull: Pull, command_line: str, requester: str, key: str,
-                  approval_needed: bool, label: str | None = None, budget_approved: float | None = None) -> None:
+                  approval_needed: bool, label: str | None = None, budget_approved: float | None = None,
+                  recheck: Callable[[], Decision] | None = None) -> None:
+        """Estimate, claim, `recheck()` (the trust decision again, counting older claims), dispatch once."""
         gate = budget.Gate(self, reply, command_line=command_line, pull=pull, key=key, requester=requester,
-                           label=label, approved_hours=budget_approved)  # the estimate first (budget.py)
+                           label=label, approved_hours=budget_approved, recheck=recheck)  # budget.py
+        hours = gate.prepare()
 
         def claim_body(marker: str) -> str:
             return marker + "\n" + i18n.render_bilingual("control/starting", command=command_line,
@@ -170,7 +182,8 @@ class Handler:
                 self.client, workflow=self.config.gpu_workflow, default_branch=self.default_branch,
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
                 bot_login=self.bot_login(), ledger=self.ledger, claim_body=claim_body, per_sha=label is not None,
-                started_at=self.started, taken=self.taken, before_dispatch=gate)
+                started_at=self.started, taken=self.taken, before_dispatch=gate, gpu_hours=hours,
+                runs=lambda: limits.runs_after_claim(self))
         except dispatch.HeadMoved as moved:
             if moved.claim_id is not None and moved.claim_id not in reply.claims:
                 reply.claims.append(moved.claim_id)
@@ -196,7 +209,8 @@ class Handler:
             self.log(f"request {key} resumed: its run was already started")
         else:
             self.outcome.dispatched.append(dispatch.dispatch_inputs(
-                pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key))
+                pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
+                gpu_hours=hours))
             self.log(f"dispatched {self.config.gpu_workflow} for PR #{pull.number} at {pull.head_sha}: {command_line}")
         reply.add("dispatched", command=command_line, sha=pull.head_sha, requester=requester,
                   run_url=run.html_url, workflow=self.config.gpu_workflow, pr=pull.number, label=label,
@@ -288,15 +302,24 @@ def _run_commands(h: Handler, event: CommentEvent, parsed: tuple[Command, ...], 
             if gpu_commands > 1:  # one comment, one run: the idempotency key is the comment
                 reply.refuse("one-gpu-command", command=line)
                 continue
-        needed = h.min_permission(command.name)
+        # A /rerun is judged as the command it restarts: that command's permission, scope and limits.
+        starts = h.command_that_starts(command, pull) if command.spec.starts_gpu_work else command
+        if starts is None:
+            reply.refuse("no-previous", command=line)
+            continue
+        failed_only = command.name == "rerun" and command.failed
+        needed = max(h.min_permission(command.name), h.min_permission(starts.name))
         actor = h.actor(event.sender, needed=needed) if needed > Permission.NONE or \
             command.spec.starts_gpu_work else Actor(event.sender, Permission.NONE)
         h.request_key = event.key
         decision = h.decide(command, actor, pull, approvals)
+        if decision.allowed and starts is not command:
+            decision = h.decide(starts, actor, pull, approvals, failed_only=failed_only)
         if decision.allowed and event.edited and event.author != event.sender:
             author = h.actor(event.author, needed=needed)
             decision = approval_sources.edited_by_other(
-                event.author, event.sender, h.decide(command, author, pull, approvals)) or decision
+                event.author, event.sender, h.decide(starts, author, pull, approvals, failed_only=failed_only)
+            ) or decision
         if not decision.allowed:
             h.refusal(reply, line, decision, login=event.sender, pull=pull)
             continue
@@ -315,18 +338,14 @@ def _gpu(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull,
          approvals: list[Approval], key: str) -> None:
     line = command.normalized()
     if command.name == "rerun" and command.failed:
-        pr_actions.rerun_failed(h, reply, line, actor, pull)
+        pr_actions.rerun_failed(h, reply, line, actor, pull, over_budget=budget.rerun_over_budget)
         return
-    if command.name == "rerun":
-        previous = next(iter(h.pr_runs(pull.number)), None)
-        if previous is None:
-            reply.refuse("no-previous", command=line)
-            return
-        line = previous.title.command
-    if gate_events.refuse_unknown_recipes(h, reply, command, pull):
+    starts = h.command_that_starts(command, pull) or command  # _run_commands refused a /rerun of nothing
+    if gate_events.refuse_unknown_recipes(h, reply, starts, pull):
         return
-    h.start_run(reply, pull=pull, command_line=line, requester=actor.login, key=key,
-                approval_needed=h.approval_needed(pull, actor))
+    h.start_run(reply, pull=pull, command_line=starts.normalized(), requester=actor.login, key=key,
+                approval_needed=h.approval_needed(pull, actor),
+                recheck=lambda: h.decide(starts, actor, pull, approvals))
 
 
 ACTIONS: dict[str, Callable[..., None]] = {
@@ -426,13 +445,14 @@ def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, la
         h.log(f"label {label} already ran on {pull.head_sha}")
         return
     actor = h.actor(event.sender, needed=h.min_permission(command.name))
-    h.request_key = key
+    h.request_key, h.request_sha = key, pull.head_sha
     decision = h.decide(command, actor, pull, ledger.approvals)
     if not decision.allowed:
         h.refusal(reply, line, decision, login=event.sender, pull=pull)
         return
     h.start_run(reply, pull=pull, command_line=line, requester=event.sender, key=key,
-                approval_needed=h.approval_needed(pull, actor), label=label)
+                approval_needed=h.approval_needed(pull, actor), label=label,
+                recheck=lambda: h.decide(command, actor, pull, ledger.approvals))
 
 
 # -- entry points --------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 Each takes the Handler and the Reply of bot.control.handle (typed Any here: that module imports this one)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bot import failure_classes
@@ -12,7 +13,10 @@ from bot.control.events import Pull
 from bot.control.trust import Actor, Approval
 
 
-def rerun_failed(h: Any, reply: Any, line: str, actor: Actor, pull: Pull) -> None:
+def rerun_failed(h: Any, reply: Any, line: str, actor: Actor, pull: Pull,
+                 over_budget: Callable[..., bool] = lambda *_: False) -> None:
+    """`over_budget(h, reply, line, latest, pull)`: whether starting the run's jobs again is over the budget
+    (bot/control/budget.py: the reply then says why)."""
     latest = dispatch.latest_for_head(h.pr_runs(pull.number), pull.head_sha)
     if latest is None:
         reply.refuse("no-run", command=line, head_sha=pull.head_sha)
@@ -20,7 +24,7 @@ def rerun_failed(h: Any, reply: Any, line: str, actor: Actor, pull: Pull) -> Non
         reply.refuse("run-active", command=line, run_url=latest.run.html_url)
     elif latest.run.conclusion in ("success", "skipped", "neutral"):
         reply.add("nothing-failed", command=line, run_url=latest.run.html_url)
-    else:
+    elif not over_budget(h, reply, line, latest, pull):
         h.client.rerun_failed_jobs(latest.run.id)
         h.log(f"rerun failed jobs of run {latest.run.id}")
         reply.add("rerun", run_url=latest.run.html_url, sha=pull.head_sha, requester=actor.login)

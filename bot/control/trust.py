@@ -72,7 +72,7 @@ class Decision:
 # work. The first row comes from decide(); the rest from the moment of acting.
 REFUSALS = ("closed", "draft", "permission", "needs-approval", "approval-stale", "cooldown", "sha-mismatch",
             "head-moved", "not-a-pull", "no-run", "run-active", "no-previous", "one-gpu-command",
-            "config-invalid", "sha-not-full", "edited-by-other", "approval-limit")
+            "config-invalid", "sha-not-full", "edited-by-other", "approval-limit", "budget")
 
 
 def needs_approval(pull: Pull, author_trusted: bool) -> bool:
