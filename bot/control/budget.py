@@ -117,7 +117,7 @@ def waiting(comments: list, bot_login: str, sha: str) -> list[Waiting]:
     return list(found.values())
 
 
-# -- the handler's side (h: bot.control.handle.Handler, reply: its Reply) --------------------------
+# -- the handler's side (h: bot.control.handler.Handler, reply: its Reply) --------------------------
 
 def local_config(h: Any) -> Any:
     """The config from the default branch's checkout (None without one, or when it cannot be used)."""

@@ -3,7 +3,7 @@
 Claim-then-check: a request's claim (bot/control/dispatch_once.py) records its requester and estimate,
 and once it is written the handler counts the runs already started (read from GitHub's runs, never from
 comments a writer may delete) and the older claims still undecided (`h.older`) against the cooldown, the
-runs one approval allows and the budget (bot/control/budget.py). (h: bot.control.handle.Handler.)
+runs one approval allows and the budget (bot/control/budget.py). (h: bot.control.handler.Handler.)
 """
 from __future__ import annotations
 
