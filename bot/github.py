@@ -75,6 +75,7 @@ class GitHubClient:
         self.request_count = 0
         self.policy = policy or github_retry.RetryPolicy()
         self.waited_s = 0.0  # time spent waiting for retries, all requests together
+        self._edit_histories: dict[tuple[str, str, str], tuple[bool, tuple[str, ...]]] = {}
         # One handle makes a handful of writes: PyGithub's default 1 s pause between writes
         # would dominate its wall time, and GitHub's secondary limits are far away. PyGithub's
         # own retry (urllib3's) is off: it would repeat POSTs; _call owns the policy.
@@ -162,10 +163,19 @@ class GitHubClient:
     def _with_edits(self, records: list[Any], raw: list[dict[str, Any]]) -> list[Any]:
         """The records, the `edited` ones with who edited them: one GraphQL query for the page, none when
         nothing on it was edited (REST says when, never by whom). A read: it happens under dry_run too."""
-        asked = {r["node_id"]: n for n, (r, rec) in enumerate(zip(raw, records))
-                 if rec.edited and r.get("node_id")}
-        if not asked:  # (an edited record without a node_id stays edited by nobody known)
-            return records
+        out = list(records)
+        asked: dict[str, int] = {}
+        for n, (r, rec) in enumerate(zip(raw, records)):
+            if not rec.edited or not r.get("node_id"):
+                continue  # (an edited record without a node_id stays edited by nobody known)
+            # Read once per client: a text saved again since has a new updated_at or body, so is asked again.
+            known = self._edit_histories.get((r["node_id"], r.get("updated_at") or "", rec.body))
+            if known is not None:
+                out[n] = dataclasses.replace(rec, edited=known[0], editors=known[1])
+            else:
+                asked[r["node_id"]] = n
+        if not asked:
+            return out
         base = self.base_url.removesuffix("/v3") if self.base_url.endswith("/api/v3") else self.base_url
         query = {"query": EDITS_QUERY, "variables": {"ids": list(asked)}}
         _, data = self._call("POST", f"{base}/graphql", body=query, safe=True)
@@ -174,9 +184,10 @@ class GitHubClient:
             said = "; ".join(str(e.get("message")) for e in (data or {}).get("errors") or [] if isinstance(e, dict))
             raise GitHubError(f"POST /graphql (edit history): {said or 'no data in the answer'}")
         by_id = {n.get("id"): n for n in nodes["nodes"] or [] if isinstance(n, dict)}
-        out = list(records)
         for node_id, n in asked.items():
             edited, editors = edit_history(by_id.get(node_id))
+            if node_id in by_id:
+                self._edit_histories[(node_id, raw[n].get("updated_at") or "", out[n].body)] = (edited, editors)
             out[n] = dataclasses.replace(out[n], edited=edited, editors=editors)
         return out
 

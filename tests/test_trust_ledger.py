@@ -225,6 +225,9 @@ def test_the_client_reads_who_edited_a_comment_only_when_one_was_edited(h):
     assert [e["operation"] for e in h.requests(before)] == ["issues/list-comments", "graphql"]
     assert listed[theirs].edited and set(listed[theirs].editors) == {BOT, "carol"}
     assert listed[mine].edited and listed[mine].editors == (BOT,)
+    before = h.seq()
+    c.list_issue_comments(7)  # nothing saved since: the client asks GraphQL once per text it has not seen
+    assert [e["operation"] for e in h.requests(before)] == ["issues/list-comments"]
     from bot.markers import header_markers
     assert list(header_markers(listed.values(), BOT)) == ["<!-- recipe-bot:reply comment=1 digest=z -->"]
 

@@ -28,6 +28,11 @@ def _json_bytes(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def _writes(entry: dict[str, Any]) -> bool:
+    """What the log lists by default: requests that may change something (a GraphQL query reads)."""
+    return entry["method"] != "GET" and entry.get("operation") != "graphql"
+
+
 def token_login(authorization: str | None) -> str | None:
     """`token <login>`, `Bearer <login>` or Basic `<login>:<anything>`: the token names the acting user."""
     if not authorization:
@@ -63,7 +68,7 @@ class Sandbox:
 
     def log(self, *, everything: bool = False, since: int = 0) -> list[dict[str, Any]]:
         with self._log_lock:
-            return [e for e in self.entries if e["seq"] > since and (everything or e["method"] != "GET")]
+            return [e for e in self.entries if e["seq"] > since and (everything or _writes(e))]
 
     # --- one request -------------------------------------------------------------------------
     def handle(self, req: RawRequest) -> RawResponse:
