@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -16,6 +17,7 @@ import requests
 from bot import github_retry
 from bot.github_import import GithubException, requester
 from bot.control.events import Pull, pull_from_json
+from bot.markers import opens_with_marker
 from bot.github_records import (  # noqa: F401  (the client's records: bot.github.Comment etc.)
     ACTIVE_RUN_STATES,
     Comment,
@@ -26,11 +28,14 @@ from bot.github_records import (  # noqa: F401  (the client's records: bot.githu
     Review,
     PullFile,
     DispatchedRun,
+    EDITS_QUERY,
     _check,
     _comment,
     _job,
+    _review,
     _run,
     _when,
+    edit_history,
 )
 
 
@@ -71,6 +76,8 @@ class GitHubClient:
         self.request_count = 0
         self.policy = policy or github_retry.RetryPolicy()
         self.waited_s = 0.0  # time spent waiting for retries, all requests together
+        self._edit_histories: dict[tuple[str, str, str], tuple[bool, tuple[str, ...]]] = {}
+        self._written: dict[int, str] = {}  # comment id → the text this client last wrote there
         # One handle makes a handful of writes: PyGithub's default 1 s pause between writes
         # would dominate its wall time, and GitHub's secondary limits are far away. PyGithub's
         # own retry (urllib3's) is off: it would repeat POSTs; _call owns the policy.
@@ -141,14 +148,56 @@ class GitHubClient:
     def _pages(self, path: str, params: dict[str, Any] | None = None, *, key: str | None = None,
                max_pages: int | None = None) -> Iterator[dict[str, Any]]:
         """Every page (a list GitHub caps is read to its end: idempotency must not miss an old entry)."""
+        for page in self._page_lists(path, params, key=key, max_pages=max_pages):
+            yield from page
+
+    def _page_lists(self, path: str, params: dict[str, Any] | None = None, *, key: str | None = None,
+                    max_pages: int | None = None) -> Iterator[list[dict[str, Any]]]:
         params = {"per_page": 100, **(params or {})}
         url: str | None = path
         pages = 0
         while url is not None and (max_pages is None or pages < max_pages):
             headers, data = self._call("GET", url, params=params)
             pages += 1
-            yield from (data.get(key, []) if key else data) or []
+            yield list((data.get(key, []) if key else data) or [])
             url, params = _next_link(headers.get("link", "")), None
+
+    def _with_edits(self, records: list[Any], raw: list[dict[str, Any]]) -> list[Any]:
+        """The records, the `edited` ones with who edited them: one GraphQL query for the page, none when
+        nothing on it was edited and nothing holds a marker (REST says when, never by whom, and only to the
+        second). A read: it happens under dry_run too."""
+        out = list(records)
+        asked: dict[str, int] = {}
+        for n, (r, rec) in enumerate(zip(raw, records)):
+            # A text holding markers is asked about even when REST shows no edit: REST's times are whole
+            # seconds, so an edit made within the second the bot wrote the comment would not show there.
+            if not (rec.edited or opens_with_marker(rec.body)) or not r.get("node_id"):
+                continue  # (an edited record without a node_id stays edited by nobody known)
+            if self._written.get(rec.id) == rec.body:  # the text is this client's own, word for word
+                out[n] = dataclasses.replace(rec, editors=(rec.user,) if rec.edited else ())
+                continue
+            # Read once per client: a text saved again since has a new updated_at or body, so is asked again.
+            known = self._edit_histories.get((r["node_id"], r.get("updated_at") or "", rec.body))
+            if known is not None:
+                out[n] = dataclasses.replace(rec, edited=known[0], editors=known[1])
+            else:
+                asked[r["node_id"]] = n
+        if not asked:
+            return out
+        base = self.base_url.removesuffix("/v3") if self.base_url.endswith("/api/v3") else self.base_url
+        query = {"query": EDITS_QUERY, "variables": {"ids": list(asked)}}
+        _, data = self._call("POST", f"{base}/graphql", body=query, safe=True)
+        nodes = (data or {}).get("data", {}) or {}
+        if "nodes" not in nodes:
+            said = "; ".join(str(e.get("message")) for e in (data or {}).get("errors") or [] if isinstance(e, dict))
+            raise GitHubError(f"POST /graphql (edit history): {said or 'no data in the answer'}")
+        by_id = {n.get("id"): n for n in nodes["nodes"] or [] if isinstance(n, dict)}
+        for node_id, n in asked.items():
+            edited, editors = edit_history(by_id.get(node_id))
+            if node_id in by_id:
+                self._edit_histories[(node_id, raw[n].get("updated_at") or "", out[n].body)] = (edited, editors)
+            out[n] = dataclasses.replace(out[n], edited=edited, editors=editors)
+        return out
 
     def _write(self, action: dict[str, Any], perform: Callable[[], Any]) -> Any:
         if self.dry_run:
@@ -257,15 +306,16 @@ class GitHubClient:
                 for f in self._pages(f"pulls/{number}/files", max_pages=30)]
 
     def list_reviews(self, number: int) -> list[Review]:
-        return [Review(r["id"], (r.get("user") or {}).get("login", ""), r.get("body") or "", r.get("state") or "",
-                       r.get("commit_id") or "", r.get("html_url") or "", (r.get("user") or {}).get("type") or "User",
-                       _when(r.get("submitted_at")))
-                for r in self._pages(f"pulls/{number}/reviews")]
+        """Every review; those with a body carry who edited it (REST has no updated_at for a review)."""
+        return [review for page in self._page_lists(f"pulls/{number}/reviews")
+                for review in self._with_edits([_review(r) for r in page], page)]
 
     def list_issue_comments(self, number: int, since: dt.datetime | None = None) -> list[Comment]:
-        """Every comment, oldest first; with `since`, those created or edited at that time or later."""
+        """Every comment, oldest first, an edited one with its editors; with `since`, those created or
+        edited at that time or later."""
         params = {"since": since.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")} if since else None
-        return [_comment(c) for c in self._pages(f"issues/{number}/comments", params)]
+        return [comment for page in self._page_lists(f"issues/{number}/comments", params)
+                for comment in self._with_edits([_comment(c) for c in page], page)]
 
     def list_workflow_runs(self, workflow: str, *, event: str | None = "workflow_dispatch",
                            pages: int | None = None, since: dt.datetime | None = None) -> list[Run]:
@@ -323,12 +373,17 @@ class GitHubClient:
     # -- writes ----------------------------------------------------------------------------
 
     def create_comment(self, number: int, body: str) -> int | None:
-        return self._write({"action": "comment", "op": "create", "pr": number, "body": body},
-                           lambda: self._call("POST", f"issues/{number}/comments", body={"body": body})[1]["id"])
+        comment_id = self._write({"action": "comment", "op": "create", "pr": number, "body": body},
+                                 lambda: self._call("POST", f"issues/{number}/comments", body={"body": body})[1]["id"])
+        if comment_id is not None:
+            self._written[comment_id] = body
+        return comment_id
 
     def edit_comment(self, comment_id: int, body: str) -> None:
         self._write({"action": "comment", "op": "edit", "comment_id": comment_id, "body": body},
                     lambda: self._call("PATCH", f"issues/comments/{comment_id}", body={"body": body}, safe=True))
+        if not self.dry_run:
+            self._written[comment_id] = body
 
     def delete_comment(self, comment_id: int) -> None:
         def perform() -> None:

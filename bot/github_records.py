@@ -17,6 +17,10 @@ class Comment:
     html_url: str = ""
     user_type: str = "User"  # "Bot" for apps and GitHub's own accounts
     updated_at: dt.datetime | None = None
+    # Who saved the body, from GitHub's edit history (GraphQL, asked only when `edited`): the author
+    # and every editor, "" for one GitHub cannot name (a deleted account, an edit past the first page).
+    edited: bool = False
+    editors: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +87,8 @@ class Review:
     html_url: str = ""
     user_type: str = "User"
     submitted_at: dt.datetime | None = None
+    edited: bool = False  # as Comment's: REST does not say, so the history is asked for every review with a body
+    editors: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,9 +116,56 @@ def _when(value: Any) -> dt.datetime | None:
 
 def _comment(data: dict[str, Any]) -> Comment:
     user = data.get("user") or {}
-    return Comment(data["id"], user.get("login", ""), data.get("body") or "",
-                   _when(data.get("created_at")), data.get("html_url") or "", user.get("type") or "User",
-                   _when(data.get("updated_at")))
+    created, updated = _when(data.get("created_at")), _when(data.get("updated_at"))
+    return Comment(data["id"], user.get("login", ""), data.get("body") or "", created, data.get("html_url") or "",
+                   user.get("type") or "User", updated,
+                   edited=created is not None and updated is not None and updated > created)
+
+
+def _review(data: dict[str, Any]) -> Review:
+    user = data.get("user") or {}
+    return Review(data["id"], user.get("login", ""), data.get("body") or "", data.get("state") or "",
+                  data.get("commit_id") or "", data.get("html_url") or "", user.get("type") or "User",
+                  _when(data.get("submitted_at")), edited=bool(data.get("body")))
+
+
+# What the bot asks GraphQL about comments or reviews REST shows as edited (REST never says by whom):
+# `nodes(ids:)` with their REST node_ids, at most 100 a query (one page of a REST list).
+EDITS_QUERY = """query($ids: [ID!]!) {
+  nodes(ids: $ids) {
+    ... on Comment {
+      id
+      author { __typename login }
+      editor { __typename login }
+      lastEditedAt
+      userContentEdits(first: 100) { totalCount nodes { editedAt editor { __typename login } } }
+    }
+  }
+}"""
+
+
+def _actor(data: Any) -> str:
+    """A GraphQL actor's login as REST writes it: GitHub's GraphQL leaves "[bot]" off an app's login."""
+    if not isinstance(data, dict) or not data.get("login"):
+        return ""  # null: a deleted account (GitHub's ghost), never the bot nor an author
+    login = str(data["login"])
+    return login + "[bot]" if data.get("__typename") == "Bot" and not login.endswith("[bot]") else login
+
+
+def edit_history(node: Any) -> tuple[bool, tuple[str, ...]]:
+    """(edited, editors) from one EDITS_QUERY node; a node GitHub did not return reads as edited by nobody known."""
+    if not isinstance(node, dict):
+        return True, ()
+    edits = node.get("userContentEdits") or {}
+    listed = [e for e in edits.get("nodes") or [] if isinstance(e, dict)]
+    total = int(edits.get("totalCount") or 0)
+    edited = bool(node.get("lastEditedAt")) or total > 0
+    editors = [_actor(e.get("editor")) for e in listed]
+    if edited:
+        editors.append(_actor(node.get("editor")))
+    if total > len(listed):
+        editors.append("")  # edits beyond the page: their editors are unknown
+    return edited, tuple(dict.fromkeys(editors))
 
 
 def _run(data: dict[str, Any]) -> Run:

@@ -240,6 +240,7 @@ PATTERNS: tuple[tuple[str, str], ...] = (
      "无法在 PR #{1} 上记录请求 {0}（它的认领评论不见了）"),
     ("{}; the reply is not there, so it was not posted", "{0}；回复不在，因此没有发布"),
     ("{}; no run for request {} exists, so nothing was started", "{0}；请求 {1} 没有对应的运行，因此什么也没有启动"),
+    ("POST /graphql (edit history): {}", "POST /graphql（编辑历史）失败：{0}"),
     ("unknown revision {} in {}", "{1} 中没有修订版本 {0}"),
     ("{} is not a checkout of {} (HEAD is {} {})", "{0} 不是 {1} 的检出（当前检出的是 {2} {3}）"),
     ("git {}: {}", "git {0} 失败：{1}"),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Third-party data recipe-bot reads at run time, from the packages its maintainers publish:
-# GitHub's REST description (@octokit/openapi), octokit's webhook examples and schemas, and mermaid
+# GitHub's REST description (@octokit/openapi) and GraphQL schema (@octokit/graphql-schema, for the
+# sandbox's POST /graphql), octokit's webhook examples and schemas, and mermaid
 # (inlined into the demo's preview.html so that it renders the chart offline, as GitHub does), pinned by
 # exact version and integrity in npm/package-lock.json. `npm ci` installs exactly those into the
 # ignored cache .upstream/ (or $RECIPE_BOT_UPSTREAM_DIR); it runs again only when the lock changes.

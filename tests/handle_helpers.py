@@ -89,7 +89,7 @@ class Harness:
         return [e for e in self.sb.log(all=True, since=since) if e["user"] == BOT]
 
     def writes(self, since: int = 0) -> list[dict[str, Any]]:
-        return [e for e in self.requests(since) if e["method"] != "GET"]
+        return [e for e in self.requests(since) if e["method"] != "GET" and e["operation"] != "graphql"]  # reads
 
     def dispatches(self) -> list[dict[str, Any]]:
         return [r for r in self.sb.state()["workflow_runs"] if r["event"] == "workflow_dispatch"]

@@ -52,7 +52,7 @@ def test_the_seed_from_the_issue_loads_as_written(seed_dir: Path) -> None:
         7, "feature", "main", "bob", "acme/bench")
     assert pull["head_sha"] == state.git.branch_sha("feature")
     assert snap["comments"][0] | {"created": None, "updated": None} == {
-        "id": 101, "issue": 7, "user": "alice", "body": "/sweep", "created": None, "updated": None}
+        "id": 101, "issue": 7, "user": "alice", "body": "/sweep", "created": None, "updated": None, "edits": []}
     assert [w["file"] for w in snap["workflows"]] == ["recipe-bot.yml", "gpu.yml"]
     assert state.association("alice") == "MEMBER" and state.association("carol") == "COLLABORATOR"
     assert state.association("mallory") == "NONE"

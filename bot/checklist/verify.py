@@ -3,8 +3,10 @@
 One comment per head SHA (first line: the sign-off marker, author: the bot's own login) is edited in
 place on every verification; the `recipe-bot / sign-off` check run on the head SHA says waiting,
 success or failure. A sign-off counts for the head it was judged on: the marker records which source
-(and which text of it) a SHA's verdict used, so after a push the same text is stale, while an edit
-or a new comment is a new sign-off. A review counts for the commit it was submitted on.
+(and which text of it) a SHA's verdict used, so after a push the same text is stale, and so is an
+edit of a comment written before the push (an edit does not sign the new head): a new comment is a
+new sign-off. A review counts for the commit it was submitted on. Only a text its author wrote and
+nobody else edited is a sign-off (GitHub lets any writer edit any comment, under its author's name).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from bot.checklist.signoff import Found, find
 from bot.checklist.template import Templates, TemplateError, load_templates
 from bot.config import Checklist, RepoConfig
 from bot.github import GitHubClient
+from bot.markers import written_by
 
 BENCHMARKS = "recipe-bot / benchmarks"
 PUSHED_AT = "pushed-at:"  # the sign-off check's external_id: when its head SHA was pushed
@@ -44,6 +47,8 @@ class Candidate:
     order: int
     fresh: bool
     sha: str | None  # the commit it was for, when known to be another one
+    problem: str | None = None  # why it does not count: "edited-by-other" | "edited-after-push"
+    editors: tuple[str, ...] = ()  # who else edited it (for "edited-by-other")
 
 
 def read_templates(client: GitHubClient, settings: Checklist, branch: str) -> Templates:
@@ -74,7 +79,7 @@ def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch:
     runs = _own_checks(client, head, CHECK_NAME, bot_login)
     anchor = _pushed_at(runs, pushed_at)
     own = {m.sha: (c, m) for c in sorted(comments, key=lambda c: c.id)
-           if c.user.lower() == bot_login.lower() and (m := render.parse_marker(c.body))}
+           if written_by(c, bot_login) and (m := render.parse_marker(c.body))}
     try:
         templates = read_templates(client, settings, default_branch)
     except TemplateError as exc:
@@ -131,19 +136,32 @@ def _candidates(client: GitHubClient, pr: int, head: str, comments: list, bot_lo
         key = f"comment-{c.id}"
         judged = bound.get((key, render.digest(c.body)))
         source = rules.Source(key, c.user, c.user_type == "Bot", c.html_url)
-        written = c.updated_at or c.created_at or _EPOCH
-        before_push = anchor is not None and written < anchor  # written for an earlier head, never judged
+        # Written for an earlier head, never judged; its author's later edit does not move it to this head.
+        before_push = anchor is not None and (c.created_at or _EPOCH) < anchor
+        edited_since = before_push and c.edited and (c.updated_at or _EPOCH) >= anchor
+        problem = _foreign(c) or ("edited-after-push" if edited_since else None)
         out.append(Candidate(source, c.body, found, c.created_at or _EPOCH, c.id,
-                             judged in (None, head) and not before_push,
-                             judged if judged not in (None, head) else None))
+                             judged in (None, head) and not before_push and problem is None,
+                             judged if judged not in (None, head) else None, problem, _others(c)))
     for r in client.list_reviews(pr):
         found = find(r.body, templates)
         if found is None:
             continue
         source = rules.Source(f"review-{r.id}", r.user, r.user_type == "Bot", r.html_url)
-        out.append(Candidate(source, r.body, found, r.submitted_at or _EPOCH, r.id, r.commit_id == head,
-                             None if r.commit_id == head else r.commit_id))
+        problem = _foreign(r)
+        out.append(Candidate(source, r.body, found, r.submitted_at or _EPOCH, r.id,
+                             r.commit_id == head and problem is None,
+                             None if r.commit_id == head else r.commit_id, problem, _others(r)))
     return sorted(out, key=lambda c: (c.when, c.order))
+
+
+def _foreign(item: Any) -> str | None:
+    """"edited-by-other" when anyone but its author (or an account GitHub cannot name) edited the text."""
+    return None if written_by(item, item.user) else "edited-by-other"
+
+
+def _others(item: Any) -> tuple[str, ...]:
+    return tuple(sorted({e or "ghost" for e in item.editors if e.lower() != item.user.lower()}))
 
 
 def _notes(candidates: list[Candidate], chosen: Candidate | None, head: str, trigger: str | None) -> list[dict[str, Any]]:
@@ -158,8 +176,8 @@ def _notes(candidates: list[Candidate], chosen: Candidate | None, head: str, tri
         stale = [c for c in candidates if not c.fresh and c.found.signoff]
         if stale:
             s = stale[-1]
-            notes.append({"code": "stale", "author": s.source.author, "where": s.source.key, "sha": s.sha or "",
-                          "head": head})
+            notes.append({"code": s.problem or "stale", "author": s.source.author, "where": s.source.key,
+                          "sha": s.sha or "", "head": head, "editors": list(s.editors)})
     return notes
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from bot.control import estimate as estimates
 from bot.control import trust
+from bot.markers import written_by
 
 WAIT_MARKER = "<!-- recipe-bot:budget-wait comment={key} sha={sha} by={by} gpu_hours={hours} cmd={cmd}{label} -->"
 _WAIT = re.compile(r"^<!-- recipe-bot:budget-wait comment=(\S+) sha=([0-9a-f]{40}) by=(\S+) gpu_hours=([0-9.]+) "
@@ -63,7 +64,7 @@ def spent_today(comments: list, bot_login: str, now: dt.datetime, *, exclude_key
     total = 0.0
     seen: set[tuple[str, str]] = set()
     for comment in comments:
-        if comment.user != bot_login or (comment.created_at is not None and now - comment.created_at > DAY):
+        if not written_by(comment, bot_login) or (comment.created_at is not None and now - comment.created_at > DAY):
             continue
         for key, sha, hours in estimates.read_markers(comment.body):
             if key != exclude_key and (key, sha) not in seen:
@@ -103,7 +104,7 @@ def waiting(comments: list, bot_login: str, sha: str) -> list[Waiting]:
     """The requests waiting for a budget approval at `sha`, oldest first, from the bot's own comments."""
     found: dict[str, Waiting] = {}
     for comment in sorted(comments, key=lambda c: c.id):
-        if comment.user != bot_login:
+        if not written_by(comment, bot_login):
             continue
         for line in comment.body.replace("\r\n", "\n").split("\n"):
             line = line.strip()

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from bot.github import Comment, DispatchedRun, GitHubClient, Run
 from bot.control.trust import Approval
+from bot.markers import written_by
 
 # The GPU workflow's `run-name:` renders exactly this, so runs can be matched to a PR, a commit and
 # the request key that asked for them (the REST API does not return a run's inputs): the key is how
@@ -164,8 +165,8 @@ class Ledger:
 def read_ledger(comments: Iterable[Comment], bot_login: str) -> Ledger:
     ledger = Ledger()
     for comment in comments:
-        if comment.user != bot_login:
-            continue  # anyone can type a marker; only the bot's own count
+        if not written_by(comment, bot_login):
+            continue  # anyone can type a marker or edit the bot's comment; only the bot's own, unedited, count
         for kind, fields in _header_markers(comment.body):
             if kind == "ack" and "comment" in fields and "sha" in fields:
                 ledger.acks.setdefault(fields["comment"], set()).add(fields["sha"])

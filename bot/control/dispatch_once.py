@@ -22,6 +22,7 @@ from typing import Any
 
 from bot.control import dispatch
 from bot.github import DispatchedRun, GitHubClient, GitHubError, Run
+from bot.markers import written_by
 
 # Runs are listed newest first; a run of a claim cannot be older than the claim (clocks aside).
 CLOCK_SLACK = dt.timedelta(minutes=10)
@@ -357,7 +358,7 @@ def create_reply(client: GitHubClient, number: int, body: str, bot_login: str,
     if client.dry_run or not header.startswith("<!-- recipe-bot:"):
         return []
     twins = [c for c in client.list_issue_comments(number, since=started_at - CLOCK_SLACK)
-             if c.user == bot_login and c.body.split("\n", 1)[0] == header]
+             if written_by(c, bot_login) and c.body.split("\n", 1)[0] == header]
     if lost is not None and not twins:
         raise GitHubError(f"{lost}; the reply is not there, so it was not posted", lost.status) from None
     first = min(c.id for c in twins) if twins else mine

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot import i18n
 from bot.control import commands, reuse
-from bot.markers import SHA, is_full_sha
+from bot.markers import SHA, foreign_edits, is_full_sha
 
 if TYPE_CHECKING:  # annotations only
     from bot.plan.model import PlanFilters
@@ -184,7 +184,10 @@ def accept_regression(h, reply, command, actor, pull, approvals, key) -> None:
 
     ack = gate.Ack(pull.head_sha, command.recipes[0], actor.login, command.reason or "")
     reply.markers.append(gate.ack_marker(ack))
-    acks = gate.read_acks(h.client.list_issue_comments(pull.number), h.bot_login(), pull.head_sha)
+    comments = h.client.list_issue_comments(pull.number)
+    for line in foreign_edits(comments, h.bot_login()):
+        h.log(line)
+    acks = gate.read_acks(comments, h.bot_login(), pull.head_sha)
     verdict = regate(h, pull, [*acks, ack])
     reply.add("accepted-regression", recipe=ack.recipe, reason=ack.reason, by=ack.by, sha=ack.sha,
               conclusion=verdict.conclusion if verdict else None)
@@ -246,7 +249,10 @@ def reuse_run(h, reply, command, actor, pull, approvals, key) -> None:
 
 def _carry_reuse(h, pull) -> bool:
     """After a push: a live `/reuse` holds at the new head (its check is posted) or ends, said once."""
-    carried = reuse.carry(h.client, pull=pull, bot_login=h.bot_login())
+    comments = h.client.list_issue_comments(pull.number)
+    for line in foreign_edits(comments, h.bot_login()):
+        h.log(line)
+    carried = reuse.carry(h.client, pull=pull, bot_login=h.bot_login(), comments=comments)
     if carried is None:
         return False
     if carried.comment:

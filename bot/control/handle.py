@@ -19,6 +19,7 @@ from bot.control.reply import Reply
 from bot.config import ConfigError
 from bot.control.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
 from bot.github import GitHubClient, GitHubError
+from bot.markers import foreign_edits
 from bot.control.trust import Actor, Approval, Permission
 from bot.control.handler import FALLBACK_BOT_LOGIN, Handler, Outcome  # noqa: F401  (callers' names)
 
@@ -46,6 +47,8 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     if reply.silent:
         return
     ledger = h.ledger = h.taken.ledger if h.taken is not None else dispatch.read_ledger(h.comments, bot)
+    for line in foreign_edits(h.comments, bot):
+        h.log(line)
     if ledger.replied(event.key, body_digest):
         h.log(f"comment {event.key} was already handled")
         dispatch_once.drop_claim(h)
@@ -181,6 +184,8 @@ def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
         triggers = []  # the bot's own label or push never starts a run by itself
     h.comments = h.client.list_issue_comments(pull.number) if triggers else []
     ledger = dispatch.read_ledger(h.comments, bot) if triggers else None
+    for line in foreign_edits(h.comments, bot):
+        h.log(line)
     h.ledger = ledger or h.ledger
     if ledger is not None and ledger.replied(key, body_digest):
         h.log(f"pull_request {event.action} at {pull.head_sha} was already handled")

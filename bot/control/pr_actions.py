@@ -11,6 +11,7 @@ from bot.control import commands, dispatch, queue_view, trust
 from bot.control.commands import Command
 from bot.control.events import Pull
 from bot.control.trust import Actor, Approval
+from bot.markers import written_by
 
 
 def rerun_failed(h: Any, reply: Any, line: str, actor: Actor, pull: Pull,
@@ -55,7 +56,7 @@ def status(h: Any, reply: Any, command: Command, actor: Actor, pull: Pull,
     # Infrastructure failures per runner host, as the bot's own report comments recorded them.
     bot = h.bot_login()
     infra = failure_classes.merged_record(c.body for c in h.client.list_issue_comments(pull.number)
-                                          if c.user == bot)
+                                          if written_by(c, bot))
     runs = h.pr_runs(pull.number)
     reply.add("status", runs=run_rows(runs[:20]), infra=list(infra.items()),
               **queue_view.read(h.client, runs, h.now, h.log))

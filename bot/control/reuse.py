@@ -180,9 +180,9 @@ class Carried:
     run_url: str
 
 
-def carry(client: Any, *, pull: Any, bot_login: str) -> Carried | None:
+def carry(client: Any, *, pull: Any, bot_login: str, comments: Iterable[Any] | None = None) -> Carried | None:
     """After a push: the PR's live reuse moved to the new head while the rule holds, else ended (once)."""
-    live = latest(client.list_issue_comments(pull.number), bot_login)
+    live = latest(client.list_issue_comments(pull.number) if comments is None else comments, bot_login)
     if live is None or live.state != "applies":
         return None
     url = _run_url(client, live.run_id)

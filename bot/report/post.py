@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from bot.markers import written_by
 from bot.report import marker
 
 CHECK_NAME = "recipe-bot / benchmarks"  # the merge gate: only `report --gate` posts under it
@@ -86,7 +87,7 @@ def decide(comments: Sequence[CommentLike], bot_login: str, body: str) -> Sticky
     if current is None:
         raise ValueError("the report body must start with its marker line")
     own = [(c, m) for c in comments
-           if c.user.lower() == bot_login.lower() and (m := marker.parse(c.body)) is not None]
+           if written_by(c, bot_login) and (m := marker.parse(c.body)) is not None]
     if not own:
         return StickyDecision("create", None, "first report")
     latest, previous = max(own, key=lambda pair: pair[0].id)

@@ -28,6 +28,11 @@ def _json_bytes(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def _writes(entry: dict[str, Any]) -> bool:
+    """What the log lists by default: requests that may change something (a GraphQL query reads)."""
+    return entry["method"] != "GET" and entry.get("operation") != "graphql"
+
+
 def token_login(authorization: str | None) -> str | None:
     """`token <login>`, `Bearer <login>` or Basic `<login>:<anything>`: the token names the acting user."""
     if not authorization:
@@ -63,7 +68,7 @@ class Sandbox:
 
     def log(self, *, everything: bool = False, since: int = 0) -> list[dict[str, Any]]:
         with self._log_lock:
-            return [e for e in self.entries if e["seq"] > since and (everything or e["method"] != "GET")]
+            return [e for e in self.entries if e["seq"] > since and (everything or _writes(e))]
 
     # --- one request -------------------------------------------------------------------------
     def handle(self, req: RawRequest) -> RawResponse:
@@ -74,6 +79,8 @@ class Sandbox:
         server = f"http://{req.host}"
         if path.startswith("/_sandbox/"):
             return self.control.handle(req.method, path, split.query, req.body, server)
+        if req.method == "POST" and raw_path in ("/graphql", "/api/graphql"):  # GHES: /api/graphql
+            return self._graphql(req, raw_path, server)
         fault = self.faults.take(req.method, path, token_login(req.headers.get("authorization")))
         if fault is None:
             return self._rest(req, path, split.query, server, server + prefix)[0]
@@ -164,6 +171,26 @@ class Sandbox:
         if route is not None:  # GitHub sends the event after the write (bot/sandbox/deliver.py)
             self.deliverer.after_write(route.operation_id, status, reply.body, server)
         return RawResponse(status, headers, data), entry
+
+    def _graphql(self, req: RawRequest, path: str, server: str) -> RawResponse:
+        """POST /graphql (bot/sandbox/graphql.py): logged like a REST call; `valid` says the schema took it."""
+        from . import graphql
+
+        started = time.perf_counter()
+        login = token_login(req.headers.get("authorization"))
+        status, body, problems = graphql.answer(self.state, login, req.body, server)
+        try:
+            logged: Any = json.loads(req.body or b"null")
+        except ValueError:
+            logged = req.body.decode("utf-8", errors="replace")
+        self.record({"time": utcnow(), "method": "POST", "path": path, "query": {}, "operation": "graphql",
+                     "known": True, "user": login, "body": logged, "status": status, "valid": not problems,
+                     "errors": problems, "response_valid": True, "response_errors": [],
+                     "ms": round((time.perf_counter() - started) * 1000, 2)})
+        headers = {"Content-Type": "application/json; charset=utf-8", "X-RateLimit-Resource": "graphql"}
+        if status == 401:
+            headers["WWW-Authenticate"] = 'Bearer realm="sandbox"'
+        return RawResponse(status, headers, _json_bytes(body))
 
     @staticmethod
     def _error_reply(err: ApiError, route: Route | None) -> Reply:

@@ -57,6 +57,9 @@ class Comment:
     body: str
     created: str
     updated: str
+    # Every save of the body, as GraphQL's userContentEdits lists them: empty until the first edit,
+    # which adds the created version too (GitHub's includesCreatedEdit); each {"editor", "edited_at"}.
+    edits: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -79,6 +82,14 @@ class Review:
     body: str
     commit_id: str
     submitted: str
+    edits: list[dict[str, str]] = field(default_factory=list)  # as Comment.edits
+
+
+def record_edit(item: Comment | Review, editor: str, now: str) -> None:
+    """Note one save of an issue comment's or review's body by `editor` (who, when: the edit history)."""
+    if not item.edits:
+        item.edits.append({"editor": item.user, "edited_at": getattr(item, "created", None) or item.submitted})
+    item.edits.append({"editor": editor, "edited_at": now})
 
 
 @dataclass
@@ -436,10 +447,11 @@ class SandboxState:
                               for w in self.workflows.values()],
                 "pulls": pulls,
                 "issues": issues,
-                "comments": [vars(c).copy() for c in sorted(self.comments.values(), key=lambda c: c.id)],
+                "comments": [{**vars(c), "edits": [dict(e) for e in c.edits]}
+                             for c in sorted(self.comments.values(), key=lambda c: c.id)],
                 "labels": {str(i.number): list(i.labels) for i in self.issues.values() if i.labels},
                 "reactions": [vars(r).copy() for r in self.reactions.values()],
-                "reviews": [vars(r).copy() for r in self.reviews.values()],
+                "reviews": [{**vars(r), "edits": [dict(e) for e in r.edits]} for r in self.reviews.values()],
                 "statuses": [vars(s).copy() for s in self.statuses.values()],
                 "check_runs": [vars(c).copy() for c in self.check_runs.values()],
                 "workflow_runs": [self._run_view(r) for r in self.runs.values()],

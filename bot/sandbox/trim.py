@@ -21,6 +21,7 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}"),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/files"),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
+    ("put", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}"),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/commits"),
     ("get", "/repos/{owner}/{repo}/collaborators/{username}/permission"),
     ("get", "/repos/{owner}/{repo}/contents/{path}"),

@@ -13,6 +13,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV_VAR = "RECIPE_BOT_UPSTREAM_DIR"
 OPENAPI = "@octokit/openapi"
+GRAPHQL_SCHEMA = "@octokit/graphql-schema"  # GitHub's public GraphQL schema (the sandbox's POST /graphql)
 WEBHOOK_EXAMPLES = "@octokit/webhooks-examples"
 WEBHOOK_SCHEMAS = "@octokit/webhooks-schemas"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..state import Comment, Reaction, utcnow
+from ..state import Comment, Reaction, record_edit, utcnow
 from . import (ApiError, Call, Reply, check_repo, find_issue, int_param, not_found, operation, paginate,
                require_push, require_user, validation_failed)
 
@@ -60,7 +60,7 @@ def get_comment(call: Call) -> Reply:
     return Reply(200, call.shapes.comment(_find_comment(call)))
 
 
-def _may_edit(call: Call, comment: Comment) -> str:
+def may_edit(call: Call, comment: Comment) -> str:
     user = require_user(call)
     if user != comment.user and not call.state.can(user, "write"):
         raise ApiError(403, "Must have push access to edit another user's comment")
@@ -70,18 +70,19 @@ def _may_edit(call: Call, comment: Comment) -> str:
 @operation("issues/update-comment")
 def update_comment(call: Call) -> Reply:
     comment = _find_comment(call)
-    _may_edit(call, comment)
+    editor = may_edit(call, comment)
     body = call.body["body"]
     _check_body(body)
     comment.body = body
     comment.updated = utcnow()
+    record_edit(comment, editor, comment.updated)
     return Reply(200, call.shapes.comment(comment))
 
 
 @operation("issues/delete-comment")
 def delete_comment(call: Call) -> Reply:
     comment = _find_comment(call)
-    _may_edit(call, comment)
+    may_edit(call, comment)
     del call.state.comments[comment.id]
     for rid in [r.id for r in call.state.reactions.values() if r.subject == "comment" and r.subject_id == comment.id]:
         del call.state.reactions[rid]

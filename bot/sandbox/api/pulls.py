@@ -1,7 +1,8 @@
 """Pull request operations: get, list, files, commits and reviews, computed from the git repository."""
 from __future__ import annotations
 
-from . import Call, Reply, check_repo, find_issue, operation, paginate
+from ..state import record_edit, utcnow
+from . import ApiError, Call, Reply, check_repo, find_issue, int_param, not_found, operation, paginate, require_user
 
 MAX_FILES = 3000  # GitHub lists at most 3000 files of a pull request
 
@@ -59,3 +60,19 @@ def list_reviews(call: Call) -> Reply:
     issue = find_issue(call, pull=True)
     reviews = sorted((r for r in call.state.reviews.values() if r.pull == issue.number), key=lambda r: r.id)
     return paginate(call, [call.shapes.review(r) for r in reviews])
+
+
+@operation("pulls/update-review")
+def update_review(call: Call) -> Reply:
+    """A review's body edited: by its author, or (as GitHub lets them) by anyone with push access."""
+    check_repo(call)
+    issue = find_issue(call, pull=True)
+    review = call.state.reviews.get(int_param(call, "review_id"))
+    if review is None or review.pull != issue.number:
+        raise not_found()
+    user = require_user(call)
+    if user != review.user and not call.state.can(user, "write"):
+        raise ApiError(403, "Must have push access to edit another user's review")
+    review.body = call.body["body"]
+    record_edit(review, user, utcnow())
+    return Reply(200, call.shapes.review(review))
