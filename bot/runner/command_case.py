@@ -10,6 +10,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from rich.markup import escape
+
 from bot.jobs import Case, CommandSpec
 from bot.results import CaseResult, HarnessRun, NodeOutcome
 from bot.runner import procs
@@ -113,7 +115,7 @@ def run_command_case(case: Case, ctx, run_tag: str, case_dir: Path) -> CaseResul
     harness: InferenceServer | None = None
     used_gpus = case_gpus(spec.devices, len(spec.devices), os.environ) if spec.devices else []
     gpu_before = gpu_memory_used_mib(used_gpus) if used_gpus else None
-    ctx.progress.say(f"case {case.name}: {' '.join(spec.nodes) or ' '.join(spec.argv)}")
+    ctx.progress.say(escape(f"case {case.name}: {' '.join(spec.nodes) or ' '.join(spec.argv)}"))
     try:
         ctx.budget.tick("starting the case")
         check_required(case.required_env, os.environ)
@@ -131,8 +133,8 @@ def run_command_case(case: Case, ctx, run_tag: str, case_dir: Path) -> CaseResul
             failures.append(f"the harness exited and left process(es) {left} running in its process group")
     except JobInterrupted as exc:
         cut_short = str(exc)
-    except (EnvironmentProblem, OSError) as exc:
-        failures.append(str(exc))
+    except (EnvironmentProblem, OSError) as exc:  # refused before it started: name what would have run
+        failures.append(f"node {', '.join(spec.nodes)} not started: {exc}" if spec.nodes else str(exc))
     finally:
         proof = None
         if harness is not None and harness.process is not None:

@@ -1,0 +1,111 @@
+"""A suite over the repository's own pytest harness (an afd-plugin-shaped fixture of our own): the verdict
+comes from its exit status and JUnit report, case by case, each failure naming its node id."""
+import json
+
+import pytest
+
+from afd_fixture import NODE, git, make_repo, plan_jobs, run_job
+from bot.recipes.catalog import load_catalog
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    return make_repo(tmp_path_factory.mktemp("fixture"))
+
+
+@pytest.fixture(scope="module")
+def job_file(repo, tmp_path_factory):
+    return plan_jobs(repo, tmp_path_factory.mktemp("jobs"))["fixture-e2e"]
+
+
+def test_the_recipe_folder_is_the_one_the_repository_config_names(repo):
+    catalog = load_catalog(repo)
+    assert catalog.names() == ["fixture-e2e", "fixture-manual"]
+    assert catalog.entries["fixture-e2e"].path == "recipe/fixture-e2e.yaml"
+
+
+def test_each_case_runs_its_node_id_with_the_harness_own_command(job_file):
+    job = json.loads(job_file.read_text(encoding="utf-8"))
+    assert [c["command"]["nodes"] for c in job["cases"]] == [[NODE.format("baseline-tiny")],
+                                                             [NODE.format("plugin-tiny")]]
+    assert job["cases"][0]["command"]["argv"] == ["python", "-m", "pytest", "-q"]
+    assert job["cases"][0]["servers"] == []
+
+
+def test_the_suite_passes_when_the_harness_passes(job_file, repo, tmp_path):
+    result = run_job(job_file, repo, tmp_path / "out")
+    assert result.status == "passed", result.reason
+    for case in result.cases:
+        assert case.harness.exit_code == 0 and case.harness.passed == 1
+        assert any(f.endswith(f"results_{case.name}.json") for f in case.harness.result_files)
+        assert case.cleanup.ports == [18431] and case.cleanup.clean
+    assert result.setup[0]["exit_code"] == 0
+    assert result.software["plugin"] == "pytest" and result.software["plugin_version"]
+    assert "driver" in result.software and "torch" in result.software  # recorded, None where absent
+
+
+@pytest.mark.parametrize("mode, says", [
+    ("fail", "failed:"), ("skip", "was skipped"), ("error", "error:"), ("hang", "did not finish"),
+])
+def test_a_node_that_fails_skips_errors_or_is_cut_short_fails_by_its_node_id(job_file, repo, tmp_path, mode, says):
+    result = run_job(job_file, repo, tmp_path / "out", timeout_s=8 if mode == "hang" else None,
+                     FIXTURE_MODE_PLUGIN_TINY=mode)
+    baseline, plugin = result.cases
+    assert result.status == "failed"
+    assert baseline.status == "passed"
+    assert plugin.status == "failed" and NODE.format("plugin-tiny") in plugin.reason and says in plugin.reason
+    assert plugin.cleanup.groups_gone  # the cut-short harness's group is gone too
+
+
+@pytest.mark.parametrize("devices, says", [
+    ("0,0", "must list each device once"), ("0,1,2", "exactly 2 device ids"), ("0", "exactly 2 device ids"),
+])
+def test_a_wrong_device_list_fails_each_node_before_it_starts(job_file, repo, tmp_path, devices, says):
+    result = run_job(job_file, repo, tmp_path / "out", FIXTURE_E2E_DEVICES=devices)
+    assert [c.status for c in result.cases] == ["failed", "failed"]
+    assert NODE.format("baseline-tiny") in result.cases[0].reason and says in result.cases[0].reason
+    assert result.cases[0].harness.exit_code is None  # nothing was started
+
+
+def test_the_harness_own_refusal_fails_the_node_when_recipe_bot_does_not_check(repo, tmp_path):
+    job_file = plan_jobs(repo, tmp_path / "jobs")["fixture-e2e"]
+    job = json.loads(job_file.read_text(encoding="utf-8"))
+    for case in job["cases"]:
+        case["command"]["opt_in"] = None
+    job_file.write_text(json.dumps(job), encoding="utf-8")
+    result = run_job(job_file, repo, tmp_path / "out", FIXTURE_E2E_DEVICES="0,0")
+    assert "FIXTURE_E2E_DEVICES must contain exactly 2 unique IDs" in result.cases[0].reason
+    assert NODE.format("baseline-tiny") in result.cases[0].reason
+
+
+@pytest.mark.parametrize("path", ["tests/e2e/runner.py", "fixture_plugin/__init__.py"])
+def test_a_change_to_the_harness_or_the_plugin_changes_the_fingerprint(tmp_path, path):
+    repo = make_repo(tmp_path)
+    before = load_catalog(repo, "HEAD").entries["fixture-e2e"].fingerprint
+    (repo / path).write_text((repo / path).read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    git(repo, "commit", "-qam", "change")
+    after = load_catalog(repo, "HEAD").entries["fixture-e2e"].fingerprint
+    assert before != after
+
+
+def test_a_touched_manual_suite_is_never_planned_for_the_gate(tmp_path):
+    repo = make_repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    test = repo / "tests/e2e/test_fixture.py"
+    test.write_text(test.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    git(repo, "commit", "-qam", "touch the harness")
+    jobs = plan_jobs(repo, tmp_path / "jobs", "--base", base, "--head", "HEAD")
+    assert list(jobs) == ["fixture-e2e"]  # the manual suite uses the same file and is left out
+    named = plan_jobs(repo, tmp_path / "named", "--base", base, "--head", "HEAD", "--recipe", "fixture-manual")
+    assert list(named) == ["fixture-manual"]
+
+
+def test_compare_plans_both_arms_in_one_job_with_the_same_points(repo, tmp_path):
+    jobs = plan_jobs(repo, tmp_path / "jobs", "--compare")
+    (job_file,) = jobs.values()
+    job = json.loads(job_file.read_text(encoding="utf-8"))
+    assert job["compare_arms"] == ["native", "plugin"]
+    native, plugin = job["cases"]
+    strip = [{k: v for k, v in p.items() if k != "point_id"} for p in native["points"]]
+    assert strip == [{k: v for k, v in p.items() if k != "point_id"} for p in plugin["points"]]
+    assert {p["repeats"] for p in native["points"]} == {2}
