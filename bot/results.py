@@ -220,6 +220,8 @@ class CaseResult(Model):
     failure: FailureClass | None = None  # set on failed cases
     search: SearchTrace | None = None  # set when the case ran an adaptive concurrency search
     harness: HarnessRun | None = None  # set when the case ran the repository's own command
+    gpus: int | None = None  # the GPUs the case held (a compare: arm's GPU-hours)
+    duration_s: float | None = None  # wall time of the case, start-up and teardown included
 
 
 class Hardware(Model):

@@ -19,8 +19,8 @@ from bot.runner.accuracy import run_gsm8k
 from bot.runner.budget import Budget, JobInterrupted
 from bot.runner.command_case import command_env, run_command_case, run_setup
 from bot.runner.engines import HOST, Launch, build_launch
-from bot.runner.environment import (EnvironmentProblem, check_required, find_sglang_python,
-                                    find_vllm)
+from bot.runner.environment import (EnvironmentProblem, check_opt_in, check_required,
+                                    find_sglang_python, find_vllm)
 from bot.runner.hardware import (case_gpus, describe_host, gpu_memory_used_mib,
                                  sglang_version, vllm_version)
 from bot.runner.inprocess import InProcessClient, launch_session
@@ -347,6 +347,11 @@ def _prepare_harness(job: Job, ctx: RunContext, stop_why: str | None) -> tuple[l
         return [], {}
     env = command_env(command, job.cases[0], ctx.repo, os.environ, "setup")
     setup: list[dict] = []
+    try:  # no install for a suite whose opt-in is not met: each case fails on it by itself
+        check_required(job.cases[0].required_env, os.environ)
+        check_opt_in(command.opt_in, os.environ)
+    except EnvironmentProblem:
+        return [], software_versions(command.plugin, env)
     if command.setup:
         ctx.progress.say(f"setup: {len(command.setup)} step(s)")
         setup, failed = run_setup(command.setup, ctx.repo, env, ctx.out_dir)
@@ -388,7 +393,10 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
                 cases.append(CaseResult(name=case.name, status="skipped", reason=stop_why,
                                         points=_not_run(case, [], stop_why)))
                 continue
+            case_t0 = time.monotonic()
             result = run_case(case, ctx)
+            result.gpus = (len(case.command.devices) if case.command else _gpus_for(case, job)) if job.gpus else 0
+            result.duration_s = round(time.monotonic() - case_t0, 3)
             cases.append(result)
             if budget.cancel_signal is not None:
                 stop_why = "not run: the job was cancelled"
