@@ -45,7 +45,7 @@ def test_the_suite_passes_when_the_harness_passes(job_file, repo, tmp_path):
 
 
 @pytest.mark.parametrize("mode, says", [
-    ("fail", "failed:"), ("skip", "was skipped"), ("error", "error:"), ("hang", "did not finish"),
+    ("fail", "failed:"), ("skip", "was skipped"), ("error", "errored:"), ("hang", "did not finish"),
 ])
 def test_a_node_that_fails_skips_errors_or_is_cut_short_fails_by_its_node_id(job_file, repo, tmp_path, mode, says):
     result = run_job(job_file, repo, tmp_path / "out", timeout_s=8 if mode == "hang" else None,
@@ -109,3 +109,22 @@ def test_compare_plans_both_arms_in_one_job_with_the_same_points(repo, tmp_path)
     strip = [{k: v for k, v in p.items() if k != "point_id"} for p in native["points"]]
     assert strip == [{k: v for k, v in p.items() if k != "point_id"} for p in plugin["points"]]
     assert {p["repeats"] for p in native["points"]} == {2}
+
+
+def test_cases_come_from_the_harness_own_collection(repo, tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                "tests/e2e/test_fixture.py"], cwd=repo, capture_output=True, text=True, check=True)
+    result = CliRunner().invoke(main, ["e2e-cases", "-"], input=collected.stdout)
+    assert result.exit_code == 0, result.output
+    recipe = yaml.safe_load((repo / "recipe/fixture-e2e.yaml").read_text(encoding="utf-8"))
+    assert yaml.safe_load(result.output)["cases"] == recipe["cases"]
+    empty = CliRunner().invoke(main, ["e2e-cases", "-"], input="no tests ran\n")
+    assert empty.exit_code != 0 and "no pytest node ids" in empty.output

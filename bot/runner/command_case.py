@@ -98,6 +98,9 @@ def _keep(spec: CommandSpec, cwd: Path, case_dir: Path, out_dir: Path) -> list[s
 def _wait(harness: InferenceServer, spec: CommandSpec, tick) -> None:
     deadline = time.monotonic() + spec.timeout_s if spec.timeout_s else None
     while harness.exit_code() is None:
+        # The runner is the subreaper: orphans the harness leaves exit into zombies that only we reap
+        # (afd-plugin #392 counts unreaped zombies as alive).
+        procs.reap_zombie_children(skip={harness.pgid})
         tick("running the repository's own E2E command")
         if deadline is not None and time.monotonic() >= deadline:
             raise JobInterrupted(f"the case's time limit of {spec.timeout_s:g} s was reached")

@@ -87,8 +87,10 @@ def verdict(exit_code: int | None, outcomes: list[NodeOutcome], expect_passed: i
             problems.append(f"node {node.node_id} did not finish ({why})")
         elif node.outcome == "skipped":
             problems.append(f"node {node.node_id} was skipped ({node.message}); a skip fails the gate")
-        elif node.outcome != "passed":
-            problems.append(f"node {node.node_id} {node.outcome}: {node.message}")
+        elif node.outcome == "failed":
+            problems.append(f"node {node.node_id} failed: {node.message}")
+        elif node.outcome == "error":
+            problems.append(f"node {node.node_id} errored: {node.message}")
     passed = sum(1 for n in outcomes if n.outcome == "passed")
     if not problems and passed != expect_passed:
         problems.append(f"{passed} test(s) passed where {expect_passed} were expected")
