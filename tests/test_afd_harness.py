@@ -86,6 +86,10 @@ def test_a_change_to_the_harness_or_the_plugin_changes_the_fingerprint(tmp_path,
     git(repo, "commit", "-qam", "change")
     after = load_catalog(repo, "HEAD").entries["fixture-e2e"].fingerprint
     assert before != after
+    from bot.control.reuse import differences  # /reuse refuses a run of other code
+
+    assert [d.recipe for d in differences(["fixture-e2e"], {"fixture-e2e": after}, {"fixture-e2e": before})] == [
+        "fixture-e2e"]
 
 
 def test_a_touched_manual_suite_is_never_planned_for_the_gate(tmp_path):
