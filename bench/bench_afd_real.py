@@ -195,6 +195,7 @@ def main() -> None:
             report = work / "report"
             bot("report", "--results", compared["_out"], "--out", str(report), check=False)
             comment = (report / "comment.md").read_text(encoding="utf-8") if (report / "comment.md").exists() else ""
+            print(comment.split("\n\n---")[0][:6000] if os.environ.get("BENCH_SHOW_COMMENT") else "", end="")
             record("a compare: run reports both arms side by side",
                    "`native` against `afd-standin`" in comment and "± " in comment,
                    f"{compared['status']}, {compared['_seconds']} s")

@@ -39,6 +39,8 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("{} test(s) passed where {} were expected", "通过了 {0} 个测试，应为 {1} 个"),
     ("the harness was stopped before it exited ({})", "harness 在退出前被停止（{0}）"),
     ("the harness exited with code {}", "harness 以退出码 {0} 退出"),
+    ("node {}: the harness was stopped before it exited ({})", "节点 {0}：harness 在退出前被停止（{1}）"),
+    ("node {}: the harness exited with code {}", "节点 {0}：harness 以退出码 {1} 退出"),
     ("the harness exited and left process(es) {} running in its process group",
      "harness 已退出，但在其进程组中留下了仍在运行的进程 {0}"),
     ("the case's time limit of {} s was reached", "已达到用例的时间上限 {0} 秒"),

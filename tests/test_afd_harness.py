@@ -132,3 +132,15 @@ def test_cases_come_from_the_harness_own_collection(repo, tmp_path):
     assert yaml.safe_load(result.output)["cases"] == recipe["cases"]
     empty = CliRunner().invoke(main, ["e2e-cases", "-"], input="no tests ran\n")
     assert empty.exit_code != 0 and "no pytest node ids" in empty.output
+
+
+def test_a_run_stopped_after_its_report_was_written_still_fails_by_node_id():
+    from bot.results import NodeOutcome
+    from bot.runner.junit import verdict
+
+    node = NODE.format("plugin-tiny")
+    passed = [NodeOutcome(node_id=node, outcome="passed")]
+    assert verdict(None, passed, 1, "job timeout of 1 s reached", [node]) == [
+        f"node {node}: the harness was stopped before it exited (job timeout of 1 s reached)"]
+    assert verdict(3, passed, 1, None, [node]) == [f"node {node}: the harness exited with code 3"]
+    assert verdict(0, passed, 1, None, [node]) == []

@@ -151,7 +151,8 @@ def run_command_case(case: Case, ctx, run_tag: str, case_dir: Path) -> CaseResul
     if harness is not None:
         run.exit_code = None if cut_short else harness.exit_code()
         outcomes = _outcomes(spec, junit, run, ctx.out_dir)
-        failures[:0] = verdict(run.exit_code, outcomes, spec.expect_passed if spec.pytest else 0, cut_short)
+        failures[:0] = verdict(run.exit_code, outcomes, spec.expect_passed if spec.pytest else 0, cut_short,
+                               spec.nodes)
         run.result_files = _keep(spec, cwd, case_dir, ctx.out_dir)
     result = CaseResult(name=case.name, status="failed" if failures else "passed",
                         reason="; ".join(failures) or None, cleanup=proof, harness=run,

@@ -78,7 +78,7 @@ def read_report(path: Path, expected: list[str]) -> list[NodeOutcome]:
 
 
 def verdict(exit_code: int | None, outcomes: list[NodeOutcome], expect_passed: int,
-            cut_short: str | None = None) -> list[str]:
+            cut_short: str | None = None, nodes: list[str] = ()) -> list[str]:
     """Why the run fails, one sentence per problem, each naming its node id; empty: it passed."""
     problems: list[str] = []
     for node in outcomes:
@@ -94,8 +94,9 @@ def verdict(exit_code: int | None, outcomes: list[NodeOutcome], expect_passed: i
     passed = sum(1 for n in outcomes if n.outcome == "passed")
     if not problems and passed != expect_passed:
         problems.append(f"{passed} test(s) passed where {expect_passed} were expected")
+    ran = f"node {', '.join(nodes)}: " if nodes else ""
     if exit_code is None:
-        problems.append(f"the harness was stopped before it exited ({cut_short or 'no exit status'})")
+        problems.append(f"{ran}the harness was stopped before it exited ({cut_short or 'no exit status'})")
     elif exit_code != 0 and not problems:
-        problems.append(f"the harness exited with code {exit_code}")
+        problems.append(f"{ran}the harness exited with code {exit_code}")
     return problems
