@@ -181,6 +181,7 @@ class Job(Strict):
     command: str | None = None
     # A `compare:` job: its two arms' case names, run on this one host with the same points and repeats.
     compare_arms: list[str] = Field(default_factory=list)
+    manual: str | None = None  # a manual suite's reason: run on command, never required by the gate
 
     @property
     def points(self) -> list[LoadPoint]:

@@ -286,3 +286,4 @@ class JobResult(Model):
     software: dict[str, str | None] = Field(default_factory=dict)
     setup: list[dict] = Field(default_factory=list)  # the suite's setup steps: argv, exit code, log
     compare_arms: list[str] = Field(default_factory=list)  # a compare: job, its two arms' case names
+    manual: str | None = None  # the suite is manual (this reason): run on command, not required by the gate

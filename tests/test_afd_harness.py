@@ -144,3 +144,15 @@ def test_a_run_stopped_after_its_report_was_written_still_fails_by_node_id():
         f"node {node}: the harness was stopped before it exited (job timeout of 1 s reached)"]
     assert verdict(3, passed, 1, None, [node]) == [f"node {node}: the harness exited with code 3"]
     assert verdict(0, passed, 1, None, [node]) == []
+
+
+def test_a_manual_suite_run_on_command_says_so_on_the_report(repo, tmp_path):
+    from bot.report.arms import section
+
+    job_file = plan_jobs(repo, tmp_path / "jobs", "--recipe", "fixture-manual")["fixture-manual"]
+    assert json.loads(job_file.read_text(encoding="utf-8"))["manual"] == "needs more devices than the PR gate allows"
+    result = run_job(job_file, repo, tmp_path / "out")
+    assert result.status == "passed" and result.cases[0].harness.passed == 2  # a module node: both tests
+    text = section([result])
+    assert "never required by the gate" in text and "从不属于门禁必需项" in text
+    assert "`needs more devices than the PR gate allows`" in text

@@ -36,7 +36,7 @@ def expand_compare(entry: CatalogEntry, runner: RunnerSpec | None, filters: Plan
               recipe_fingerprint=entry.fingerprint, runner_label=suite.runner, gpus=gpus, cases=cases,
               estimated_gpu_hours=round(gpu_hours, 4), timeout_s=suite.timeout_s or max(1800.0, 2.0 * seconds),
               estimate_s=seconds, fail_fast=False, slurm=slurm_spec(runner, gpus),
-              compare_arms=[arm.name for arm in spec.arms])
+              compare_arms=[arm.name for arm in spec.arms], manual=suite.manual)
     notes = [f"{suite.name}: compare {spec.arms[0].name} against {spec.arms[1].name} on one host, "
              f"concurrency {', '.join(map(str, concs))}, {spec.repeats} repeat(s) each"]
     return Expanded(jobs=[job], points=len(concs) * 2, packed_launches=2, unpacked_launches=2, notes=notes)

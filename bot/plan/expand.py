@@ -297,7 +297,7 @@ def _expand_cases(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanF
         runner_label=suite.runner, gpus=gpus, cases=out_cases,
         estimated_gpu_hours=round(gpus * seconds / 3600.0, 4),
         timeout_s=suite.timeout_s or max(1800.0, 2.0 * seconds),
-        fail_fast=filters.fail_fast or suite.fail_fast, slurm=slurm_spec(runner, gpus),
+        fail_fast=filters.fail_fast or suite.fail_fast, slurm=slurm_spec(runner, gpus), manual=suite.manual,
     )
     return Expanded(jobs=[job], packed_launches=len(cases), unpacked_launches=len(cases))
 

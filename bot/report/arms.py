@@ -88,8 +88,11 @@ def gpu_hours(result: JobResult) -> list[dict]:
 
 
 def section(results: list[JobResult]) -> str:
-    """The bilingual section for every compare job among the results; empty when there is none."""
+    """The bilingual sections for compare jobs and manual suites among the results; empty when none."""
     parts = []
+    manual = sorted({(r.recipe, r.manual) for r in results if r is not None and r.manual})
+    if manual:
+        parts.append(i18n.render_bilingual("report/manual", suites=[{"recipe": n, "reason": why} for n, why in manual]))
     for result in results:
         if result is None or len(result.compare_arms) != 2:
             continue

@@ -426,6 +426,6 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
         engine_version=engine_version, hardware=describe_host(),
         started_at=started_at, finished_at=_now(), duration_s=round(time.monotonic() - t0, 3),
         server_launches=sum(1 for c in cases if c.cleanup is not None), cases=cases,
-        provenance=provenance, setup=setup, software=software, compare_arms=job.compare_arms)
+        provenance=provenance, setup=setup, software=software, compare_arms=job.compare_arms, manual=job.manual)
     progress.summary(result)
     return result
