@@ -17,6 +17,7 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     # E2E suites over the repository's own harness (bot/recipes/schema.py, bot/runner/command_case.py)
     ("port {} is not between 1 and 65535", "端口 {0} 不在 1 到 65535 之间"),
     ("every setup step is a non-empty argv list", "每个 setup 步骤都必须是非空的 argv 列表"),
+    ("{} must be a path inside the repository (relative, no '..')", "{0} 必须是仓库内的路径（相对路径，不含 '..'）"),
     ("the two compare arms need different names", "compare 的两个对照组需要不同的名称"),
     ("a compare arm starts servers (servers:), not a pytest node", "compare 对照组启动服务（servers:），而不是运行 pytest 节点"),
     ("case {}: a suite with a harness runs node ids: give node (e.g. tests/e2e/test_x.py::test_x[case]) and no servers",

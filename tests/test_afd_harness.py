@@ -156,3 +156,36 @@ def test_a_manual_suite_run_on_command_says_so_on_the_report(repo, tmp_path):
     text = section([result])
     assert "never required by the gate" in text and "从不属于门禁必需项" in text
     assert "`needs more devices than the PR gate allows`" in text
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("cwd", "../elsewhere", "must be a path inside the repository"),
+    ("keep", ["/etc/*"], "must be a path inside the repository"),
+    ("ports", [70000], "port 70000 is not between 1 and 65535"),
+    ("setup", [[]], "every setup step is a non-empty argv list"),
+])
+def test_a_bad_harness_section_is_one_clear_error_naming_the_file(tmp_path, field, value, says):
+    import yaml
+
+    from bot.recipes.errors import RecipeError
+
+    repo = make_repo(tmp_path)
+    path = repo / "recipe/fixture-e2e.yaml"
+    recipe = yaml.safe_load(path.read_text(encoding="utf-8"))
+    recipe["harness"][field] = value
+    path.write_text(yaml.safe_dump(recipe), encoding="utf-8")
+    with pytest.raises(RecipeError) as caught:
+        load_catalog(repo)
+    assert "recipe/fixture-e2e.yaml" in str(caught.value) and says in str(caught.value)
+
+
+def test_a_harness_suite_case_without_a_node_is_refused(tmp_path):
+    from bot.recipes.errors import RecipeError
+
+    repo = make_repo(tmp_path)
+    path = repo / "recipe/fixture-e2e.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace(
+        "    node: tests/e2e/test_fixture.py::test_fixture[plugin-tiny]\n", "    servers: [{name: server}]\n"),
+        encoding="utf-8")
+    with pytest.raises(RecipeError, match="a suite with a harness runs node ids"):
+        load_catalog(repo)

@@ -328,6 +328,9 @@ class Harness(Strict):
             raise ValueError(f"port {bad[0]} is not between 1 and 65535")
         if any(not argv for argv in self.setup):
             raise ValueError("every setup step is a non-empty argv list")
+        for path in [self.cwd, *self.keep, *self.files]:
+            if path.startswith("/") or ".." in path.split("/"):
+                raise ValueError(f"{path!r} must be a path inside the repository (relative, no '..')")
         return self
 
 
