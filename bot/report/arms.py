@@ -12,6 +12,7 @@ METRICS = (
     ("ttft", "TTFT p50 ms", lambda m: m.ttft_ms.get("median"), False),
     ("tpot", "TPOT p50 ms", lambda m: m.tpot_ms.get("median"), False),
 )
+METRIC_ZH = {"output tok/s": "输出吞吐（tok/s）", "TTFT p50 ms": "TTFT p50（毫秒）", "TPOT p50 ms": "TPOT p50（毫秒）"}
 
 
 def _runs(point) -> list[PointMetrics]:
@@ -62,11 +63,13 @@ def arm_rows(result: JobResult) -> list[dict]:
             a = [v for v in (read(m) for m in runs_a) if v is not None]
             b = [v for v in (read(m) for m in runs_b) if v is not None]
             if not a or not b:
-                rows.append({"conc": point.concurrency, "metric": label, "left": "—", "right": "—",
+                rows.append({"conc": point.concurrency, "metric": label, "metric_zh": METRIC_ZH[label],
+                         "left": "—", "right": "—",
                              "delta": "—", "verdict": "missing", "runs": f"{len(a)}/{len(b)}"})
                 continue
             judged = judge(a, b)
-            rows.append({"conc": point.concurrency, "metric": label, "left": _cell(a), "right": _cell(b),
+            rows.append({"conc": point.concurrency, "metric": label, "metric_zh": METRIC_ZH[label],
+                         "left": _cell(a), "right": _cell(b),
                          "delta": "—" if judged["delta"] is None else f"{judged['delta']:+.1f}%",
                          "noise": None if judged["noise"] is None else f"±{judged['noise']:.1f}%",
                          "verdict": judged["verdict"], "better": key == "tput" and higher,
