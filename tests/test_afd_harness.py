@@ -189,3 +189,10 @@ def test_a_harness_suite_case_without_a_node_is_refused(tmp_path):
         encoding="utf-8")
     with pytest.raises(RecipeError, match="a suite with a harness runs node ids"):
         load_catalog(repo)
+
+
+def test_a_job_out_of_time_before_the_harness_starts_fails_by_node_id(job_file, repo, tmp_path):
+    result = run_job(job_file, repo, tmp_path / "out", timeout_s=0.001)
+    assert result.status == "failed"
+    first = result.cases[0]
+    assert first.status == "failed" and f"node {NODE.format('baseline-tiny')} not started" in first.reason

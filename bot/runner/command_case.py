@@ -148,6 +148,8 @@ def run_command_case(case: Case, ctx, run_tag: str, case_dir: Path) -> CaseResul
             failures += teardown
     run = HarnessRun(argv=argv, cwd=str(cwd), expect_passed=spec.expect_passed,
                      log=str((case_dir / "harness.log").relative_to(ctx.out_dir)) if harness else None)
+    if harness is None and cut_short:  # stopped before it started: still a failure, by node id
+        failures.append(f"node {', '.join(spec.nodes)} not started: {cut_short}" if spec.nodes else cut_short)
     if harness is not None:
         run.exit_code = None if cut_short else harness.exit_code()
         outcomes = _outcomes(spec, junit, run, ctx.out_dir)
