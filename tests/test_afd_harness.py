@@ -196,3 +196,15 @@ def test_a_job_out_of_time_before_the_harness_starts_fails_by_node_id(job_file, 
     assert result.status == "failed"
     first = result.cases[0]
     assert first.status == "failed" and f"node {NODE.format('baseline-tiny')} not started" in first.reason
+
+
+def test_a_failing_setup_step_runs_no_case_and_says_which_step(repo, tmp_path):
+    job_file = plan_jobs(repo, tmp_path / "jobs")["fixture-e2e"]
+    job = json.loads(job_file.read_text(encoding="utf-8"))
+    for case in job["cases"]:
+        case["command"]["setup"] = [["python", "-c", "raise SystemExit(3)"]]
+    job_file.write_text(json.dumps(job), encoding="utf-8")
+    result = run_job(job_file, repo, tmp_path / "out")
+    assert result.status == "failed" and [c.status for c in result.cases] == ["skipped", "skipped"]
+    assert "setup step 1 (python -c raise SystemExit(3)) exited with code 3" in result.cases[0].reason
+    assert result.setup[0]["exit_code"] == 3 and (tmp_path / "out" / result.setup[0]["log"]).is_file()

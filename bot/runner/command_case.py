@@ -20,7 +20,7 @@ from bot.runner.environment import EnvironmentProblem, check_opt_in, check_requi
 from bot.runner.hardware import case_gpus, gpu_memory_used_mib
 from bot.runner.junit import read_report, verdict
 from bot.runner.proof import prove_teardown
-from bot.runner.server import InferenceServer, terminate_servers
+from bot.runner.server import OWN_GROUP, InferenceServer, terminate_servers
 
 POLL_S = 0.2
 KEPT_FILES = 500  # the harness's own files listed in the result; the rest stay on disk only
@@ -55,7 +55,8 @@ def command_argv(spec: CommandSpec, case_dir: Path) -> tuple[list[str], Path | N
             *spec.nodes], junit
 
 
-def run_setup(steps: list[list[str]], repo: Path, env: Mapping[str, str], out_dir: Path) -> tuple[list[dict], str | None]:
+def run_setup(steps: list[list[str]], repo: Path, env: Mapping[str, str], out_dir: Path,
+              limit_s: float = SETUP_TIMEOUT_S) -> tuple[list[dict], str | None]:
     """The suite's setup steps in order (install the checkout, the harness's extras); the first that
     fails stops the rest. Returns each step's record and the failure, if any."""
     records: list[dict] = []
@@ -64,9 +65,10 @@ def run_setup(steps: list[list[str]], repo: Path, env: Mapping[str, str], out_di
         argv = _python(step)
         started = time.monotonic()
         with log.open("wb") as handle:
-            try:
+            try:  # within the job's time limit: an install that hangs does not hold the GPUs for hours
                 code = subprocess.run(argv, cwd=repo, env=dict(env), stdin=subprocess.DEVNULL, stdout=handle,
-                                      stderr=subprocess.STDOUT, timeout=SETUP_TIMEOUT_S, check=False).returncode
+                                      stderr=subprocess.STDOUT, timeout=max(1.0, min(limit_s, SETUP_TIMEOUT_S)),
+                                      check=False, **OWN_GROUP).returncode
             except (OSError, subprocess.TimeoutExpired) as exc:
                 code, handle_error = None, str(exc)
             else:

@@ -354,7 +354,7 @@ def _prepare_harness(job: Job, ctx: RunContext, stop_why: str | None) -> tuple[l
         return [], software_versions(command.plugin, env)
     if command.setup:
         ctx.progress.say(f"setup: {len(command.setup)} step(s)")
-        setup, failed = run_setup(command.setup, ctx.repo, env, ctx.out_dir)
+        setup, failed = run_setup(command.setup, ctx.repo, env, ctx.out_dir, ctx.budget.remaining())
         if failed:
             setup[-1]["failed"] = f"not run: {failed}"
     return setup, software_versions(command.plugin, env)
