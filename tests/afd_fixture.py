@@ -21,6 +21,18 @@ def fixture_files() -> dict[str, str]:
             for p in sorted(FIXTURE.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
 
 
+def sandbox_files() -> tuple[dict[str, str], dict[str, str]]:
+    """The demo's sample repository with our fixture in place of its recipes, and a PR changing the harness."""
+    from bot.demo import sample
+
+    config = sample.main_files()[".github/recipe-bot.yaml"]
+    main = {k: v for k, v in sample.main_files().items() if not k.startswith("recipes/")}
+    main.update({k: v for k, v in fixture_files().items() if k != ".github/recipe-bot.yaml"})
+    main[".github/recipe-bot.yaml"] = config + "recipes_dir: recipe\n"
+    runner = "tests/e2e/runner.py"
+    return main, {runner: main[runner] + "\n# the PR's change to the harness\n"}
+
+
 def git(repo: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}

@@ -208,3 +208,23 @@ def test_a_failing_setup_step_runs_no_case_and_says_which_step(repo, tmp_path):
     assert result.status == "failed" and [c.status for c in result.cases] == ["skipped", "skipped"]
     assert "setup step 1 (python -c raise SystemExit(3)) exited with code 3" in result.cases[0].reason
     assert result.setup[0]["exit_code"] == 3 and (tmp_path / "out" / result.setup[0]["log"]).is_file()
+
+
+@pytest.mark.parametrize("env, says", [
+    ({"FIXTURE_MODE_PLUGIN_TINY": "fail"}, "node tests/e2e/test_fixture.py::test_fixture[plugin-tiny] failed"),
+    ({"FIXTURE_E2E_DEVICES": "0,0"}, "FIXTURE_E2E_DEVICES must list each device once"),
+], ids=["node-fails", "wrong-devices"])
+def test_e2e_through_the_sandbox_fails_the_check_naming_the_node(tmp_path, env, says):
+    import os
+
+    from rich.console import Console
+
+    from afd_fixture import sandbox_files
+    from bot.demo.loop import run_demo
+
+    outcome = run_demo(tmp_path / "out", tmp_path / "work", Console(file=open(os.devnull, "w")), command="/e2e",
+                       engine={"FIXTURE_E2E_DEVICES": "0,1", **env}, files=sandbox_files())
+    assert outcome.check["conclusion"] == "failure"
+    assert says in outcome.comment
+    jobs = sorted(p.stem for p in (tmp_path / "out" / "jobs").glob("*.json"))
+    assert jobs == ["fixture-e2e"]  # the touched manual suite is not part of /e2e

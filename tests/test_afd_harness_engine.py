@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from afd_fixture import NODE, fixture_files
-from bot.demo import sample
+from afd_fixture import NODE, sandbox_files
 from bot.demo.loop import run_demo
 
 pytestmark = pytest.mark.engine
@@ -28,18 +27,9 @@ def engine() -> dict[str, str]:
             "FIXTURE_VLLM_BIN": str(VLLM), "FIXTURE_MODEL": str(TINY_MODEL), "FIXTURE_E2E_DEVICES": "0,1"}
 
 
-def _files() -> tuple[dict[str, str], dict[str, str]]:
-    main = {k: v for k, v in sample.main_files().items() if not k.startswith("recipes/")}
-    ours = fixture_files()
-    main.update({k: v for k, v in ours.items() if k != ".github/recipe-bot.yaml"})
-    main[".github/recipe-bot.yaml"] = sample.main_files()[".github/recipe-bot.yaml"] + "recipes_dir: recipe\n"
-    runner = "tests/e2e/runner.py"
-    return main, {runner: main[runner] + "\n# the PR's change to the harness\n"}
-
-
 def test_e2e_runs_the_harness_node_ids_and_passes_when_they_pass(tmp_path, engine):
     outcome = run_demo(tmp_path / "out", tmp_path / "work", Console(file=open(os.devnull, "w")),
-                       command="/e2e", engine=engine, files=_files())
+                       command="/e2e", engine=engine, files=sandbox_files())
     assert outcome.check["conclusion"] == "success", outcome.comment
     results = list((tmp_path / "out" / "results").rglob("result.json"))
     assert len(results) == 1
@@ -50,7 +40,7 @@ def test_e2e_runs_the_harness_node_ids_and_passes_when_they_pass(tmp_path, engin
 
 def test_e2e_compare_reports_both_arms_side_by_side(tmp_path, engine):
     outcome = run_demo(tmp_path / "out", tmp_path / "work", Console(file=open(os.devnull, "w")),
-                       command="/e2e fixture-e2e --compare", engine=engine, files=_files())
+                       command="/e2e fixture-e2e --compare", engine=engine, files=sandbox_files())
     english = outcome.comment
     assert "`native` against `plugin`" in english and "对比" in english
     assert "| 1 | output tok/s |" in english and "| 2 | TPOT p50 ms |" in english
