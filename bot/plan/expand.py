@@ -241,10 +241,11 @@ def expand_e2e(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilt
 
 
 def command_spec(suite: E2ESuite, case) -> CommandSpec:
-    """A harness suite's case: the repository's command with the case's node id."""
+    """A harness suite's case: the repository's command with the case's node id. `launch:` is for the
+    servers recipe-bot starts (compare arms); the harness gets only its own env and the case's."""
     harness = suite.harness
     return CommandSpec(
-        argv=harness.argv, cwd=harness.cwd, env={**suite.launch.env, **harness.env, **case.env},
+        argv=harness.argv, cwd=harness.cwd, env={**harness.env, **case.env},
         pythonpath=harness.pythonpath, pytest=harness.pytest, nodes=[case.node],
         expect_passed=case.expect_passed or 1, setup=harness.setup, ports=harness.ports, keep=harness.keep,
         plugin=harness.plugin, devices=list(range(harness.devices)),
