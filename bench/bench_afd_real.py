@@ -202,8 +202,8 @@ def main() -> None:
                    "`native` against `afd-standin`" in comment and "± " in comment,
                    f"{compared['status']}, {compared['_seconds']} s")
 
-    write_result("afd_real", {"machine": machine_info(), "clone": str(args.clone), "rev": args.rev,
-                              "verdicts": verdicts})
+    commit = sh("git", "-C", str(args.clone), "rev-parse", args.rev).strip()  # not the clone's path: it is local
+    write_result("afd_real", {"machine": machine_info(), "commit": commit, "rev": args.rev, "verdicts": verdicts})
     missed = [v["claim"] for v in verdicts if not v["held"]]
     print(f"{len(verdicts) - len(missed)} of {len(verdicts)} held" + (f"; missed: {missed}" if missed else ""))
 
