@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "slurm-cancel": ("bot.runner.slurm.backend", "slurm_cancel_cmd"),
     "checklist": ("bot.checklist.cli", "checklist_cmd"),
     "serve": ("bot.serve.cli", "serve_cmd"),
+    "e2e-cases": ("bot.recipes.nodeids", "e2e_cases_cmd"),
 }
 
 SHORT_HELP = {
@@ -32,6 +33,7 @@ SHORT_HELP = {
     "slurm-cancel": "Cancel a PR's recipe-bot jobs on a Slurm cluster (/cancel, a superseding push).",
     "checklist": "Verify a PR's PR_REVIEW_CHECKLIST sign-off (check recipe-bot / sign-off).",
     "serve": "Serve GitHub App webhooks: a durable queue, the same handler as Actions.",
+    "e2e-cases": "Print a harness suite's cases from pytest --collect-only -q node ids.",
 }
 
 

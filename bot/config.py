@@ -156,6 +156,7 @@ class RepoConfig(Strict):
 
     bot_login: Login | None = None  # the login the bot's token acts as; None: ask GET /user
     gpu_workflow: str = "gpu.yml"
+    recipes_dir: str = Field(default="recipes", pattern=r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")  # afd-plugin: recipe
     trusted: Trusted = Field(default_factory=Trusted)
     permissions: dict[CommandName, Permission] = Field(default_factory=dict)  # command → minimum permission
     cooldown_seconds: int = Field(default=0, ge=0, le=7 * 24 * 3600)

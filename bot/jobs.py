@@ -95,11 +95,34 @@ class SearchSpec(Strict):
         return self
 
 
+class CommandSpec(Strict):
+    """The repository's own E2E command for one case (afd-plugin: a pytest node id calling its runner).
+
+    It passes only on exit 0 and, with `pytest`, on a JUnit report showing `expect_passed` tests passed
+    and none skipped, errored or failed."""
+
+    argv: list[str] = Field(min_length=1)
+    cwd: str = "."  # relative to the checkout
+    env: dict[str, str] = Field(default_factory=dict)
+    pythonpath: bool = True  # the checkout first on PYTHONPATH
+    pytest: bool = True
+    nodes: list[str] = Field(default_factory=list)  # node ids in argv, for the verdict
+    expect_passed: int = Field(default=1, ge=0)
+    setup: list[list[str]] = Field(default_factory=list)  # run once per job before its first case
+    ports: list[int] = Field(default_factory=list)  # named ports: free before, proven free after
+    keep: list[str] = Field(default_factory=list)  # globs under cwd copied into the result
+    plugin: str | None = None
+    devices: list[int] = Field(default_factory=list)  # the GPUs it holds (positions the runner was given)
+    opt_in: dict | None = None  # the harness's own checks (model dir, device count, roles)
+    timeout_s: float | None = Field(default=None, gt=0)
+
+
 class Case(Strict):
     """One server launch: its servers, the load points it runs in order, and its accuracy gate."""
 
     name: str
-    servers: list[ServerSpec] = Field(min_length=1)
+    servers: list[ServerSpec] = Field(default_factory=list)
+    command: CommandSpec | None = None  # set: the case runs this instead of starting servers
     points: list[LoadPoint] = Field(default_factory=list)
     accuracy: AccuracySpec | None = None
     # Opt-in variables (afd-plugin rule): a missing one fails the case, never skips it.
@@ -115,6 +138,8 @@ class Case(Strict):
 
     @model_validator(mode="after")
     def _search_points_distinct(self) -> "Case":
+        if not self.servers and self.command is None:
+            raise ValueError("a case starts servers or runs a command; this one has neither")
         # The search's points are named <template label>-c<concurrency>; a fixed point of that
         # name would be read as the search's own.
         if self.search is not None and self.points:
@@ -154,6 +179,9 @@ class Job(Strict):
     pr: int | None = None
     sha: str | None = None
     command: str | None = None
+    # A `compare:` job: its two arms' case names, run on this one host with the same points and repeats.
+    compare_arms: list[str] = Field(default_factory=list)
+    manual: str | None = None  # a manual suite's reason: run on command, never required by the gate
 
     @property
     def points(self) -> list[LoadPoint]:

@@ -181,6 +181,32 @@ class SearchTrace(Model):
     suggested: list[int] = Field(default_factory=list)  # the concurrency list to commit to the recipe
 
 
+class NodeOutcome(Model):
+    """One test of the repository's own harness, as its JUnit report gives it."""
+
+    node_id: str
+    outcome: Literal["passed", "failed", "error", "skipped", "missing"]
+    message: str | None = None
+    seconds: float | None = None
+
+
+class HarnessRun(Model):
+    """What the repository's own command did: exit status, its JUnit verdict, the files it left."""
+
+    argv: list[str]
+    cwd: str
+    exit_code: int | None = None  # None: it was stopped (time limit, cancel) before it exited
+    junit: str | None = None  # the report, relative to the result directory
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    expect_passed: int = 0
+    nodes: list[NodeOutcome] = Field(default_factory=list)
+    result_files: list[str] = Field(default_factory=list)  # relative to the result directory
+    log: str | None = None
+
+
 class CaseResult(Model):
     name: str
     status: Literal["passed", "failed", "skipped"]
@@ -193,6 +219,9 @@ class CaseResult(Model):
     log_tail: str | None = None  # last lines of the server log, on failure
     failure: FailureClass | None = None  # set on failed cases
     search: SearchTrace | None = None  # set when the case ran an adaptive concurrency search
+    harness: HarnessRun | None = None  # set when the case ran the repository's own command
+    gpus: int | None = None  # the GPUs the case held (a compare: arm's GPU-hours)
+    duration_s: float | None = None  # wall time of the case, start-up and teardown included
 
 
 class Hardware(Model):
@@ -252,3 +281,9 @@ class JobResult(Model):
     failure: FailureClass | None = None  # set on failed and lost jobs
     attempt: int = 1  # 2 for the one automatic retry of an infrastructure failure
     excluded_nodes: list[str] = Field(default_factory=list)  # Slurm nodes the retry avoided
+    # What ran: the installed plugin's path and version, driver, CUDA, torch, transformers; a value
+    # the host could not give is None (recorded as absent, never guessed).
+    software: dict[str, str | None] = Field(default_factory=dict)
+    setup: list[dict] = Field(default_factory=list)  # the suite's setup steps: argv, exit code, log
+    compare_arms: list[str] = Field(default_factory=list)  # a compare: job, its two arms' case names
+    manual: str | None = None  # the suite is manual (this reason): run on command, not required by the gate

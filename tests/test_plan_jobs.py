@@ -110,20 +110,32 @@ def test_kind_and_case_filters(catalog):
     assert all(j.kind == "e2e" for j in plan.jobs)
 
 
-def test_the_afd_suite_is_one_job_whose_cases_run_in_order(catalog):
+def test_the_afd_suite_is_one_job_whose_node_ids_run_in_order(catalog):
     plan = plan_of(catalog, recipes=("qwen3.5-122b-a10b-afd",))
     (job,) = plan.jobs
     assert job.kind == "e2e" and job.gpus == 8 and job.runner_label == "h200-x8"
+    assert job.manual  # named, so planned; never for a touch
     assert [c.name for c in job.cases] == ["baseline-eager", "afd-eager-4a4f"]
-    baseline, afd = job.cases
-    assert baseline.servers[0].env["VLLM_PLUGINS"] == "" and afd.servers[0].env["VLLM_PLUGINS"] == "afd"
-    assert [(s.name, s.devices, s.ready_check) for s in afd.servers] == [
-        ("ffn", [4, 5, 6, 7], False), ("attention", [0, 1, 2, 3], True)]  # positions in AFD_E2E_DEVICES
     for case in job.cases:
+        assert case.servers == [] and case.command.nodes[0].endswith(f"[{case.name}]")
         assert case.required_env[:2] == ["AFD_E2E_BACKEND=gpu", "AFD_E2E_LARGE_MODEL=1"]
         assert "VLLM_MOE_ROUTING_SIMULATION_STRATEGY" in case.unset_env
-        assert case.accuracy.num_shots == 8 and case.points == []
-        assert all(s.model == "${AFD_GPU_E2E_MODEL}" for s in case.servers)
+        assert case.accuracy is None and case.points == []  # the harness runs GSM8K through lm-eval
+        assert case.command.devices == list(range(8)) and case.command.ports == [8000, 8001, 1239]
+    # 2 cases x 8 GPUs x (900 s start-up + 600 s GSM8K)
+    assert job.estimated_gpu_hours == pytest.approx(8 * 2 * 1500 / 3600, abs=0.01)
+
+
+def test_a_touched_manual_suite_is_left_out_with_its_reason(catalog):
+    from bot.plan.planner import plan_native
+    from bot.plan.touched import Touched
+
+    touched = Touched()
+    touched.add("qwen3.5-122b-a10b-afd", "uses tests/e2e/runner.py, which changed")
+    plan = plan_native(catalog, PlanFilters(kind="e2e"), touched)
+    assert plan.jobs == []
+    assert any(n.startswith("qwen3.5-122b-a10b-afd: manual (8 GPUs") and "/e2e qwen3.5-122b-a10b-afd" in n
+               for n in plan.notes)
 
 
 def test_gpu_smoke_e2e_cases_share_the_two_devices(catalog):

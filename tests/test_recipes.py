@@ -50,24 +50,28 @@ def test_tiny_cpu_e2e_runs_a_small_gsm8k_with_a_zero_threshold(catalog):
     assert gate.max_tokens <= 64
 
 
-def test_afd_suite_declares_the_afd_plugin_contract(catalog):
+def test_afd_suite_runs_afd_plugins_own_node_ids_and_restates_nothing(catalog):
     suite = catalog.entries["qwen3.5-122b-a10b-afd"].recipe
     assert isinstance(suite, E2ESuite)
     assert [c.name for c in suite.cases] == ["baseline-eager", "afd-eager-4a4f"]
-    assert suite.engine.version == "0.26.0" and suite.model.precision == "bf16"
-    assert suite.model.path == "${AFD_GPU_E2E_MODEL}"
+    assert [c.node for c in suite.cases] == [
+        f"tests/e2e/models/qwen3_5/test_qwen3_5_122b.py::test_qwen3_5_122b[{c.name}]" for c in suite.cases]
+    assert all(not c.servers for c in suite.cases) and suite.accuracy is None  # the harness runs lm-eval
+    assert suite.engine.version == "0.26.0" and suite.model.path == "${AFD_GPU_E2E_MODEL}"
     assert suite.required_env == ["AFD_E2E_BACKEND=gpu", "AFD_E2E_LARGE_MODEL=1", "AFD_GPU_E2E_MODEL",
                                   "AFD_E2E_DEVICES"]
     assert set(suite.unset_env) == {"VLLM_MOE_ROUTING_SIMULATION_STRATEGY", "AFD_BENCHMARK_FORCE_LB_TOPN_PER_RANK"}
-    assert (suite.accuracy.num_samples, suite.accuracy.num_shots, suite.accuracy.metric) == (7, 8, "strict-match")
-    assert {"--enforce-eager", "--language-model-only", "--dtype=bfloat16"} <= set(suite.launch.args)
-    baseline, afd = suite.cases
-    assert suite.devices_env == "AFD_E2E_DEVICES"  # devices are positions in its list
-    assert baseline.servers[0].devices == [0, 1, 2, 3]
-    roles = {s.name: s for s in afd.servers}
-    assert roles["attention"].devices == [0, 1, 2, 3] and roles["ffn"].devices == [4, 5, 6, 7]
-    assert [s.name for s in afd.servers] == ["ffn", "attention"]  # the sync connector starts FFN first
+    assert suite.manual and "E2E-INV-002" in suite.manual  # out of the required gate
+    harness = suite.harness
+    assert harness.ports == [8000, 8001, 1239] and harness.devices == 8
+    assert harness.opt_in.device_count == 8 and harness.opt_in.model_dir_env == "AFD_GPU_E2E_MODEL"
+    assert ["python", "-m", "pip", "install", "lm_eval[api]==0.4.12"] in harness.setup
+    # The comparison: native DP8 against AFD 4A4F on the same eight GPUs; AFD's sync connector starts FFN first.
+    native, afd = suite.compare.arms
+    assert native.servers[0].devices == list(range(8))
+    assert [s.name for s in afd.servers] == ["ffn", "attention"]
     assert all("P2pNcclAFDConnector" in " ".join(s.args) for s in afd.servers)
+    assert all("--enable-expert-parallel" in s.args for s in afd.servers)
     assert suite.launch.env["HF_HUB_OFFLINE"] == "1"  # never downloads
 
 

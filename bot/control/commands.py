@@ -31,6 +31,7 @@ class Command:
     fail_fast: bool = False
     evals_only: bool = False
     search: bool = False  # /sweep --search: arms with a `search:` run it instead of their list
+    compare: bool = False  # /e2e --compare: a suite's compare: arms side by side
     cases: tuple[str, ...] = ()
     failed: bool = False
     sha_prefix: str | None = None
@@ -59,6 +60,8 @@ class Command:
             filters["evals_only"] = True
         if self.search:
             filters["search"] = True
+        if self.compare:
+            filters["compare"] = True
         return filters
 
     def normalized(self) -> str:
@@ -74,6 +77,8 @@ class Command:
             words.append("--evals-only")
         if self.search:
             words.append("--search")
+        if self.compare:
+            words.append("--compare")
         if self.fail_fast:
             words.append("--fail-fast")
         if self.failed:
@@ -250,6 +255,7 @@ def parse_command_line(verb: str, rest: str, line: int = 1) -> Command:
         fail_fast=bool(getattr(ns, "fail_fast", False)),
         evals_only=bool(getattr(ns, "evals_only", False)),
         search=bool(getattr(ns, "search", False)),
+        compare=bool(getattr(ns, "compare", False)),
         failed=getattr(ns, "what", None) == "failed",
         sha_prefix=getattr(ns, "sha", None),
         topic=getattr(ns, "topic", None),

@@ -95,6 +95,7 @@ def _build_sweep(p: argparse.ArgumentParser) -> None:
 
 def _build_e2e(p: argparse.ArgumentParser) -> None:
     p.add_argument("cases", nargs="*", type=_names("case"))
+    p.add_argument("--compare", action="store_true")
     p.add_argument("--fail-fast", action="store_true")
 
 
@@ -154,9 +155,11 @@ SPECS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         name="e2e",
-        usage="/e2e [case ...] [--fail-fast]",
-        summary_en="Run the end-to-end suites this PR touches (or the named cases).",
-        summary_zh="运行本 PR 涉及的端到端（E2E）测试套件（或指定的用例）。",
+        usage="/e2e [case ...] [--compare] [--fail-fast]",
+        summary_en="Run the end-to-end suites this PR touches (or the named cases); "
+                   "--compare runs a suite's two compare: arms side by side on one host.",
+        summary_zh="运行本 PR 涉及的端到端（E2E）测试套件（或指定的用例）；"
+                   "--compare 在同一台主机上并排运行套件 compare: 中的两个对照组。",
         min_permission="write",
         examples=("/e2e", "/e2e afd-2p2d --fail-fast"),
         starts_gpu_work=True,

@@ -72,14 +72,17 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
-             engine: dict[str, str], serve: bool = False) -> DemoOutcome:
+             engine: dict[str, str], serve: bool = False,
+             files: tuple[dict[str, str], dict[str, str | None]] | None = None) -> DemoOutcome:
+    """The whole loop on this host; `files` (main, feature) replaces the sample repository (tests)."""
     step = Step(console, total=7)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "demo.log"
     log.write_text("", encoding="utf-8")
 
     started = step("Building a sample benchmark repository with the tiny-cpu recipe and a PR that tunes it")
-    seed = make_seed(work_dir, sample.main_files(), sample.feature_files(), sample.seed_overrides())
+    main_files, feature_files = files or (sample.main_files(), sample.feature_files())
+    seed = make_seed(work_dir, main_files, feature_files, sample.seed_overrides())
     step.done(started, f"{seed.parent / 'repo'}")
 
     started = step("Starting the sandbox GitHub (a local REST API checked against GitHub's OpenAPI description)")

@@ -73,6 +73,7 @@ def _command_filters(text: str) -> dict:
 @click.option("--fail-fast", is_flag=True, help="Stop a matrix at its first failure.")
 @click.option("--evals-only", is_flag=True, help="Only the accuracy gates.")
 @click.option("--no-accuracy", is_flag=True, help="No accuracy gates.")
+@click.option("--compare", is_flag=True, help="E2E suites' compare: arms side by side in one job (only those).")
 @click.option("--no-pack", is_flag=True, help="One server launch per point, even where packing is allowed.")
 @click.option("--allowed-from", "allowed_from", metavar="REV",
               help="Fail unless every runner label and image is allowed by this revision (the default branch).")
@@ -82,13 +83,14 @@ def _command_filters(text: str) -> dict:
 def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tuple[str, ...], scope: str,
              recipes: tuple[str, ...], cases: tuple[str, ...], kind: str, command: str | None,
              labels: tuple[str, ...], canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool,
-             no_pack: bool, jobs_dir: Path | None, allowed_from: str | None = None) -> None:
+             no_pack: bool, jobs_dir: Path | None, allowed_from: str | None = None, compare: bool = False) -> None:
     """Show which recipes a change touches and the GPU jobs it needs."""
     _skip_final_collection()
     try:
         filters = PlanFilters(
             recipes=recipes, cases=cases, conc=_concurrencies(conc), scope=scope, kind=kind,
             canary=canary, fail_fast=fail_fast, evals_only=evals_only, accuracy=not no_accuracy, pack=not no_pack,
+            compare=compare,
         )
         if command:
             filters = filters.model_copy(update=_command_filters(command))

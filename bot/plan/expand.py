@@ -4,7 +4,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
-from bot.jobs import AccuracySpec, Case, Job, SearchSpec, ServerSpec
+from bot.jobs import AccuracySpec, Case, CommandSpec, Job, SearchSpec, ServerSpec
 from bot.plan.ids import check_globs, job_id, slurm_spec
 from bot.plan.limits import chunk_sizes, limit_for
 from bot.plan.model import PlanFilters
@@ -219,7 +219,54 @@ def expand_sweep(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFi
 
 
 def expand_e2e(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilters) -> Expanded:
-    """An E2E suite is one job: its cases run one after another (they may share devices)."""
+    """An E2E suite is one job (its cases in order, they may share devices), and with `/e2e --compare`
+    (or the suite's compare.default) one more: both compare: arms on one host (bot/plan/compare.py)."""
+    suite: E2ESuite = entry.recipe  # type: ignore[assignment]
+    out = Expanded()
+    if suite.compare is not None and (filters.compare or suite.compare.default):
+        from bot.plan.compare import expand_compare
+
+        out = expand_compare(entry, runner, filters)
+    if filters.compare:
+        if suite.compare is None:
+            out.notes.append(f"{suite.name}: --compare asked, but the suite has no compare: section")
+        return out
+    cases_out = _expand_cases(entry, runner, filters)
+    cases_out.jobs += out.jobs
+    cases_out.notes += out.notes
+    cases_out.points += out.points
+    cases_out.packed_launches += out.packed_launches
+    cases_out.unpacked_launches += out.unpacked_launches
+    return cases_out
+
+
+def command_spec(suite: E2ESuite, case) -> CommandSpec:
+    """A harness suite's case: the repository's command with the case's node id. `launch:` is for the
+    servers recipe-bot starts (compare arms); the harness gets only its own env and the case's."""
+    harness = suite.harness
+    return CommandSpec(
+        argv=harness.argv, cwd=harness.cwd, env={**harness.env, **case.env},
+        pythonpath=harness.pythonpath, pytest=harness.pytest, nodes=[case.node],
+        expect_passed=case.expect_passed or 1, setup=harness.setup, ports=harness.ports, keep=harness.keep,
+        plugin=harness.plugin, devices=list(range(harness.devices)),
+        opt_in=harness.opt_in.model_dump() if harness.opt_in else None)
+
+
+def server_specs(suite: E2ESuite, case) -> list[ServerSpec]:
+    return [
+        ServerSpec(
+            name=s.name, engine=suite.engine.name, model=suite.model.path,
+            served_model_name=suite.model.served_name, args=[*suite.launch.args, *s.args],
+            env={**suite.launch.env, **case.env, **s.env}, launch_script=s.launch_script or suite.launch.script,
+            devices=list(s.devices) if s.devices is not None else None, port=s.port,
+            startup_timeout_s=s.startup_timeout_s or suite.launch.startup_timeout_s,
+            image=suite.engine.image, ready_check=s.ready_check,
+        )
+        for s in case.servers
+    ]
+
+
+def _expand_cases(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilters) -> Expanded:
     suite: E2ESuite = entry.recipe  # type: ignore[assignment]
     cases = suite.cases
     suite_named = any(fnmatch.fnmatchcase(suite.name, g) for g in filters.cases)
@@ -230,31 +277,28 @@ def expand_e2e(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilt
     out_cases = []
     seconds = 0.0
     for case in cases:
+        if suite.harness is not None:  # the harness runs its own GSM8K check
+            out_cases.append(Case(
+                name=case.name, command=command_spec(suite, case), devices_env=suite.devices_env,
+                required_env=list(dict.fromkeys([*suite.required_env, *case.required_env])),
+                unset_env=list(dict.fromkeys([*suite.unset_env, *case.unset_env]))))
+            seconds += suite.estimate.startup_s + suite.estimate.accuracy_s
+            continue
         gate = (case.accuracy or suite.accuracy) if filters.accuracy else None
-        servers = [
-            ServerSpec(
-                name=s.name, engine=suite.engine.name, model=suite.model.path,
-                served_model_name=suite.model.served_name, args=[*suite.launch.args, *s.args],
-                env={**suite.launch.env, **case.env, **s.env}, launch_script=s.launch_script or suite.launch.script,
-                devices=list(s.devices) if s.devices is not None else None, port=s.port,
-                startup_timeout_s=s.startup_timeout_s or suite.launch.startup_timeout_s,
-                image=suite.engine.image, ready_check=s.ready_check,
-            )
-            for s in case.servers
-        ]
+        servers = server_specs(suite, case)
         out_cases.append(Case(
             name=case.name, servers=servers, points=[], accuracy=accuracy_spec(gate) if gate else None,
             required_env=list(dict.fromkeys([*suite.required_env, *case.required_env])),
             unset_env=list(dict.fromkeys([*suite.unset_env, *case.unset_env])), devices_env=suite.devices_env,
         ))
         seconds += suite.estimate.startup_s + (suite.estimate.accuracy_s if gate else 0.0)
-    gpus = max(case.gpus for case in cases)
+    gpus = suite.harness.devices if suite.harness is not None else max(case.gpus for case in cases)
     job = Job(
         job_id=job_id(suite.name), kind="e2e", recipe=suite.name, recipe_fingerprint=entry.fingerprint,
         runner_label=suite.runner, gpus=gpus, cases=out_cases,
         estimated_gpu_hours=round(gpus * seconds / 3600.0, 4),
         timeout_s=suite.timeout_s or max(1800.0, 2.0 * seconds),
-        fail_fast=filters.fail_fast or suite.fail_fast, slurm=slurm_spec(runner, gpus),
+        fail_fast=filters.fail_fast or suite.fail_fast, slurm=slurm_spec(runner, gpus), manual=suite.manual,
     )
     return Expanded(jobs=[job], packed_launches=len(cases), unpacked_launches=len(cases))
 

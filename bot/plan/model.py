@@ -98,7 +98,7 @@ class Record:
 REQUIRED = object()
 _SCOPES = ("lowest", "full")
 _KINDS = ("all", "sweep", "e2e")
-_FILTER_FLAGS = ("fail_fast", "evals_only", "all_evals", "agentx_fast", "accuracy", "pack", "search")
+_FILTER_FLAGS = ("fail_fast", "evals_only", "all_evals", "agentx_fast", "accuracy", "pack", "search", "compare")
 
 
 class PlanFilters(Record):
@@ -109,7 +109,7 @@ class PlanFilters(Record):
     """
 
     __slots__ = ("recipes", "cases", "conc", "scope", "kind", "canary", "fail_fast", "evals_only", "all_evals",
-                 "agentx_fast", "accuracy", "pack", "search", "max_matrix_jobs")
+                 "agentx_fast", "accuracy", "pack", "search", "compare", "max_matrix_jobs")
     DEFAULTS = {
         "recipes": (),  # globs; given: chosen from the whole catalog, touched or not
         "cases": (),  # globs on E2E case names
@@ -124,6 +124,7 @@ class PlanFilters(Record):
         "accuracy": True,
         "pack": True,  # False: one launch per point even where the recipe allows packing
         "search": False,  # `/sweep --search`: arms with a `search:` run it even where they list points
+        "compare": False,  # `/e2e --compare`: a suite's compare: arms, side by side on one host
         "max_matrix_jobs": MAX_MATRIX_JOBS,
     }
 

@@ -96,11 +96,24 @@ def _entry(job: Job) -> MatrixEntry:
     return MatrixEntry(job_id=job.job_id, recipe=job.recipe, runner_label=job.runner_label, job=job)
 
 
+def manual_reason(catalog: Catalog, name: str) -> str | None:
+    """A suite marked `manual:` runs only when a command names it, never for a touch (the gate)."""
+    return getattr(catalog.entries[name].recipe, "manual", None)
+
+
 def plan_native(catalog: Catalog, filters: PlanFilters, touched: Touched | None) -> Plan:
     names = catalog.names()
-    picked = set(_select(names, filters, touched)) | {n for n in names if _named(catalog, n, filters)}
-    selected = [n for n in names if n in picked and _kind_ok(catalog, n, filters)]
+    named = {n for n in names if _named(catalog, n, filters)}
+    if filters.recipes:
+        named |= set(_select(names, filters, touched))
+    picked = set(_select(names, filters, touched)) | named
     plan = Plan(base=None, head=catalog.source.label, filters=filters)
+    for name in sorted(picked - named):
+        reason = manual_reason(catalog, name)
+        if reason is not None:
+            picked.discard(name)
+            plan.notes.append(f"{name}: manual ({reason}); not required by the gate; run it with /e2e {name}")
+    selected = [n for n in names if n in picked and _kind_ok(catalog, n, filters)]
     jobs: list[Job] = []
     if selected:
         from bot.plan.expand import expand
@@ -109,6 +122,9 @@ def plan_native(catalog: Catalog, filters: PlanFilters, touched: Touched | None)
         runner = catalog.runners.runners.get(entry.recipe.runner) if catalog.runners else None
         expanded = expand(entry, runner, filters)
         plan.notes.extend(expanded.notes)
+        if manual_reason(catalog, name) is not None:
+            plan.notes.append(f"{name}: manual ({manual_reason(catalog, name)}); run on command, not required "
+                              "by the gate")
         if not expanded.jobs:
             continue
         jobs.extend(expanded.jobs)

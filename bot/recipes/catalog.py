@@ -1,6 +1,7 @@
 """The recipe catalog of one repository revision: every recipe validated, with its files and fingerprint."""
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import posixpath
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 RECIPES_DIR = "recipes"
 RUNNERS_FILE = "recipes/_runners.yaml"
+CONFIG_FILE = ".github/recipe-bot.yaml"  # its `recipes_dir` names the folder (afd-plugin: recipe)
 # Fields that do not change what a run measures; they stay out of the fingerprint.
 NOT_FINGERPRINTED = {"description", "estimate", "timeout_s", "fail_fast", "files"}
 
@@ -50,14 +52,42 @@ class Catalog:
         return sorted(self.entries)
 
 
-def is_recipe_path(path: str) -> bool:
+def is_recipe_path(path: str, recipes_dir: str = RECIPES_DIR) -> bool:
     """Top-level `recipes/*.yaml`; names starting with `_` are bases and tables, not recipes."""
     directory, name = posixpath.split(path)
-    return directory == RECIPES_DIR and name.endswith((".yaml", ".yml")) and not name.startswith("_")
+    return directory == recipes_dir and name.endswith((".yaml", ".yml")) and not name.startswith("_")
 
 
-def recipe_paths(source: Source) -> list[str]:
-    return [p for p in source.list(RECIPES_DIR) if is_recipe_path(p)]
+def recipes_dir_of(source: Source) -> str:
+    """The recipe folder the repository's config names (`recipes_dir:`), else `recipes`."""
+    import yaml
+
+    data = source.read(CONFIG_FILE)
+    try:
+        config = yaml.safe_load(data) if data else None
+    except yaml.YAMLError:
+        return RECIPES_DIR  # the config's own loader reports it
+    value = config.get("recipes_dir") if isinstance(config, dict) else None
+    return value.strip("/") if isinstance(value, str) and value.strip("/") else RECIPES_DIR
+
+
+def recipe_paths(source: Source, recipes_dir: str = RECIPES_DIR) -> list[str]:
+    return [p for p in source.list(recipes_dir) if is_recipe_path(p, recipes_dir)]
+
+
+def glob_paths(source: Source, patterns: list[str] | tuple[str, ...]) -> list[str]:
+    """Every file of the source a glob matches (fnmatch: `*` crosses `/`), listed under its literal prefix."""
+    found: set[str] = set()
+    for pattern in patterns:
+        if not any(ch in pattern for ch in "*?["):
+            continue
+        literal = []
+        for part in pattern.split("/"):
+            if any(ch in part for ch in "*?["):
+                break
+            literal.append(part)
+        found.update(p for p in source.list("/".join(literal)) if fnmatch.fnmatchcase(p, pattern))
+    return sorted(found)
 
 
 def named_files(recipe: Recipe) -> tuple[str, ...]:
@@ -70,33 +100,53 @@ def named_files(recipe: Recipe) -> tuple[str, ...]:
     else:
         names += [recipe.launch.script] if recipe.launch.script else []
         names += [s.launch_script for c in recipe.cases for s in c.servers if s.launch_script]
+        if recipe.harness is not None:  # the harness's files and each node's test module
+            names += recipe.harness.files
+            names += [c.node.split("::", 1)[0] for c in recipe.cases if c.node]
         gates = [recipe.accuracy, *(c.accuracy for c in recipe.cases)]
         names += [g.data_path for g in gates if g is not None and g.data_path]
     return tuple(dict.fromkeys(n for n in names if not n.startswith(("/", "$"))))
 
 
-def fingerprint(recipe: Recipe, source: Source, files: tuple[str, ...]) -> str:
-    """A stable hash of what determines results: engine, image, model, args, env, workload, scripts.
+def fingerprint(recipe: Recipe, source: Source, files: tuple[str, ...], shared: tuple[str, ...] = ()) -> str:
+    """A stable hash of what determines results: engine, image, model, args, env, workload, and the
+    contents of every file the recipe depends on (scripts, its `files:` globs, its harness files, its
+    runner's shared paths), so a change to what would run ends a `/reuse` of an earlier run.
 
     Field order is the schema's and env keys are sorted at validation, so the JSON is canonical.
     """
     digest = hashlib.sha256(recipe.model_dump_json(exclude=NOT_FINGERPRINTED).encode())
-    for path in files:
-        if not any(ch in path for ch in "*?["):
-            data = source.read(path)
-            digest.update(f"\0{path}\0".encode())
-            digest.update(hashlib.sha256(data).digest() if data is not None else b"missing")
+    patterns = (*files, *shared)
+    literal = [p for p in patterns if not any(ch in p for ch in "*?[")]
+    matched = glob_paths(source, patterns)
+    for path in literal:
+        data = source.read(path)
+        digest.update(f"\0{path}\0".encode())
+        digest.update(hashlib.sha256(data).digest() if data is not None else b"missing")
+    contents = source.read_many(matched) if matched else {}
+    for path in matched:
+        data = contents.get(path)
+        digest.update(f"\0{path}\0".encode())
+        digest.update(hashlib.sha256(data).digest() if data is not None else b"missing")
     return digest.hexdigest()[:16]
 
 
-def load_runners(source: Source, cache: YamlCache) -> tuple[RunnerTable | None, dict]:
-    located = cache.parse(RUNNERS_FILE)
+def shared_paths(recipe: Recipe, runners: RunnerTable | None) -> tuple[str, ...]:
+    if runners is None:
+        return ()
+    spec = runners.runners.get(recipe.runner)
+    return tuple(dict.fromkeys([*(spec.shared if spec else []), *runners.shared_by_all]))
+
+
+def load_runners(source: Source, cache: YamlCache, path: str | None = None) -> tuple[RunnerTable | None, dict]:
+    path = path or f"{recipes_dir_of(source)}/_runners.yaml"
+    located = cache.parse(path)
     if located is None:
         return None, {}
     from bot.recipes.schema import RunnerTable
 
     def locate(loc: tuple) -> tuple[str, int | None]:
-        return RUNNERS_FILE, located.line_of(loc)
+        return path, located.line_of(loc)
 
     table = validate(RunnerTable, located.data, locate)
     return table, located.data.get("runners", {}) if isinstance(located.data, dict) else {}
@@ -160,7 +210,8 @@ def load_entry(path: str, cache: YamlCache, source: Source, runners: RunnerTable
             raise RecipeError.single(file, line, dotted(loc), message)
     _check_runner(recipe, resolved, runners)
     named = named_files(recipe)
-    return CatalogEntry(recipe, path, resolved.files, named, fingerprint(recipe, source, named))
+    return CatalogEntry(recipe, path, resolved.files, named,
+                        fingerprint(recipe, source, named, shared_paths(recipe, runners)))
 
 
 def load_catalog(repo: Path | str | Source, rev: str | None = None, *, inferencex: bool = True) -> Catalog:
@@ -174,14 +225,15 @@ def load_catalog(repo: Path | str | Source, rev: str | None = None, *, inference
 
 def _load_catalog(repo: Path | str | Source, rev: str | None, inferencex: bool) -> Catalog:
     source = repo if not isinstance(repo, (str, Path)) else open_source(Path(repo), rev)
-    paths = recipe_paths(source)
-    source.read_many([p for p in source.list(RECIPES_DIR) if p.endswith((".yaml", ".yml"))])
+    folder = recipes_dir_of(source)
+    paths = recipe_paths(source, folder)
+    source.read_many([p for p in source.list(folder) if p.endswith((".yaml", ".yml"))])
     cache = YamlCache(source.read)
     problems: list[RecipeProblem] = []
     runners = None
     runners_raw: dict = {}
     try:
-        runners, runners_raw = load_runners(source, cache)
+        runners, runners_raw = load_runners(source, cache, f"{folder}/_runners.yaml")
     except RecipeError as exc:
         problems.extend(exc.problems)
     catalog = Catalog(source, runners=runners, runners_raw=runners_raw)

@@ -290,10 +290,57 @@ class ServerTemplate(Strict):
         return value
 
 
+class OptIn(Strict):
+    """The opt-in checks the harness itself makes, made before it starts (afd-plugin's
+    `_prepare_e2e_assets`): an existing model directory, an exact, unique device list, disjoint roles."""
+
+    model_dir_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    devices_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    device_count: int | None = Field(default=None, ge=1)
+    # Positions in the device list each role takes (afd-plugin: 0-3 native/Attention, 4-7 FFN).
+    roles: dict[str, list[int]] = Field(default_factory=dict)
+
+
+class Harness(Strict):
+    """How the repository runs a case itself: argv (the case's node id appended), working directory,
+    environment. A case passes only on exit 0 and, with `pytest`, on a JUnit report with every node
+    passed and none skipped, errored or failed."""
+
+    argv: list[str] = Field(default_factory=lambda: ["python", "-m", "pytest", "-q"], min_length=1)
+    pytest: bool = True  # add --junitxml and --basetemp (the harness's own files land in the result)
+    cwd: str = "."
+    env: Env = Field(default_factory=dict)
+    pythonpath: bool = True  # the checkout first on PYTHONPATH (afd-plugin's runner relies on it)
+    # Run once before the suite's first case, in the job's environment: install the PR checkout and
+    # the harness's pinned extras (e.g. [python, -m, pip, install, -e, ., "lm_eval[api]==0.4.12"]).
+    setup: list[list[str]] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)  # harness files: their contents are fingerprinted
+    ports: list[int] = Field(default_factory=list)  # named ports, free before and after (8000, 8001, 1239)
+    keep: list[str] = Field(default_factory=list)  # globs under cwd: result files the harness writes
+    plugin: str | None = None  # the installed distribution whose path and version result.json records
+    devices: int = Field(default=0, ge=0)  # GPUs each case holds (GPU-hours, teardown's memory check)
+    opt_in: OptIn | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Harness":
+        bad = [p for p in self.ports if not 1 <= p <= 65535]
+        if bad:
+            raise ValueError(f"port {bad[0]} is not between 1 and 65535")
+        if any(not argv for argv in self.setup):
+            raise ValueError("every setup step is a non-empty argv list")
+        for path in [self.cwd, *self.keep, *self.files]:
+            if path.startswith("/") or ".." in path.split("/"):
+                raise ValueError(f"{path!r} must be a path inside the repository (relative, no '..')")
+        return self
+
+
 class E2ECase(Strict):
     name: str = Field(pattern=NAME_PATTERN)
     description: str = ""
-    servers: list[ServerTemplate] = Field(min_length=1)
+    servers: list[ServerTemplate] = Field(default_factory=list)
+    # With the suite's harness: the pytest node id this case runs, and how many tests must pass.
+    node: str | None = None
+    expect_passed: int | None = Field(default=None, ge=1)
     env: Env = Field(default_factory=dict)
     accuracy: Accuracy | None = None
     required_env: list[str] = Field(default_factory=list)
@@ -320,6 +367,27 @@ class E2ECase(Strict):
         return len({d for s in self.servers for d in (s.devices or [])})
 
 
+class CompareSpec(Strict):
+    """Two arms (server cases) on one host with the same load points and repeats, shown side by side."""
+
+    arms: list[E2ECase] = Field(min_length=2, max_length=2)
+    concurrency: Concurrencies
+    isl: int = Field(ge=1)
+    osl: int = Field(ge=1)
+    num_prompts: int = Field(ge=1)
+    num_warmups: int = Field(default=0, ge=0)
+    repeats: int = Field(default=3, ge=1, le=10)
+    default: bool = False  # True: a plain /e2e runs the comparison too; otherwise `/e2e --compare`
+
+    @model_validator(mode="after")
+    def _arms(self) -> "CompareSpec":
+        if self.arms[0].name == self.arms[1].name:
+            raise ValueError("the two compare arms need different names")
+        if any(not arm.servers or arm.node for arm in self.arms):
+            raise ValueError("a compare arm starts servers (servers:), not a pytest node")
+        return self
+
+
 class E2ESuite(RecipeCommon):
     kind: Literal["e2e"]
     launch: Launch = Field(default_factory=Launch)  # args, env and timeout shared by every server
@@ -327,6 +395,9 @@ class E2ESuite(RecipeCommon):
     cases: list[E2ECase] = Field(min_length=1)  # run in order: cases may share devices
     # The variable whose value lists the GPUs that servers' devices index into (positions, not ids).
     devices_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]*$")
+    harness: Harness | None = None  # set: every case is a node id of the repository's own harness
+    manual: str | None = None  # the reason it runs only on command, never in the required gate
+    compare: CompareSpec | None = None
 
     @model_validator(mode="after")
     def _cases(self) -> "E2ESuite":
@@ -338,6 +409,14 @@ class E2ESuite(RecipeCommon):
             raise ValueError("an E2E suite gives devices per server (cases[].servers[].devices), not in launch")
         if self.launch.depends_on_concurrency:
             raise ValueError("launch.depends_on_concurrency has no meaning for an E2E suite")
+        for case in self.cases:
+            if self.harness is not None and (case.node is None or case.servers):
+                raise ValueError(f"case {case.name!r}: a suite with a harness runs node ids: give node "
+                                 "(e.g. tests/e2e/test_x.py::test_x[case]) and no servers")
+            if self.harness is None and (case.node is not None or not case.servers):
+                raise ValueError(f"case {case.name!r}: give servers, or a harness: section to run node ids")
+        if self.manual is not None and not self.manual.strip():
+            raise ValueError("manual: give the reason it runs only on command")
         return self
 
 

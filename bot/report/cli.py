@@ -232,6 +232,11 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
             "report/baseline-runs", runs=[dataclasses.asdict(r) for r in base_runs], branch=base_branch)
     if gated is not None:
         extra += "\n\n" + gated.section
+    from bot.report import arms  # a compare: job's arms side by side
+
+    compared = arms.section(results)
+    if compared:
+        extra = "\n\n" + compared + extra
     rendered = render.render_comment(report, limit=render.COMMENT_BUDGET - len(extra))
     if extra:
         rendered = dataclasses.replace(rendered, text=rendered.text.rstrip("\n") + extra + "\n")

@@ -113,3 +113,40 @@ def find_sglang_python(env: Mapping[str, str] | None = None) -> str:
     if importlib.util.find_spec("sglang") is not None:
         return sys.executable
     return shutil.which("python3") or "python3"
+
+
+def check_opt_in(opt_in: Mapping | None, env: Mapping[str, str]) -> None:
+    """The opt-in checks afd-plugin's harness makes (`_prepare_e2e_assets`, `validate_topology`), made
+    before anything starts: the model directory exists, the device list has exactly the count, each
+    device once, and the roles' devices do not overlap."""
+    if not opt_in:
+        return
+    model_var = opt_in.get("model_dir_env")
+    if model_var:
+        value = env.get(model_var, "")
+        if not value or not Path(value).expanduser().is_dir():
+            raise EnvironmentProblem(f"{model_var} must be an existing directory (got {value or 'unset'!r})")
+    devices_var = opt_in.get("devices_env")
+    if not devices_var:
+        return
+    value = env.get(devices_var, "").strip()
+    parts = [p.strip() for p in value.split(",")] if value else []
+    if not parts or not all(p.isdigit() for p in parts):
+        raise EnvironmentProblem(f"{devices_var}={value!r} is not a comma-separated list of device ids")
+    count = opt_in.get("device_count")
+    if count and len(parts) != count:
+        raise EnvironmentProblem(f"{devices_var} must contain exactly {count} device ids (got {len(parts)}: {value})")
+    repeated = sorted({p for p in parts if parts.count(p) > 1}, key=int)
+    if repeated:
+        raise EnvironmentProblem(f"{devices_var} must list each device once ({', '.join(repeated)} repeated: {value})")
+    seen: dict[str, str] = {}
+    for role, positions in (opt_in.get("roles") or {}).items():
+        for position in positions:
+            if position >= len(parts):
+                raise EnvironmentProblem(f"role {role} takes position {position} of {devices_var}, which lists "
+                                         f"{len(parts)} device(s)")
+            device = parts[position]
+            if device in seen and seen[device] != role:
+                raise EnvironmentProblem(f"{devices_var}: device {device} is given to both {seen[device]} and "
+                                         f"{role}; roles must use disjoint devices")
+            seen[device] = role

@@ -17,9 +17,10 @@ from bot.results import CaseResult, JobResult, PointResult
 from bot.runner import kernel_log, procs
 from bot.runner.accuracy import run_gsm8k
 from bot.runner.budget import Budget, JobInterrupted
+from bot.runner.command_case import command_env, run_command_case, run_setup
 from bot.runner.engines import HOST, Launch, build_launch
-from bot.runner.environment import (EnvironmentProblem, check_required, find_sglang_python,
-                                    find_vllm)
+from bot.runner.environment import (EnvironmentProblem, check_opt_in, check_required,
+                                    find_sglang_python, find_vllm)
 from bot.runner.hardware import (case_gpus, describe_host, gpu_memory_used_mib,
                                  sglang_version, vllm_version)
 from bot.runner.inprocess import InProcessClient, launch_session
@@ -30,6 +31,7 @@ from bot.runner.proof import prove_teardown
 from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
 from bot.runner.search_run import case_points, fixed_points, own_points, search_trace
 from bot.runner.server import InferenceServer, ServerError, terminate_servers
+from bot.runner.software import software_versions
 
 GRACE_ENV = "RECIPE_BOT_SHUTDOWN_GRACE_S"
 DEFAULT_GRACE_S = 30.0
@@ -249,6 +251,8 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     case_dir = ctx.out_dir / safe_name(case.name)
     case_dir.mkdir(parents=True, exist_ok=True)
     run_tag = f"{safe_name(ctx.job.job_id)}-{uuid.uuid4().hex[:12]}"
+    if case.command is not None:  # the repository's own harness: run to completion, then the proof
+        return run_command_case(case, ctx, run_tag, case_dir)
     progress, budget = ctx.progress, ctx.budget
     failures: list[str] = []
     points: list[PointResult] = []
@@ -336,6 +340,26 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     return result
 
 
+def _prepare_harness(job: Job, ctx: RunContext, stop_why: str | None) -> tuple[list[dict], dict]:
+    """A harness suite's setup steps, once before its first case, and the software it then runs with."""
+    command = next((c.command for c in job.cases if c.command is not None), None)
+    if command is None or stop_why is not None:
+        return [], {}
+    env = command_env(command, job.cases[0], ctx.repo, os.environ, "setup")
+    setup: list[dict] = []
+    try:  # no install for a suite whose opt-in is not met: each case fails on it by itself
+        check_required(job.cases[0].required_env, os.environ)
+        check_opt_in(command.opt_in, os.environ)
+    except EnvironmentProblem:
+        return [], software_versions(command.plugin, env)
+    if command.setup:
+        ctx.progress.say(f"setup: {len(command.setup)} step(s)")
+        setup, failed = run_setup(command.setup, ctx.repo, env, ctx.out_dir, ctx.budget.remaining())
+        if failed:
+            setup[-1]["failed"] = f"not run: {failed}"
+    return setup, software_versions(command.plugin, env)
+
+
 def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
                   repo: Path | None = None, job_file: str | None = None) -> JobResult:
     """Run every case of the job in order on this host and return the typed result.
@@ -353,20 +377,26 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     ctx = RunContext(job=job, out_dir=out_dir, repo=repo, progress=progress, budget=budget,
                      vllm_bin=find_vllm(repo), sglang_python=find_sglang_python(),
                      grace_s=shutdown_grace_s())
-    engine = job.cases[0].servers[0].engine
+    engine = next((c.servers[0].engine for c in job.cases if c.servers), "vllm")
     progress.say(f"job [bold]{escape(job.job_id)}[/bold] ({job.kind}, recipe "
                  f"{escape(job.recipe)}): {len(job.cases)} case(s), timeout {job.timeout_s:g} s")
     cases: list[CaseResult] = []
     stop_why = sha_mismatch(job.sha, checkout)
     if stop_why is not None:
         progress.say(f"[red]{escape(stop_why)}[/red]")
+    setup, software = _prepare_harness(job, ctx, stop_why)
+    if setup and setup[-1].get("failed"):
+        stop_why = setup[-1].pop("failed")
     with budget.signals_handled():
         for case in job.cases:
             if stop_why is not None:
                 cases.append(CaseResult(name=case.name, status="skipped", reason=stop_why,
                                         points=_not_run(case, [], stop_why)))
                 continue
+            case_t0 = time.monotonic()
             result = run_case(case, ctx)
+            result.gpus = (len(case.command.devices) if case.command else _gpus_for(case, job)) if job.gpus else 0
+            result.duration_s = round(time.monotonic() - case_t0, 3)
             cases.append(result)
             if budget.cancel_signal is not None:
                 stop_why = "not run: the job was cancelled"
@@ -396,6 +426,6 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
         engine_version=engine_version, hardware=describe_host(),
         started_at=started_at, finished_at=_now(), duration_s=round(time.monotonic() - t0, 3),
         server_launches=sum(1 for c in cases if c.cleanup is not None), cases=cases,
-        provenance=provenance)
+        provenance=provenance, setup=setup, software=software, compare_arms=job.compare_arms, manual=job.manual)
     progress.summary(result)
     return result

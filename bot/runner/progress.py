@@ -71,6 +71,8 @@ class Progress:
                               f"{m.ttft_ms.get('median', 0):.1f}" if m else "-",
                               f"{m.tpot_ms.get('median', 0):.2f}" if m else "-",
                               f"{m.interactivity:.1f}" if m and m.interactivity else "-")
+            for node in case.harness.nodes if case.harness else []:  # the repository's own tests
+                table.add_row(case.name, node.node_id.rsplit("::", 1)[-1], "-", node.outcome, "-", "-", "-", "-")
             if case.accuracy:
                 acc = case.accuracy
                 table.add_row(case.name, f"gsm8k {acc.num_shots}-shot", "-",

@@ -184,7 +184,7 @@ def _result_without_run(job: Job, status: str, reason: str, *, ran: bool, tail: 
                      recipe_fingerprint=job.recipe_fingerprint, runner_label=job.runner_label,
                      status=status, reason=reason, gpus=job.gpus, repository=job.repository,
                      pr=job.pr, sha=job.sha, command=job.command,
-                     engine=job.cases[0].servers[0].engine, started_at=started,
+                     engine=next((c.servers[0].engine for c in job.cases if c.servers), None), started_at=started,
                      finished_at=_now(), duration_s=round(time.monotonic() - started_mono, 3),
                      server_launches=0, cases=cases)
 
