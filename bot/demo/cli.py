@@ -49,14 +49,24 @@ def check_port_free(port: int) -> None:
                                        "stop what holds it or choose another with --port") from exc
 
 
+MAX_COMMENT_CHARS = 65_536  # GitHub refuses a longer comment body
+
+
+def _comment_text(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not value.strip() or len(value) > MAX_COMMENT_CHARS:
+        raise click.BadParameter(f"a comment must have from 1 to {MAX_COMMENT_CHARS} characters "
+                                 f"(got {len(value.strip()) and len(value)})")
+    return value
+
+
 @click.command(name="demo", context_settings=HELP_OPTIONS)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out"),
               show_default=True, help="Where the comment, the HTML preview, the results and the logs go.")
-@click.option("--command", default=DEFAULT_COMMAND, show_default=True,
+@click.option("--command", default=DEFAULT_COMMAND, show_default=True, callback=_comment_text,
               help="The comment the maintainer writes on the sample PR.")
 @click.option("--model", "model_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="The tiny model directory [default: .engine/tiny-model].")
-@click.option("--port", type=int, default=None,
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
               help="Check that this port is free first (the sandbox and the engine pick free ports).")
 @click.option("--keep-workdir", is_flag=True, help="Keep the sample repository and the sandbox's files.")
 @click.option("--serve", is_flag=True,

@@ -154,7 +154,7 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
               help="Post the sticky comment and the check run (GITHUB_API_URL, GITHUB_TOKEN).")
 @click.option("--dry-run", is_flag=True, help="With --post: print each write as JSON instead.")
 @click.option("--repo", help="owner/name (default: GITHUB_REPOSITORY, else from the results).")
-@click.option("--pr", type=int, help="Pull request number (default: from the results).")
+@click.option("--pr", type=click.IntRange(1, 2**31 - 1), help="Pull request number (default: from the results).")
 @click.option("--sha", help="Head SHA the report is for (default: from the results).")
 @click.option("--run-url", help="The GPU workflow run (default: from GITHUB_* variables).")
 @click.option("--command", "command_text", help="The PR command that started the run.")
