@@ -212,6 +212,11 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("unknown metric; accepted: {}", "未知指标；可用的有：{0}"),
     ("--post needs the PR number and the head SHA (--pr/--sha, or results that carry them)",
      "--post 需要 PR 编号和头提交的 SHA（--pr/--sha，或带有它们的结果）"),
+    ("{}; check GITHUB_API_URL and the network", "{0}；请检查 GITHUB_API_URL 和网络"),
+    ("the bot posts as {}, but bot_login is {}, so it does not recognise its own comments (the claim of {} on PR "
+     "#{}): set bot_login to {} in {}, or leave it out (the bot then asks GitHub who it is)",
+     "bot 以 {0} 发布，但 bot_login 是 {1}，因此认不出自己的评论（PR #{3} 上 {2} 的认领评论）：请在 {5} 中把 "
+     "bot_login 设为 {4}，或删除它（bot 会向 GitHub 查询自己的身份）"),
     ("cannot tell which account the bot posts as ({}); set bot_login in {} or pass --bot-login",
      "无法确定 bot 以哪个账号发布（{0}）；请在 {1} 中设置 bot_login，或传入 --bot-login"),
     ("--gate needs the head SHA (--sha, or results that carry it)", "--gate 需要头提交的 SHA（--sha，或带有它的结果）"),

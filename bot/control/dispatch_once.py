@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from bot.control import dispatch
+from bot.control import dispatch, github_failures
 from bot.github import DispatchedRun, GitHubClient, GitHubError, Run
 
 # Runs are listed newest first; a run of a claim cannot be older than the claim (clocks aside).
@@ -173,7 +173,7 @@ def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login:
     first = ledger.claim(key)
     ours = mine or next((c.comment_id for c in ledger.claims.get(key, []) if c.nonce == nonce), None)
     if first is None or ours is None:
-        raise GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
+        raise github_failures.missing_claim(key, pr, comments, bot_login, nonce)
     taken = Taken(comments, ledger, first, log=log)
     if first.nonce == nonce:
         return taken
@@ -258,10 +258,11 @@ def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: st
         out.log.append(f"writing the claim of {key} failed ambiguously ({exc}); reading it back")
     # Read the claims back: the oldest wins (comment ids only grow), whoever wrote it. The full ledger
     # read before had none, so only comments written since then can hold one: read by time.
-    ledger = dispatch.read_ledger(client.list_issue_comments(pr, since=started_at - CLOCK_SLACK), bot_login)
+    since = client.list_issue_comments(pr, since=started_at - CLOCK_SLACK)
+    ledger = dispatch.read_ledger(since, bot_login)
     first = ledger.claim(key, match_sha)
     if first is None:
-        raise GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
+        raise github_failures.missing_claim(key, pr, since, bot_login, nonce)
     if first.nonce != nonce:
         out.lost = True
         out.log.append(f"another handler claimed request {key} first (comment {first.comment_id}); leaving it")

@@ -127,6 +127,8 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
         # GITHUB_TOKEN cannot read GET /user; in Actions it posts as github-actions[bot].
         if os.environ.get("GITHUB_ACTIONS") == "true":
             return post.ACTIONS_BOT
+        if exc.status is None:  # no answer at all: which login to use is not the question yet
+            raise click.ClickException(f"{exc}; check GITHUB_API_URL and the network") from None
         raise click.ClickException(
             f"cannot tell which account the bot posts as ({exc}); set bot_login in "
             f"{DEFAULT_CONFIG} or pass --bot-login") from None
