@@ -86,7 +86,7 @@ RULES: tuple[Rule, ...] = (
         "a port the case needs was taken before it started",
         "用例启动前所需端口已被占用"),
     Rule("device-busy", INFRASTRUCTURE, _rx(
-        r"devices? (?:is|are) busy or unavailable",
+        r"devices? (?:is|are) busy or unavailable", r"GPUs are busy before it started",
         r"Free memory on device .* is less than desired GPU memory utilization"),
         "a GPU was busy with another process before the start",
         "启动前 GPU 已被其他进程占用"),

@@ -163,6 +163,9 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("launch_script {} does not exist under {}", "launch_script {0} 在 {1} 下不存在"),
     ("port {} is already in use before the case started (held by {})", "用例开始前端口 {0} 已被占用（占用者：{1}）"),
     ("port {} is already in use before the case started", "用例开始前端口 {0} 已被占用"),
+    ("the case's GPUs are busy before it started ({}); an idle GPU has no compute process and at most {} MiB used ({})",
+     "用例启动前它的 GPU 已被占用（{0}）；空闲的 GPU 没有计算进程，显存占用不超过 {1} MiB（{2}）"),
+    ("{}={} is not a number of MiB from 0 to 1048576", "{0}={1} 不是 0 到 1048576 之间的 MiB 数"),
     ("not run: {}", "未运行：{0}"),
     ("runner error: {}", "runner 错误：{0}"),
     # pydantic's own wording, for the checks it makes itself (ge=, min_length=, pattern=)

@@ -25,6 +25,7 @@ from bot.runner.hardware import (case_gpus, describe_host, gpu_memory_used_mib,
 from bot.runner.inprocess import InProcessClient, launch_session
 from bot.runner.load import (VLLM_CLIENT, Client, Target, choose_client, reset_prefix_cache,
                              run_point, safe_name)
+from bot.runner.preflight import check_idle
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
 from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
@@ -266,6 +267,9 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                  f"{len(case.points)} point(s)" + (", GSM8K" if case.accuracy else ""))
     try:
         budget.tick("starting the case")
+        busy = check_idle(used_gpus)
+        if busy is not None:
+            raise EnvironmentProblem(busy)
         launches = _launches(case, ctx, run_tag)
 
         def client_alongside() -> None:
