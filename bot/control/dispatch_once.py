@@ -20,8 +20,9 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from bot.control import dispatch, github_failures
-from bot.github import DispatchedRun, GitHubClient, GitHubError, Run
+from bot.control import dispatch
+from bot.config import CONFIG_PATH
+from bot.github import BotLoginMismatch, DispatchedRun, GitHubClient, GitHubError, Run
 
 # Runs are listed newest first; a run of a claim cannot be older than the claim (clocks aside).
 CLOCK_SLACK = dt.timedelta(minutes=10)
@@ -151,6 +152,18 @@ class Taken:
     log: list[str] = dataclasses.field(default_factory=list)
 
 
+def missing_claim(key: str, pr: int, comments: list, bot_login: str, nonce: str) -> GitHubError:
+    """Why a claim just written is not among the bot's comments: another login wrote it (bot_login is
+    not the token's account), or GitHub lost it."""
+    written = next((c for c in comments if f" nonce={nonce}" in c.body), None)
+    if written is not None and written.user != bot_login:
+        return BotLoginMismatch(
+            f"the bot posts as {written.user}, but bot_login is {bot_login}, so it does not recognise its own "
+            f"comments (the claim of {key} on PR #{pr}): set bot_login to {written.user} in {CONFIG_PATH}, "
+            "or leave it out (the bot then asks GitHub who it is)", posted_as=written.user, bot_login=bot_login)
+    return GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
+
+
 def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login: str,
                 claim_body: Callable[[str], str], holder: str | None = None) -> Taken:
     """Write the claim, then read every comment once: the ledger and the claim's arbitration in one read.
@@ -173,7 +186,7 @@ def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login:
     first = ledger.claim(key)
     ours = mine or next((c.comment_id for c in ledger.claims.get(key, []) if c.nonce == nonce), None)
     if first is None or ours is None:
-        raise github_failures.missing_claim(key, pr, comments, bot_login, nonce)
+        raise missing_claim(key, pr, comments, bot_login, nonce)
     taken = Taken(comments, ledger, first, log=log)
     if first.nonce == nonce:
         return taken
@@ -262,7 +275,7 @@ def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: st
     ledger = dispatch.read_ledger(since, bot_login)
     first = ledger.claim(key, match_sha)
     if first is None:
-        raise github_failures.missing_claim(key, pr, since, bot_login, nonce)
+        raise missing_claim(key, pr, since, bot_login, nonce)
     if first.nonce != nonce:
         out.lost = True
         out.log.append(f"another handler claimed request {key} first (comment {first.comment_id}); leaving it")

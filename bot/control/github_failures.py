@@ -1,13 +1,12 @@
 """A GitHub failure during a handle becomes one clear line in the log and, if GitHub lets us, a reply."""
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from bot import i18n
 from bot.control.events import CommentEvent, PullRequestEvent
 from bot.config import CONFIG_PATH as CONFIG_FILE
-from bot.github import GitHubError
+from bot.github import BotLoginMismatch, GitHubError
 
 
 def wait_text(seconds: float | None) -> str:
@@ -23,28 +22,6 @@ def what(event: CommentEvent | PullRequestEvent) -> str:
         first = event.body.strip().splitlines()[0] if event.body.strip() else "comment"
         return first[:80]
     return f"pull_request {event.action}" + (f" {event.label}" if event.label else "")
-
-
-class BotLoginMismatch(GitHubError):
-    """The bot wrote a comment and then did not recognise it: it posts as one login but looks for its
-    own comments as another (bot_login in the config). GitHub did nothing wrong."""
-
-    def __init__(self, message: str, *, posted_as: str, bot_login: str):
-        super().__init__(message, 200)
-        self.posted_as, self.bot_login = posted_as, bot_login
-
-
-def missing_claim(key: str, pr: int, comments: Iterable[Any], bot_login: str, nonce: str) -> GitHubError:
-    """Why a claim just written is not among the bot's comments: another login wrote it (bot_login does
-    not match the token's account), or GitHub lost it."""
-    written = next((c for c in comments if f" nonce={nonce}" in c.body), None)
-    if written is not None and written.user != bot_login:
-        return BotLoginMismatch(
-            f"the bot posts as {written.user}, but bot_login is {bot_login}, so it does not recognise its own "
-            f"comments (the claim of {key} on PR #{pr}): set bot_login to {written.user} in {CONFIG_FILE}, "
-            "or leave it out (the bot then asks GitHub who it is)",
-            posted_as=written.user, bot_login=bot_login)
-    return GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
 
 
 def report(h: Any, event: CommentEvent | PullRequestEvent, exc: GitHubError) -> None:
