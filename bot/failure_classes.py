@@ -114,7 +114,8 @@ RULES: tuple[Rule, ...] = (
         r"Max retries exceeded with url", r"Temporary failure in name resolution",
         r"couldn't connect to 'https://huggingface\.co'", r"(?:ReadTimeout|ConnectTimeout)Error",
         r"huggingface\.co.*(?:Connection reset by peer|timed out)", r"\b50[234] Server Error", r"HfHubHTTPError",
-        r"manifest unknown|pull access denied|failed to pull image|error pulling image"),
+        r"manifest unknown|pull access denied|failed to pull image|error pulling image",
+        r"GSM8K data is not available on this runner"),
         "a download (model, dataset or image) failed",
         "下载（模型、数据集或镜像）失败"),
     Rule("slurm-unavailable", INFRASTRUCTURE, _rx(

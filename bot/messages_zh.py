@@ -167,6 +167,10 @@ PATTERNS: tuple[tuple[str, str], ...] = (
      "用例启动前它的 GPU 已被占用（{0}）；空闲的 GPU 没有计算进程，显存占用不超过 {1} MiB（{2}）"),
     ("{}={} is not a number of MiB from 0 to 1048576", "{0}={1} 不是 0 到 1048576 之间的 MiB 数"),
     ("not run: {}", "未运行：{0}"),
+    ("GSM8K data is not available on this runner ({}); set {} to a folder holding GSM8K's test.jsonl and "
+     "train.jsonl, or give the recipe's accuracy.data_path",
+     "这个 runner 上没有 GSM8K 数据（{0}）；请把 {1} 设为包含 GSM8K 的 test.jsonl 和 train.jsonl 的目录，"
+     "或在配方中给出 accuracy.data_path"),
     ("runner error: {}", "runner 错误：{0}"),
     # pydantic's own wording, for the checks it makes itself (ge=, min_length=, pattern=)
     ("Input should be greater than or equal to {}", "应大于或等于 {0}"),

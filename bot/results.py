@@ -124,6 +124,8 @@ class AccuracyResult(Model):
     threshold: float
     passed: bool
     samples_file: str | None = None
+    source: str | None = None  # the data that scored the gate (bot/runner/gsm8k.py load_docs); None: older results
+    gsm8k: bool | None = None  # False: recipe-bot's own sample problems, not GSM8K
 
 
 class GpuMemory(Model):
@@ -219,7 +221,7 @@ class Provenance(Model):
     sha_checked: bool = False  # both known and equal (a mismatch fails the job)
     model: str | None = None  # the model path or id (the first server's)
     weights: Literal["real", "dummy", "unknown"] = "unknown"
-    dataset: Literal["real", "synthetic", "mixed", "none"] = "none"
+    dataset: Literal["real", "synthetic", "sample", "mixed", "none"] = "none"  # sample: recipe-bot's own problems
     job_file: str | None = None  # the job file, relative to the result directory
 
 

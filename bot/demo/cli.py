@@ -1,6 +1,7 @@
 """The `recipe-bot demo` command: checks the machine, runs the loop, prints what GitHub would show."""
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import tempfile
@@ -14,6 +15,7 @@ from rich.rule import Rule
 from bot.cli_guard import HELP_OPTIONS
 from bot.demo import sample
 from bot.demo.loop import DemoError, run_demo
+from bot.runner import gsm8k
 from bot.runner.environment import engine_dir, find_vllm
 
 DEFAULT_COMMAND = "/sweep tiny-cpu --conc 1,4,16"
@@ -37,7 +39,10 @@ def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
             f"（含 config.json、分词器和权重），或省略 --model 以使用 {engine_dir(repo) / 'tiny-model'}")
     if not (model / "config.json").is_file():
         raise click.ClickException(f"the tiny model is missing at {model}: {SETUP_HINT}")
-    return {"RECIPE_BOT_VLLM": vllm, "RECIPE_BOT_TINY_MODEL": str(model)}
+    # Offline, the demo's GSM8K gates (e.g. --command "/sweep tiny-cpu-e2e") score recipe-bot's own sample
+    # problems, named here so that the runner says so; a GSM8K folder of the user's own wins.
+    gsm8k_dir = os.environ.get(gsm8k.DATA_ENV, "").strip() or str(gsm8k.SAMPLE_DIR)
+    return {"RECIPE_BOT_VLLM": vllm, "RECIPE_BOT_TINY_MODEL": str(model), gsm8k.DATA_ENV: gsm8k_dir}
 
 
 def check_port_free(port: int) -> None:
@@ -79,7 +84,11 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
     if port is not None:
         check_port_free(port)
     console.print(Rule("recipe-bot demo"))
-    console.print(f"engine: {engine['RECIPE_BOT_VLLM']}\nmodel:  {engine['RECIPE_BOT_TINY_MODEL']}\n")
+    data = engine[gsm8k.DATA_ENV]
+    data_note = (" (recipe-bot's own sample problems, not GSM8K; set RECIPE_BOT_GSM8K_DIR to GSM8K's folder "
+                 "for real scores)" if Path(data).resolve() == gsm8k.SAMPLE_DIR.resolve() else "")
+    console.print(f"engine: {engine['RECIPE_BOT_VLLM']}\nmodel:  {engine['RECIPE_BOT_TINY_MODEL']}\n"
+                  f"GSM8K:  {data}{data_note}\n")
     with tempfile.TemporaryDirectory(prefix="recipe-bot-demo-") as tmp:
         work = Path(tmp)
         try:

@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from bot.jobs import Case, Job, LoadPoint
-from bot.results import CaseResult, JobResult, PointResult
+from bot.provenance import dataset_of
+from bot.results import CaseResult, JobResult, PointResult, Provenance
 from bot.runner import kernel_log, procs
 from bot.runner.accuracy import run_gsm8k
 from bot.runner.budget import Budget, JobInterrupted
@@ -340,6 +341,13 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     return result
 
 
+def _gates_scored(provenance: Provenance, job: Job, cases: list[CaseResult]) -> Provenance:
+    """The provenance with what scored the gates: recipe-bot's sample problems are not real data."""
+    if any(c.accuracy is not None and c.accuracy.gsm8k is False for c in cases):
+        return provenance.model_copy(update={"dataset": dataset_of(job, sample_gates=True)})
+    return provenance
+
+
 def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
                   repo: Path | None = None, job_file: str | None = None) -> JobResult:
     """Run every case of the job in order on this host and return the typed result.
@@ -400,6 +408,6 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
         engine_version=engine_version, hardware=describe_host(),
         started_at=started_at, finished_at=_now(), duration_s=round(time.monotonic() - t0, 3),
         server_launches=sum(1 for c in cases if c.cleanup is not None), cases=cases,
-        provenance=provenance)
+        provenance=_gates_scored(provenance, job, cases))
     progress.summary(result)
     return result
