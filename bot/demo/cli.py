@@ -45,6 +45,11 @@ def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
     return {"RECIPE_BOT_VLLM": vllm, "RECIPE_BOT_TINY_MODEL": str(model), gsm8k.DATA_ENV: gsm8k_dir}
 
 
+def comment_width(markdown: str) -> int:
+    """Columns that hold the comment's widest line (a table row is wider as Markdown than drawn)."""
+    return max(100, min(400, max((len(line) for line in markdown.splitlines()), default=0) + 4))
+
+
 def check_port_free(port: int) -> None:
     with socket.socket() as probe:
         try:
@@ -103,7 +108,11 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
                 console.print(f"work directory kept in {kept}")
 
     console.print(Rule(f"PR #{sample.PR_NUMBER}: the comment recipe-bot posted"))
-    console.print(Markdown(outcome.comment.split("\n", 1)[-1]))
+    comment = outcome.comment.split("\n", 1)[-1]
+    # Piped or redirected, rich assumes 80 columns and cuts table cells ("1,031…"): give the comment
+    # the width of its longest line instead, so every figure prints whole.
+    shown = console if console.is_terminal else Console(highlight=False, width=comment_width(comment))
+    shown.print(Markdown(comment))
     check = outcome.check
     console.print(Rule("the check run on the head commit (the merge gate)"))
     console.print(f"{check['name']}: {check.get('conclusion') or check.get('status')} "

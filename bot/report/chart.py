@@ -180,6 +180,11 @@ def _at(points: tuple[tuple[float, float], ...], x: float) -> float:
     return max(measured) if measured else frontier(points, x)
 
 
+def y_label(title: str) -> str:
+    """chart.png's y-axis: the quantity its title names ("Throughput per GPU", "Throughput (CPU)")."""
+    return f"{title.split(' vs ', 1)[0]} (tok/s)"
+
+
 PNG_MAX_ARMS = 40  # past this a chart is a tangle; the title says how many are left out
 
 
@@ -213,7 +218,7 @@ def write_png(series: list[Series], path: pathlib.Path, title: str) -> None:
         axes.text(0.5, 0.5, "no measured points", ha="center", va="center",
                   transform=axes.transAxes)
     axes.set_xlabel("Interactivity (tok/s/user)")
-    axes.set_ylabel("Throughput per GPU (tok/s)")
+    axes.set_ylabel(y_label(title))
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
     if series and len(series) <= 24:

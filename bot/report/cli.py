@@ -213,8 +213,10 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     report = build.build_report(collection, baseline, thresholds, meta)
     out_dir.mkdir(parents=True, exist_ok=True)
     # The chart first: drawing it in the child is the longest of the work left.
+    cpu_only = bool(report.recipes) and all(section.gpus == 0 for section in report.recipes)
     chart_child.draw(chart.plotted(report), out_dir / "chart.png",
-                     f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
+                     f"{'Throughput (CPU)' if cpu_only else 'Throughput per GPU'} vs interactivity · "
+                     f"{(sha or 'unknown')[:12]}")
     # Compact on purpose: with thousands of points an indented file is several times larger.
     _write(out_dir / "full-results.json", orjson.dumps(
         {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys, "report": report},
