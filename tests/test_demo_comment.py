@@ -80,3 +80,14 @@ def test_the_preview_keeps_chinese_cells_whole() -> None:
 def test_the_chinese_templates_have_no_stiff_phrases(stiff: str) -> None:
     for name in i18n.template_names("zh"):
         assert stiff not in i18n.environment().loader.get_source(i18n.environment(), i18n.template_path(name, "zh"))[0]
+
+
+@pytest.mark.parametrize("cpu, unit", [(True, "tok/s (CPU)"), (False, "tok/s/GPU")])
+def test_the_runners_own_lines_say_cpu_on_a_cpu_job(tmp_path, cpu: bool, unit: str) -> None:
+    from bot.runner.progress import Progress
+
+    result = synthetic.run_sweep(synthetic.sweep_plan("tiny-cpu", concurrencies=(1,), gpus=0))
+    progress = Progress(Console(file=io.StringIO(), width=200), tmp_path / "runner.log", cpu=cpu)
+    progress.point(result.cases[0].points[0])
+    line = (tmp_path / "runner.log").read_text()
+    assert unit in line and ("tok/s/GPU" in line) is not cpu

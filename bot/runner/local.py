@@ -358,7 +358,7 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     checkout = checkout_head(repo)
     provenance = provenance_of(job, checkout, job_file)
     console = console or Console(stderr=True)
-    progress = Progress(console, out_dir / "runner.log")
+    progress = Progress(console, out_dir / "runner.log", cpu=job.gpus == 0)
     budget = Budget(job.timeout_s)
     procs.become_subreaper()  # orphans of our servers come back to us and get reaped
     started_at, t0 = _now(), time.monotonic()
