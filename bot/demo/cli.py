@@ -46,8 +46,10 @@ def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
 
 
 def comment_width(markdown: str) -> int:
-    """Columns that hold the comment's widest line (a table row is wider as Markdown than drawn)."""
-    return max(100, min(400, max((len(line) for line in markdown.splitlines()), default=0) + 4))
+    """Columns that hold the comment's widest table row (wider as Markdown than drawn), so no cell is
+    cut; prose wraps at that width."""
+    rows = [len(line) for line in markdown.splitlines() if line.startswith("|")]
+    return max(100, min(400, max(rows, default=0) + 4))
 
 
 def check_port_free(port: int) -> None:
