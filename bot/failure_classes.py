@@ -57,6 +57,10 @@ RULES: tuple[Rule, ...] = (
         r"the runner was stopped \(SIGTERM"),
         "the runner was lost or stopped by the platform before it reported",
         "runner 在报告结果之前丢失或被平台停止"),
+    # The runner wrote a result.json no one can read: the job's machinery broke, whatever the recipe did.
+    Rule("result-unreadable", INFRASTRUCTURE, _rx(r"is not a valid result: "),
+         "the job's result.json could not be read (not UTF-8, not JSON, or not the result's shape)",
+         "作业的 result.json 无法读取（不是 UTF-8、不是 JSON，或结构不符合结果格式）"),
     # A job cancelled by recipe-bot (/cancel, a push) carries its reason and gets no class; one
     # that the cluster or an operator cancelled is the platform's doing.
     Rule("cancelled-by-platform", INFRASTRUCTURE, _rx(
@@ -82,7 +86,7 @@ RULES: tuple[Rule, ...] = (
         "a port the case needs was taken before it started",
         "用例启动前所需端口已被占用"),
     Rule("device-busy", INFRASTRUCTURE, _rx(
-        r"devices? (?:is|are) busy or unavailable",
+        r"devices? (?:is|are) busy or unavailable", r"GPUs are busy before it started",
         r"Free memory on device .* is less than desired GPU memory utilization"),
         "a GPU was busy with another process before the start",
         "启动前 GPU 已被其他进程占用"),
@@ -110,7 +114,8 @@ RULES: tuple[Rule, ...] = (
         r"Max retries exceeded with url", r"Temporary failure in name resolution",
         r"couldn't connect to 'https://huggingface\.co'", r"(?:ReadTimeout|ConnectTimeout)Error",
         r"huggingface\.co.*(?:Connection reset by peer|timed out)", r"\b50[234] Server Error", r"HfHubHTTPError",
-        r"manifest unknown|pull access denied|failed to pull image|error pulling image"),
+        r"manifest unknown|pull access denied|failed to pull image|error pulling image",
+        r"GSM8K data is not available on this runner"),
         "a download (model, dataset or image) failed",
         "下载（模型、数据集或镜像）失败"),
     Rule("slurm-unavailable", INFRASTRUCTURE, _rx(
@@ -189,9 +194,13 @@ def _case_failed(case: CaseResult) -> bool:
     return case.status == "failed" or (case.cleanup is not None and not case.cleanup.clean)
 
 
+CANCELLED = re.compile(r"^cancelled by SIG[A-Z]+")  # bot/runner/budget.py: the runner got SIGTERM/SIGINT
+
+
 def classify_case(case: CaseResult) -> FailureClass | None:
-    """A failed case's class from its reason and server log tail; None when it did not fail."""
-    if not _case_failed(case):
+    """A failed case's class from its reason and server log tail; None when it did not fail or was
+    cancelled (a cancel is no one's failure: the job reads `cancelled`)."""
+    if not _case_failed(case) or CANCELLED.match(case.reason or ""):
         return None
     reason = case.reason or ("cleanup proof failed" if case.cleanup is not None else None)
     return classify_lines(_lines([reason, case.log_tail]), started=case.startup_s is not None)

@@ -60,6 +60,15 @@ class GitHubError(RuntimeError):
         return self.throttled_s is not None
 
 
+class BotLoginMismatch(GitHubError):
+    """The bot wrote a comment and then did not recognise it: its token posts as one login while it
+    looks for its own comments as another (bot_login in the config). GitHub did nothing wrong."""
+
+    def __init__(self, message: str, *, posted_as: str, bot_login: str):
+        super().__init__(message, 200)
+        self.posted_as, self.bot_login = posted_as, bot_login
+
+
 class GitHubClient:
     """Reads go to GitHub; writes go to GitHub, or, with dry_run, become one JSON line each on `out`.
 

@@ -58,7 +58,7 @@ class AccuracySpec(Strict):
     threshold: float = Field(ge=0.0, le=1.0)
     metric: Literal["strict-match", "flexible-extract"] = "strict-match"
     max_tokens: int = 256
-    data_path: str | None = None  # local JSONL; None: the copy shipped with recipe-bot
+    data_path: str | None = None  # local JSONL; None: RECIPE_BOT_GSM8K_DIR, else openai/gsm8k from the hub
 
 
 class SearchBound(Strict):

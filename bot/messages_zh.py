@@ -79,7 +79,7 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("{} points outside the repository", "{0} 指向仓库之外"),
     ("include cycle: {}", "include 形成循环：{0}"),
     ("{} not found (looked for {})", "找不到 {0}（查找位置：{1}）"),
-    ("concurrency values must be >= 1 (got {})", "并发值必须 >= 1（实际为 {0}）"),
+    ("concurrency values must be from 1 to {} (got {})", "并发值必须在 1 到 {0} 之间（实际为 {1}）"),
     ("concurrency values must be distinct ({} is listed twice)", "并发值不能重复（{0} 出现了两次）"),
     ("{} is not an environment variable name", "{0} 不是合法的环境变量名"),
     ("a random workload needs isl and osl", "random 负载需要 isl 和 osl"),
@@ -98,7 +98,12 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("uses {concurrency} but launch.depends_on_concurrency is false: set it to true (one launch per point) or use "
      "a fixed value", "使用了 {{concurrency}}，但 launch.depends_on_concurrency 为 false：请设为 true（每个测试点启动一次服务）或改用固定值"),
     ("duplicate key (first defined on line {})", "重复的键（首次定义在第 {0} 行）"),
-    ("search.range must be [lo, hi] with 1 <= lo < hi", "search.range 必须是 [lo, hi]，且 1 <= lo < hi"),
+    ("search.range must be [lo, hi] with 1 <= lo < hi <= {}", "search.range 必须是 [lo, hi]，且 1 <= lo < hi <= {0}"),
+    ("must be from more than {} to {} (got {})", "应大于 {0} 且不超过 {1}（实际为 {2}）"),
+    ("must be from {} to {} (got {})", "应在 {0} 到 {1} 之间（实际为 {2}）"),
+    ("must be at least {} (got {})", "应至少为 {0}（实际为 {1}）"),
+    ("must be at most {} (got {})", "应至多为 {0}（实际为 {1}）"),
+    ("{} is out of range: numbers up to {} are accepted", "{0} 超出范围：只接受不超过 {1} 的数"),
     ("search.bound is required with target max-conc-under and accepted with no other",
      "target 为 max-conc-under 时必须给出 search.bound，其他 target 都不接受它"),
     ("a search runs its points on one launch; it cannot be used with launch.depends_on_concurrency",
@@ -202,7 +207,14 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("launch_script {} does not exist under {}", "launch_script {0} 在 {1} 下不存在"),
     ("port {} is already in use before the case started (held by {})", "用例开始前端口 {0} 已被占用（占用者：{1}）"),
     ("port {} is already in use before the case started", "用例开始前端口 {0} 已被占用"),
+    ("the case's GPUs are busy before it started ({}); an idle GPU has no compute process and at most {} MiB used ({})",
+     "用例启动前它的 GPU 已被占用（{0}）；空闲的 GPU 没有计算进程，显存占用不超过 {1} MiB（{2}）"),
+    ("{}={} is not a number of MiB from 0 to 1048576", "{0}={1} 不是 0 到 1048576 之间的 MiB 数"),
     ("not run: {}", "未运行：{0}"),
+    ("GSM8K data is not available on this runner ({}); set {} to a folder holding GSM8K's test.jsonl and "
+     "train.jsonl, or give the recipe's accuracy.data_path",
+     "这个 runner 上没有 GSM8K 数据（{0}）；请把 {1} 设为包含 GSM8K 的 test.jsonl 和 train.jsonl 的目录，"
+     "或在配方中给出 accuracy.data_path"),
     ("runner error: {}", "runner 错误：{0}"),
     # pydantic's own wording, for the checks it makes itself (ge=, min_length=, pattern=)
     ("Input should be greater than or equal to {}", "应大于或等于 {0}"),
@@ -236,6 +248,7 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("the bot dispatched {} GPU runs instead of 1; its replies: {}", "bot 触发了 {0} 次 GPU 运行，而不是 1 次；它的回复：{1}"),
     ("the plan has no jobs; see {}", "运行计划中没有作业；请查看 {0}"),
     ("{} is not a positive integer", "{0} 不是正整数"),
+    ("a comment must have from 1 to {} characters (got {})", "评论的长度必须在 1 到 {0} 个字符之间（实际为 {1}）"),
     ("cannot read the config: {}", "无法读取配置：{0}"),
     ("the baseline directory does not exist", "基线目录不存在"),
     ("the results directory does not exist", "结果目录不存在"),
@@ -250,6 +263,11 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("unknown metric; accepted: {}", "未知指标；可用的有：{0}"),
     ("--post needs the PR number and the head SHA (--pr/--sha, or results that carry them)",
      "--post 需要 PR 编号和头提交的 SHA（--pr/--sha，或带有它们的结果）"),
+    ("{}; check GITHUB_API_URL and the network", "{0}；请检查 GITHUB_API_URL 和网络"),
+    ("the bot posts as {}, but bot_login is {}, so it does not recognise its own comments (the claim of {} on PR "
+     "#{}): set bot_login to {} in {}, or leave it out (the bot then asks GitHub who it is)",
+     "bot 以 {0} 发布，但 bot_login 是 {1}，因此认不出自己的评论（PR #{3} 上 {2} 的认领评论）：请在 {5} 中把 "
+     "bot_login 设为 {4}，或删除它（bot 会向 GitHub 查询自己的身份）"),
     ("cannot tell which account the bot posts as ({}); set bot_login in {} or pass --bot-login",
      "无法确定 bot 以哪个账号发布（{0}）；请在 {1} 中设置 bot_login，或传入 --bot-login"),
     ("--gate needs the head SHA (--sha, or results that carry it)", "--gate 需要头提交的 SHA（--sha，或带有它的结果）"),

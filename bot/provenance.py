@@ -23,11 +23,21 @@ def weights_of(job: Job) -> str:
     return "real"
 
 
-def dataset_of(job: Job) -> str:
-    """synthetic: random prompts; real: a trace or GSM8K; mixed: both; none: neither."""
+SAMPLE_DATA = "sample_problems"  # bot/data/sample_problems: recipe-bot's own GSM8K-format problems
+
+
+def _gate_data(data_path: str | None, sample_gates: bool) -> str:
+    named = (data_path or "").rstrip("/").split("/")
+    return "sample" if sample_gates or SAMPLE_DATA in named[-2:] else "real"
+
+
+def dataset_of(job: Job, sample_gates: bool = False) -> str:
+    """synthetic: random prompts; real: a trace or GSM8K; sample: recipe-bot's own sample problems
+    (not GSM8K: a data_path naming them, or `sample_gates`, what the runner saw them score); mixed:
+    more than one; none: neither."""
     kinds = {"synthetic" if point.dataset == "random" else "real"
              for case in job.cases for point in case.points}
-    kinds |= {"real" for case in job.cases if case.accuracy is not None}
+    kinds |= {_gate_data(case.accuracy.data_path, sample_gates) for case in job.cases if case.accuracy is not None}
     if len(kinds) > 1:
         return "mixed"
     return kinds.pop() if kinds else "none"

@@ -124,6 +124,8 @@ class AccuracyResult(Model):
     threshold: float
     passed: bool
     samples_file: str | None = None
+    source: str | None = None  # the data that scored the gate (bot/runner/gsm8k.py load_docs); None: older results
+    gsm8k: bool | None = None  # False: recipe-bot's own sample problems, not GSM8K
 
 
 class GpuMemory(Model):
@@ -246,9 +248,12 @@ class Provenance(Model):
     authorized_sha: str | None = None  # the job's SHA, as the control plane authorized it
     checkout_sha: str | None = None  # what `git rev-parse HEAD` said in the job's own checkout
     sha_checked: bool = False  # both known and equal (a mismatch fails the job)
-    model: str | None = None  # the model path or id (the first server's)
+    model: str | None = None  # the model path or id (the first server's), ${VAR}s expanded as it ran
+    # What `recipe-bot run` needed from the runner's environment, as set: the model path's ${VAR}s, and
+    # RECIPE_BOT_VLLM where it named the engine; the report's Reproduce line sets them.
+    run_env: dict[str, str] = Field(default_factory=dict)
     weights: Literal["real", "dummy", "unknown"] = "unknown"
-    dataset: Literal["real", "synthetic", "mixed", "none"] = "none"
+    dataset: Literal["real", "synthetic", "sample", "mixed", "none"] = "none"  # sample: recipe-bot's own problems
     job_file: str | None = None  # the job file, relative to the result directory
 
 

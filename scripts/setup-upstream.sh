@@ -17,8 +17,8 @@ fi
 if ! command -v npm >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "[dev] installing Debian's npm for the pinned upstream data packages"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+    "$root/scripts/apt-get-waiting" update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive "$root/scripts/apt-get-waiting" install -y -qq npm >/dev/null
   else
     echo "[dev] npm is missing: install Node.js's npm, then run scripts/dev setup again" >&2
     echo "[dev] 缺少 npm：请先安装 Node.js 的 npm，再运行 scripts/dev setup" >&2

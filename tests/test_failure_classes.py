@@ -19,6 +19,8 @@ SGL = "[2026-12-01 02:50:03] "
 EXCERPTS = [
     ("runner-lost", ["no result.json came back: the runner was lost, timed out or never started "
                      "the job"], False, "no result.json came back"),
+    ("result-unreadable", ["job-a/result.json is not a valid result: cannot be read: 'utf-8' codec can't decode "
+                           "byte 0xff in position 0"], False, "is not a valid result"),
     ("cancelled-by-platform", ["Slurm job 3301 state CANCELLED on gpu-node-04",
                                "Slurm job cancelled while running: scancel by an operator or the "
                                "cluster"], True, "scancel by an operator or the cluster"),

@@ -141,9 +141,9 @@ def test_chinese_forms_of_messages_use_the_glossary_not_the_english_words():
 
 
 def test_the_chinese_half_of_a_recipe_error_has_no_english_detail():
-    problem = RecipeProblem("recipes/a.yaml", 7, "concurrency", "concurrency values must be >= 1 (got 0)")
+    problem = RecipeProblem("recipes/a.yaml", 7, "concurrency", "concurrency values must be from 1 to 100000 (got 0)")
     chinese = errors_markdown([problem]).split(i18n.SEPARATOR)[1]
-    assert "并发值必须 >= 1（实际为 0）" in chinese and "must be" not in chinese
+    assert "并发值必须在 1 到 100000 之间（实际为 0）" in chinese and "must be" not in chinese
 
 
 def test_the_chinese_half_of_a_plan_has_its_notes_in_chinese(tmp_path):

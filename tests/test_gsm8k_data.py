@@ -92,9 +92,7 @@ def _write_split(folder: Path, test: list[Doc], train: list[Doc]) -> Path:
     (True, True, True, "local:{recipe}/test.jsonl (data_path given in the recipe)"),
     (False, True, True, "local:{env}/test.jsonl (RECIPE_BOT_GSM8K_DIR)"),
     (False, False, True, "huggingface:openai/gsm8k@main"),
-    (False, False, False, "recipe-bot-sample-problems:{sample}/test.jsonl (not GSM8K: hub not reachable: "
-                          "ConnectionError; set RECIPE_BOT_GSM8K_DIR for GSM8K offline)"),
-], ids=["recipe-path-wins", "env-dir-before-hub", "hub-when-online", "own-problems-when-offline"])
+], ids=["recipe-path-wins", "env-dir-before-hub", "hub-when-online"])
 def test_gsm8k_is_read_from_the_first_available_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        recipe_path: bool, env_dir: bool, hub: bool,
                                                        source: str) -> None:
@@ -153,3 +151,36 @@ def test_the_real_gsm8k_test_split_scores_its_own_references_as_correct() -> Non
         assert not gsm8k.score(" #### 0.5", doc).strict_correct  # every real gold is an integer
     prompts = gsm8k.build_prompts(test[:2], train, num_shots=5)
     assert all(p.count("Question: ") == 6 and p.endswith("\nAnswer:") for p in prompts)
+
+
+@pytest.mark.parametrize("hub_error", [ConnectionError("offline"), ImportError("no datasets")],
+                         ids=["hub-not-reachable", "datasets-not-installed"])
+def test_without_gsm8k_the_gate_fails_with_the_reason_never_on_other_problems(
+        monkeypatch: pytest.MonkeyPatch, hub_error: Exception) -> None:
+    from bot.failure_classes import classify_lines
+    from bot.messages_zh import translate
+
+    monkeypatch.setenv(gsm8k.DATA_ENV, "")
+
+    def hub_load() -> tuple[list[Doc], list[Doc]]:
+        raise hub_error
+
+    monkeypatch.setattr(gsm8k, "load_from_hub", hub_load)
+    with pytest.raises(gsm8k.GSM8KUnavailable) as err:
+        gsm8k.load_docs(None, num_shots=2)
+    reason = str(err.value)
+    assert reason.startswith("GSM8K data is not available on this runner (")
+    assert "RECIPE_BOT_GSM8K_DIR" in reason and "accuracy.data_path" in reason
+    assert translate(reason).startswith("这个 runner 上没有 GSM8K 数据")
+    assert classify_lines([reason], started=True).kind == "infrastructure"
+
+
+@pytest.mark.parametrize("how", ["env", "recipe"])
+def test_the_sample_problems_named_explicitly_say_they_are_not_gsm8k(monkeypatch: pytest.MonkeyPatch,
+                                                                     how: str) -> None:
+    monkeypatch.setenv(gsm8k.DATA_ENV, str(gsm8k.SAMPLE_DIR) if how == "env" else "")
+    test, _, source = gsm8k.load_docs(gsm8k.SAMPLE_DIR if how == "recipe" else None, num_shots=1)
+    named = "RECIPE_BOT_GSM8K_DIR" if how == "env" else "data_path given in the recipe"
+    assert source == (f"recipe-bot-sample-problems:{gsm8k.SAMPLE_DIR}/test.jsonl (not GSM8K: recipe-bot's own "
+                      f"sample problems, named by {named})")
+    assert gsm8k.is_sample(source) and len(test) == 12

@@ -50,8 +50,8 @@ def test_status_shows_this_prs_job_waits_and_queued_jobs_on_two_runner_labels(h)
 def test_status_without_active_jobs_says_nothing_is_queued(h):
     h.on_comment(7, "mallory", "/status")
     english, chinese = bilingual(h.bot_comments(7)[-1]["body"])
-    assert "No job of the repository is queued or running" in english
-    assert "没有排队或运行中的作业" in chinese
+    assert "No run of the repository is queued or running." in english
+    assert "没有排队或运行中的运行" in chinese
 
 
 NOW = dt.datetime(2026, 1, 5, 10, 30, tzinfo=dt.timezone.utc)

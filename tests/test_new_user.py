@@ -48,8 +48,11 @@ def _set_concurrency(root: Path, text: str) -> None:
 
 
 @pytest.mark.parametrize("value, message", [
-    pytest.param("[0, 2]", "concurrency values must be >= 1 (got 0)", id="zero"),
-    pytest.param("[-4, 2]", "concurrency values must be >= 1 (got -4)", id="negative"),
+    pytest.param("[0, 2]", "concurrency values must be from 1 to 100000 (got 0)", id="zero"),
+    pytest.param("[-4, 2]", "concurrency values must be from 1 to 100000 (got -4)", id="negative"),
+    pytest.param("[1, 100000000000000000000000000000]",
+                 "concurrency values must be from 1 to 100000 (got 100000000000000000000000000000)",
+                 id="beyond-64-bits"),
     pytest.param("[1, 1, 2]", "concurrency values must be distinct (1 is listed twice)", id="duplicate"),
 ])
 def test_a_bad_recipe_concurrency_is_one_file_line_field_error(recipes_repo, value, message):
@@ -57,6 +60,62 @@ def test_a_bad_recipe_concurrency_is_one_file_line_field_error(recipes_repo, val
     result = invoke("plan", "--repo", recipes_repo)
     assert result.exit_code == 1
     assert f"`recipes/tiny-cpu.yaml:7`, field `concurrency`: `{message}`" in result.output
+
+
+@pytest.mark.parametrize("line, field, english, chinese", [
+    pytest.param("  prompts_per_concurrency: 100000000000000000000000", "workload.prompts_per_concurrency",
+                 "must be from 1 to 10000000 (got 100000000000000000000000)",
+                 "应在 1 到 10000000 之间（实际为 100000000000000000000000）", id="prompts-beyond-64-bits"),
+    pytest.param("  repeats: 0", "workload.repeats", "must be from 1 to 10 (got 0)", "应在 1 到 10 之间（实际为 0）",
+                 id="repeats-below-range"),
+    pytest.param("  num_warmups: -1", "workload.num_warmups", "must be from 0 to 10000000 (got -1)",
+                 "应在 0 到 10000000 之间（实际为 -1）", id="warmups-negative"),
+    pytest.param("  random_range_ratio: 5", "workload.random_range_ratio", "must be from 0 to 1 (got 5)",
+                 "应在 0 到 1 之间（实际为 5）", id="ratio-above-range"),
+])
+def test_a_count_out_of_range_names_the_field_and_the_range_in_both_languages(recipes_repo, line, field,
+                                                                               english, chinese):
+    path = recipes_repo / "recipes" / "tiny-cpu.yaml"
+    key = line.split(":")[0]
+    kept = [old for old in path.read_text().splitlines() if old.split(":")[0] != key]
+    at = next(i for i, old in enumerate(kept) if old.startswith("workload:")) + 1
+    path.write_text("\n".join([*kept[:at], line, *kept[at:]]) + "\n")
+    for form in ("markdown", "json"):
+        result = invoke("plan", "--repo", recipes_repo, "--recipe", "tiny-cpu", "--format", form)
+        assert result.exit_code == 1 and "TypeError" not in result.output
+        assert english in result.output and field in result.output
+    assert chinese in result.output
+
+
+def test_a_number_no_field_bounds_is_refused_before_the_plan_json(recipes_repo):
+    path = recipes_repo / "recipes" / "tiny-cpu.yaml"
+    path.write_text(path.read_text() + "launch:\n  devices: [99999999999999999999999]\n")
+    result = invoke("plan", "--repo", recipes_repo, "--recipe", "tiny-cpu", "--format", "json")
+    assert result.exit_code == 1 and "Integer exceeds" not in result.output
+    assert "launch.devices[0]" in result.output
+    assert "99999999999999999999999 is out of range: numbers up to 9007199254740992 are accepted" in result.output
+    assert "超出范围" in result.output
+
+
+@pytest.mark.parametrize("args, english, chinese", [
+    pytest.param(["demo", "--port", "99999"], "99999 is not in the range 1<=x<=65535", "不在范围 1<=x<=65535 内",
+                 id="demo-port"),
+    pytest.param(["demo", "--port", "0"], "0 is not in the range 1<=x<=65535", "不在范围", id="demo-port-zero"),
+    pytest.param(["sandbox", "--seed", "x.yaml", "--port", "70000"], "70000 is not in the range 0<=x<=65535",
+                 "不在范围 0<=x<=65535 内", id="sandbox-port"),
+    pytest.param(["serve", "--port", "-1"], "-1 is not in the range 0<=x<=65535", "不在范围", id="serve-port"),
+    pytest.param(["demo", "--command", "x" * 65537], "a comment must have from 1 to 65536 characters (got 65537)",
+                 "评论的长度必须在 1 到 65536 个字符之间（实际为 65537）", id="demo-command-too-long"),
+    pytest.param(["demo", "--command", " "], "a comment must have from 1 to 65536 characters (got 0)",
+                 "评论的长度必须在 1 到 65536 个字符之间", id="demo-command-empty"),
+    pytest.param(["report", "--results", ".", "--pr", "99999999999999999999"], "is not in the range 1<=x<=2147483647",
+                 "不在范围", id="report-pr"),
+])
+def test_a_port_or_text_out_of_range_is_refused_naming_the_range(args, english, chinese):
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert english in result.output and chinese in result.output
+    assert "OverflowError" not in result.output
 
 
 def test_a_valid_recipe_concurrency_still_plans(recipes_repo):

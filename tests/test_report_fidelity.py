@@ -172,7 +172,7 @@ def test_an_accuracy_gate_on_dummy_weights_says_it_proves_nothing(weights, discl
     text = render.render_comment(e2e_report(Provenance(weights=weights, dataset="real"))).text
     english, _, chinese = text.partition(i18n.SEPARATOR)
     assert ("accuracy gate on dummy weights proves nothing" in english) is disclosed
-    assert ("随机权重上的精度门禁不能证明任何事" in chinese) is disclosed
+    assert ("用随机权重跑的精度门禁说明不了模型的精度" in chinese) is disclosed
 
 
 def test_a_verified_checkout_is_said_so_next_to_the_figures(tmp_path):

@@ -148,13 +148,13 @@ def test_fenced_uses_a_fence_longer_than_any_backtick_run(length):
 # --- the Mermaid chart ------------------------------------------------------------------------
 # A check of the subset of mermaid's xychart grammar (packages/mermaid/src/diagrams/xychart/
 # parser/xychart.jison) that the report writes: numbers are plain decimals, strings are quoted
-# without inner quotes, the x-axis is a numeric range, every line has the same length.
+# without inner quotes, the x-axis lists quoted categories, every line has one value per category.
 NUMBER = r"[+-]?(?:\d+(?:\.\d+)?|\.\d+)"
 STATEMENTS = [
     re.compile(r'^%%\{init: \{.*\}\}%%$'),
     re.compile(r"^xychart-beta$"),
     re.compile(r'^    title "[^"\n]*"$'),
-    re.compile(rf'^    x-axis "[^"\n]*" {NUMBER} --> {NUMBER}$'),
+    re.compile(rf'^    x-axis "[^"\n]*" \["{NUMBER}"(?:, "{NUMBER}")*\]$'),
     re.compile(rf'^    y-axis "[^"\n]*" {NUMBER} --> {NUMBER}$'),
     re.compile(rf"^    line \[{NUMBER}(?:, {NUMBER})*\]$"),
 ]
@@ -176,10 +176,10 @@ def test_mermaid_chart_is_valid_xychart_syntax(name):
         assert lines[1] == "xychart-beta"
         series = [re.findall(NUMBER, line) for line in lines if line.startswith("    line [")]
         assert 1 <= len(series) <= chart.MAX_LINES
-        assert {len(s) for s in series} == {chart.GRID}
         x_axis = next(line for line in lines if line.startswith("    x-axis"))
-        low, high = map(float, re.findall(NUMBER, x_axis.split('"')[-1]))
-        assert low < high
+        categories = [float(x) for x in re.findall(rf'"({NUMBER})"', x_axis.split("[", 1)[1])]
+        assert {len(s) for s in series} == {len(categories)}
+        assert categories == sorted(set(categories)) and len(categories) >= 2
 
 
 def test_legend_names_each_line_in_palette_order():
@@ -222,3 +222,17 @@ def test_a_size_attempt_gives_the_render_when_it_fits_and_nothing_when_it_cannot
     template = i18n.environment().from_string(source)
     whole = template.render(a="abcde").strip()
     assert render._within(template, {"a": "abcde"}, room) == (whole if len(whole) <= room else None)
+
+
+def test_each_mermaid_line_passes_through_every_measured_point():
+    from bot.report.chart import Series, mermaid_chart
+
+    measured = ((3.2, 1031.6), (9.8, 640.2), (21.5, 210.0))
+    other = ((5.0, 900.0), (21.5, 180.0))
+    made = mermaid_chart([Series("tiny / tp1", False, measured), Series("tiny / tp2", False, other)])
+    categories = [float(x.strip('"')) for x in made.x_labels.split(", ")]
+    assert categories == [3.2, 5.0, 9.8, 21.5]
+    first = [float(v) for v in made.lines[0].values.split(", ")]
+    assert [first[categories.index(x)] for x, _ in measured] == [1031.6, 640.2, 210.0]
+    second = [float(v) for v in made.lines[1].values.split(", ")]
+    assert second[categories.index(5.0)] == 900.0 and second[categories.index(21.5)] == 180.0

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
-from bot.runner import procs
+from bot.runner import gsm8k, procs
 from fake_servers import REPO, live_marked_processes, run_cli
 
 pytestmark = pytest.mark.engine
@@ -32,8 +32,9 @@ def engine_env() -> dict[str, str]:
         if os.environ.get("RECIPE_BOT_CI") == "1":
             pytest.fail(f"{why}; in CI the engine tests must run, not skip")
         pytest.skip(why)
+    # GSM8K where CI provides it, else recipe-bot's own sample problems, named (never a silent stand-in).
     return {"RECIPE_BOT_VLLM": str(VLLM), "RECIPE_BOT_TINY_MODEL": str(TINY_MODEL),
-            "HF_HUB_OFFLINE": "1"}
+            "HF_HUB_OFFLINE": "1", gsm8k.DATA_ENV: os.environ.get(gsm8k.DATA_ENV) or str(gsm8k.SAMPLE_DIR)}
 
 
 def tiny_server() -> ServerSpec:
@@ -119,7 +120,10 @@ def test_e2e_case_scores_gsm8k_against_the_engine(tmp_path: Path,
     assert accuracy["num_samples"] == 3 and accuracy["num_shots"] == 2
     assert accuracy["passed"] is True and accuracy["metric"] == "strict-match"
     samples = json.loads((tmp_path / "out" / accuracy["samples_file"]).read_text())
-    assert samples["source"].startswith(("local:", "huggingface:", "recipe-bot-sample-problems:"))
+    assert samples["source"].startswith(("local:", "recipe-bot-sample-problems:"))
+    assert accuracy["source"] == samples["source"] and accuracy["gsm8k"] is not gsm8k.is_sample(samples["source"])
+    if not accuracy["gsm8k"]:
+        assert run.result["provenance"]["dataset"] == "sample"
     assert len(samples["samples"]) == 3
     assert all(s["error"] is None and isinstance(s["response"], str) for s in samples["samples"])
     for metric, key in (("strict_match", "strict_correct"),

@@ -23,6 +23,7 @@ class FakeHost:
 
     def __init__(self, count: int = 8) -> None:
         self.used_mib = {i: 0.0 for i in range(count)}
+        self.processes: dict[int, list[tuple[int, float]]] = {}  # GPU index -> (pid, MiB) of compute processes
         self.reads: list[int] = []
 
     def module(self) -> types.ModuleType:
@@ -53,6 +54,8 @@ class FakeHost:
         lib.nvmlDeviceGetIndex = lambda handle: handle
         lib.nvmlDeviceGetMemoryInfo = memory
         lib.nvmlDeviceGetName = lambda handle: "NVIDIA H200"
+        lib.nvmlDeviceGetComputeRunningProcesses = lambda handle: [
+            types.SimpleNamespace(pid=pid, usedGpuMemory=int(mib * MIB)) for pid, mib in host.processes.get(handle, [])]
         return lib
 
 
@@ -128,3 +131,75 @@ def test_teardown_proof_passes_when_the_mapped_gpus_are_back(host: FakeHost) -> 
 
     assert proof.gpu == "checked" and proof.gpu_memory_back is True and failures == []
     assert [m.index for m in proof.gpu_memory] == [4]
+
+
+def _gpu_job(gpus: int = 1) -> "Job":
+    from bot.jobs import Case, Job, LoadPoint, ServerSpec
+
+    server = ServerSpec(engine="sglang", model="/models/m")
+    point = LoadPoint(point_id="c1", concurrency=1, dataset="random", isl=8, osl=8, num_prompts=1)
+    return Job(job_id="j", kind="sweep", recipe="r", recipe_fingerprint="f", runner_label="h200", gpus=gpus,
+               cases=[Case(name="c", servers=[server], points=[point])])
+
+
+def test_preflight_refuses_a_busy_gpu_naming_the_pids_and_memory_before_any_server(
+        host: FakeHost, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from bot import failure_classes
+    from bot.messages_zh import translate
+    from bot.runner import local
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    monkeypatch.delenv("RECIPE_BOT_IDLE_GPU_MIB", raising=False)
+    host.used_mib[5] = 118_784.0  # the second GPU of the allocation: another tenant's 116 GiB
+    host.processes[5] = [(4242, 118_000.0)]
+    host.used_mib[0] = 80_000.0  # not this job's GPU: never judged
+
+    def no_launch(*args, **kwargs):
+        raise AssertionError("a server was started on a busy GPU")
+
+    monkeypatch.setattr(local, "_launches", no_launch)
+    result = failure_classes.annotate(local.run_job_local(_gpu_job(gpus=2), tmp_path / "out", repo=tmp_path))
+
+    case = result.cases[0]
+    assert result.status == "failed" and case.status == "failed"
+    assert case.reason == ("the case's GPUs are busy before it started (GPU 5: 118784 MiB, PID 4242 (118000 MiB)); "
+                           "an idle GPU has no compute process and at most 1024 MiB used (RECIPE_BOT_IDLE_GPU_MIB)")
+    assert (result.failure.kind, result.failure.rule) == ("infrastructure", "device-busy")
+    assert failure_classes.should_retry(result)
+    assert translate(case.reason).startswith("用例启动前它的 GPU 已被占用（GPU 5: 118784 MiB, PID 4242 (118000 MiB)）")
+    assert case.cleanup is None  # nothing was started, so there is nothing to prove
+
+
+@pytest.mark.parametrize("used, processes, bound, busy", [
+    pytest.param(0.0, [], None, False, id="idle"),
+    pytest.param(900.0, [], None, False, id="under-the-bound"),
+    pytest.param(2048.0, [], None, True, id="memory-without-a-listed-process"),
+    pytest.param(0.0, [(77, 0.0)], None, True, id="a-compute-process-with-no-memory-yet"),
+    pytest.param(2048.0, [], "4096", False, id="bound-raised-by-the-operator"),
+])
+def test_preflight_judges_processes_and_memory(host: FakeHost, monkeypatch: pytest.MonkeyPatch,
+                                               used, processes, bound, busy) -> None:
+    from bot.runner.preflight import check_idle
+
+    host.used_mib[0], host.processes[0] = used, processes
+    env = {} if bound is None else {"RECIPE_BOT_IDLE_GPU_MIB": bound}
+    assert (check_idle(["0"], env) is not None) == busy
+
+
+def test_preflight_without_nvidia_gpus_checks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.runner.preflight import check_idle
+
+    broken = types.ModuleType("pynvml")
+    broken.nvmlInit = lambda: (_ for _ in ()).throw(RuntimeError("NVML Shared Library Not Found"))
+    monkeypatch.setitem(sys.modules, "pynvml", broken)
+    assert check_idle(["0"], {}) is None
+
+
+def test_a_bad_idle_bound_is_refused_in_both_languages(host: FakeHost) -> None:
+    from bot.messages_zh import translate
+    from bot.runner.preflight import check_idle
+
+    with pytest.raises(ValueError) as err:
+        check_idle(["0"], {"RECIPE_BOT_IDLE_GPU_MIB": "lots"})
+    assert str(err.value) == "RECIPE_BOT_IDLE_GPU_MIB=lots is not a number of MiB from 0 to 1048576"
+    assert translate(str(err.value)) == "RECIPE_BOT_IDLE_GPU_MIB=lots 不是 0 到 1048576 之间的 MiB 数"

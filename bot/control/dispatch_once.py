@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from bot.control import dispatch
-from bot.github import DispatchedRun, GitHubClient, GitHubError, Run
+from bot.config import CONFIG_PATH
+from bot.github import BotLoginMismatch, DispatchedRun, GitHubClient, GitHubError, Run
 from bot.markers import written_by
 
 # Runs are listed newest first; a run of a claim cannot be older than the claim (clocks aside).
@@ -190,6 +191,18 @@ def _merged(before: dispatch.Ledger, read_back: dispatch.Ledger) -> dispatch.Led
     return merged
 
 
+def missing_claim(key: str, pr: int, comments: list, bot_login: str, nonce: str) -> GitHubError:
+    """Why a claim just written is not among the bot's comments: another login wrote it (bot_login is
+    not the token's account), or GitHub lost it."""
+    written = next((c for c in comments if f" nonce={nonce}" in c.body), None)
+    if written is not None and written.user != bot_login:
+        return BotLoginMismatch(
+            f"the bot posts as {written.user}, but bot_login is {bot_login}, so it does not recognise its own "
+            f"comments (the claim of {key} on PR #{pr}): set bot_login to {written.user} in {CONFIG_PATH}, "
+            "or leave it out (the bot then asks GitHub who it is)", posted_as=written.user, bot_login=bot_login)
+    return GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
+
+
 def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login: str,
                 claim_body: Callable[[str], str], holder: str | None = None, requester: str = "",
                 gpu_hours: float | None = None) -> Taken:
@@ -214,7 +227,7 @@ def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login:
     first = ledger.claim(key)
     ours = mine or next((c.comment_id for c in ledger.claims.get(key, []) if c.nonce == nonce), None)
     if first is None or ours is None:
-        raise GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
+        raise missing_claim(key, pr, comments, bot_login, nonce)
     taken = Taken(comments, ledger, first, log=log)
     if first.nonce == nonce:
         return taken
@@ -308,10 +321,11 @@ def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: st
         out.log.append(f"writing the claim of {key} failed ambiguously ({exc}); reading it back")
     # Read the claims back: the oldest wins (comment ids only grow), whoever wrote it. The full ledger
     # read before had none, so only comments written since then can hold one: read by time.
-    ledger = dispatch.read_ledger(client.list_issue_comments(pr, since=started_at - CLOCK_SLACK), bot_login)
+    read_back = client.list_issue_comments(pr, since=started_at - CLOCK_SLACK)
+    ledger = dispatch.read_ledger(read_back, bot_login)
     first = ledger.claim(key, match_sha)
     if first is None:
-        raise GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
+        raise missing_claim(key, pr, read_back, bot_login, nonce)
     if first.nonce != nonce:
         out.lost = True
         out.log.append(f"another handler claimed request {key} first (comment {first.comment_id}); leaving it")

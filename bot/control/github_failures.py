@@ -5,7 +5,8 @@ from typing import Any
 
 from bot import i18n
 from bot.control.events import CommentEvent, PullRequestEvent
-from bot.github import GitHubError
+from bot.config import CONFIG_PATH as CONFIG_FILE
+from bot.github import BotLoginMismatch, GitHubError
 
 
 def wait_text(seconds: float | None) -> str:
@@ -26,7 +27,9 @@ def what(event: CommentEvent | PullRequestEvent) -> str:
 def report(h: Any, event: CommentEvent | PullRequestEvent, exc: GitHubError) -> None:
     """Sets the outcome's failure line (English, then 简体中文) and tries once to tell the PR."""
     context = {"throttled": exc.throttled, "wait": wait_text(exc.throttled_s), "what": what(event),
-               "error": str(exc)}
+               "error": str(exc), "mismatch": isinstance(exc, BotLoginMismatch),
+               "posted_as": getattr(exc, "posted_as", ""), "bot_login": getattr(exc, "bot_login", ""),
+               "config_file": CONFIG_FILE}
     en, zh = (i18n.render("control/github-failed", lang, **context).splitlines()[0] for lang in ("en", "zh"))
     h.outcome.failed = f"{en} / {zh}".replace("\n", " ")
     number = event.number if isinstance(event, CommentEvent) else event.pull.number

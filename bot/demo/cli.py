@@ -1,6 +1,7 @@
 """The `recipe-bot demo` command: checks the machine, runs the loop, prints what GitHub would show."""
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import tempfile
@@ -14,6 +15,7 @@ from rich.rule import Rule
 from bot.cli_guard import HELP_OPTIONS
 from bot.demo import sample
 from bot.demo.loop import DemoError, run_demo
+from bot.runner import gsm8k
 from bot.runner.environment import engine_dir, find_vllm
 
 DEFAULT_COMMAND = "/sweep tiny-cpu --conc 1,4,16"
@@ -37,7 +39,17 @@ def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
             f"（含 config.json、分词器和权重），或省略 --model 以使用 {engine_dir(repo) / 'tiny-model'}")
     if not (model / "config.json").is_file():
         raise click.ClickException(f"the tiny model is missing at {model}: {SETUP_HINT}")
-    return {"RECIPE_BOT_VLLM": vllm, "RECIPE_BOT_TINY_MODEL": str(model)}
+    # Offline, the demo's GSM8K gates (e.g. --command "/sweep tiny-cpu-e2e") score recipe-bot's own sample
+    # problems, named here so that the runner says so; a GSM8K folder of the user's own wins.
+    gsm8k_dir = os.environ.get(gsm8k.DATA_ENV, "").strip() or str(gsm8k.SAMPLE_DIR)
+    return {"RECIPE_BOT_VLLM": vllm, "RECIPE_BOT_TINY_MODEL": str(model), gsm8k.DATA_ENV: gsm8k_dir}
+
+
+def comment_width(markdown: str) -> int:
+    """Columns that hold the comment's widest table row (wider as Markdown than drawn), so no cell is
+    cut; prose wraps at that width."""
+    rows = [len(line) for line in markdown.splitlines() if line.startswith("|")]
+    return max(100, min(400, max(rows, default=0) + 4))
 
 
 def check_port_free(port: int) -> None:
@@ -49,14 +61,24 @@ def check_port_free(port: int) -> None:
                                        "stop what holds it or choose another with --port") from exc
 
 
+MAX_COMMENT_CHARS = 65_536  # GitHub refuses a longer comment body
+
+
+def _comment_text(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not value.strip() or len(value) > MAX_COMMENT_CHARS:
+        raise click.BadParameter(f"a comment must have from 1 to {MAX_COMMENT_CHARS} characters "
+                                 f"(got {len(value.strip()) and len(value)})")
+    return value
+
+
 @click.command(name="demo", context_settings=HELP_OPTIONS)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out"),
               show_default=True, help="Where the comment, the HTML preview, the results and the logs go.")
-@click.option("--command", default=DEFAULT_COMMAND, show_default=True,
+@click.option("--command", default=DEFAULT_COMMAND, show_default=True, callback=_comment_text,
               help="The comment the maintainer writes on the sample PR.")
 @click.option("--model", "model_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="The tiny model directory [default: .engine/tiny-model].")
-@click.option("--port", type=int, default=None,
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
               help="Check that this port is free first (the sandbox and the engine pick free ports).")
 @click.option("--keep-workdir", is_flag=True, help="Keep the sample repository and the sandbox's files.")
 @click.option("--serve", is_flag=True,
@@ -69,7 +91,11 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
     if port is not None:
         check_port_free(port)
     console.print(Rule("recipe-bot demo"))
-    console.print(f"engine: {engine['RECIPE_BOT_VLLM']}\nmodel:  {engine['RECIPE_BOT_TINY_MODEL']}\n")
+    data = engine[gsm8k.DATA_ENV]
+    data_note = (" (recipe-bot's own sample problems, not GSM8K; set RECIPE_BOT_GSM8K_DIR to GSM8K's folder "
+                 "for real scores)" if Path(data).resolve() == gsm8k.SAMPLE_DIR.resolve() else "")
+    console.print(f"engine: {engine['RECIPE_BOT_VLLM']}\nmodel:  {engine['RECIPE_BOT_TINY_MODEL']}\n"
+                  f"GSM8K:  {data}{data_note}\n")
     with tempfile.TemporaryDirectory(prefix="recipe-bot-demo-") as tmp:
         work = Path(tmp)
         try:
@@ -84,7 +110,11 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
                 console.print(f"work directory kept in {kept}")
 
     console.print(Rule(f"PR #{sample.PR_NUMBER}: the comment recipe-bot posted"))
-    console.print(Markdown(outcome.comment.split("\n", 1)[-1]))
+    comment = outcome.comment.split("\n", 1)[-1]
+    # Piped or redirected, rich assumes 80 columns and cuts table cells ("1,031…"): give the comment
+    # the width of its longest line instead, so every figure prints whole.
+    shown = console if console.is_terminal else Console(highlight=False, width=comment_width(comment))
+    shown.print(Markdown(comment))
     check = outcome.check
     console.print(Rule("the check run on the head commit (the merge gate)"))
     console.print(f"{check['name']}: {check.get('conclusion') or check.get('status')} "

@@ -19,7 +19,8 @@ body { font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC"
 .comment > header { background: #f6f8fa; border-bottom: 1px solid #d1d9e0; padding: 8px 16px; }
 .comment > article { padding: 16px; }
 table { border-collapse: collapse; margin: 8px 0; display: block; overflow: auto; }
-th, td { border: 1px solid #d1d9e0; padding: 4px 10px; }
+th, td { border: 1px solid #d1d9e0; padding: 4px 10px; word-break: keep-all; overflow-wrap: normal; }
+th { white-space: nowrap; }
 tr:nth-child(2n) { background: #f6f8fa; }
 code { background: #eff1f3; border-radius: 4px; padding: 1px 4px; font-size: 85%; }
 pre { background: #f6f8fa; padding: 12px; overflow: auto; border-radius: 6px; }

@@ -1,6 +1,7 @@
 """`include:` resolution (lm-eval style, deep-merged, local keys win) and schema errors mapped to lines."""
 from __future__ import annotations
 
+import math
 import posixpath
 import types
 import typing
@@ -192,6 +193,54 @@ _FRIENDLY = {
 }
 
 
+_BOUND_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
+
+
+def field_range(model: type[BaseModel], loc: tuple) -> str | None:
+    """`from 1 to 4096`, `at least 0`, `at most 30`: the range a bounded number field accepts, from
+    its declared bounds; None when the field has none (or `loc` names no model field)."""
+    from pydantic import BaseModel
+
+    if not loc or not isinstance(loc[-1], str):
+        return None
+    for candidate in _unwrap(annotation_at(model, loc[:-1]) if loc[:-1] else model):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel) and loc[-1] in candidate.model_fields:
+            bounds: dict[str, Any] = {}
+            for item in candidate.model_fields[loc[-1]].metadata:
+                bounds.update({k: getattr(item, k) for k in ("ge", "gt", "le", "lt") if getattr(item, k, None) is not None})
+            low = _number(bounds["ge"]) if "ge" in bounds else (f"more than {_number(bounds['gt'])}" if "gt" in bounds else None)
+            high = _number(bounds["le"]) if "le" in bounds else (f"less than {_number(bounds['lt'])}" if "lt" in bounds else None)
+            if low and high:
+                return f"from {low} to {high}"
+            if low or high:
+                return f"at least {low}" if low else f"at most {high}"
+    return None
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def out_of_range(data: Any, path: tuple = ()) -> tuple[tuple, Any] | None:
+    """The first number too large to be any count or time (beyond 2**53, or not finite), with its path:
+    a bound the schema does not name still keeps the plan's JSON and its arithmetic exact."""
+    if isinstance(data, bool):
+        return None
+    if isinstance(data, int) and abs(data) > MAX_EXACT_INT:
+        return path, data
+    if isinstance(data, float) and not math.isfinite(data):
+        return path, data
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        found = out_of_range(value, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
+MAX_EXACT_INT = 2**53
+
+
 def _short(value: object) -> str:
     shown = repr(value)
     return shown if len(shown) < 60 else shown[:57] + "..."
@@ -213,6 +262,8 @@ def problem_from_validation(
     elif kind == "literal_error":
         message = f"{error['input']!r} is not accepted"
         accepted = accepted_values(model, loc)
+    elif kind in _BOUND_ERRORS and field_range(model, loc):
+        message = f"must be {field_range(model, loc)} (got {_short(error.get('input'))})"
     elif kind in _FRIENDLY:
         message = _FRIENDLY[kind]
         if kind == "missing":
@@ -231,6 +282,12 @@ def validate(model: type[BaseModel], data: Any, locate: Callable[[tuple], tuple[
     from pydantic import ValidationError  # imported with the model being validated, never before
 
     try:
-        return model.model_validate(data)
+        validated = model.model_validate(data)
     except ValidationError as exc:
         raise RecipeError([problem_from_validation(exc, model, locate)]) from None
+    huge = out_of_range(data)  # after the schema, whose own bounds name each field's range
+    if huge is not None:
+        file, line = locate(huge[0])
+        raise RecipeError([RecipeProblem(file, line, dotted(huge[0]) or None,
+                                         f"{_short(huge[1])} is out of range: numbers up to {MAX_EXACT_INT} are accepted")])
+    return validated

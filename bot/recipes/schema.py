@@ -10,6 +10,12 @@ from bot.jobs import SlurmSpec
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The largest value each kind of count accepts: far beyond any real run, small enough that no figure
+# derived from it (prompts x concurrency, GPU-hours) leaves a 64-bit integer or loses float precision.
+MAX_CONCURRENCY = 100_000
+MAX_COUNT = 10_000_000  # prompts, warm-ups, tokens, samples
+MAX_PARALLEL = 4_096  # tp, ep, dp, pp: GPUs of one server
+MAX_SECONDS = 30 * 86_400.0  # timeouts and estimates: 30 days
 Precision = Literal["bf16", "fp16", "fp8", "fp4", "int8", "int4", "mxfp4", "nvfp4"]
 
 
@@ -57,15 +63,15 @@ class Launch(Strict):
     # that differ only in concurrency share one server launch (packing). True: one launch per point;
     # then args may use {concurrency}.
     depends_on_concurrency: bool = False
-    startup_timeout_s: float = Field(default=600.0, gt=0)
+    startup_timeout_s: float = Field(default=600.0, gt=0, le=MAX_SECONDS)
     devices: list[int] | None = None
 
 
 def _concurrency_list(value: list[int]) -> list[int]:
     """A concurrency list names each point once: 0, negatives and repeats would make unusable or twin points."""
-    bad = [c for c in value if c < 1]
+    bad = [c for c in value if not 1 <= c <= MAX_CONCURRENCY]
     if bad:
-        raise ValueError(f"concurrency values must be >= 1 (got {bad[0]})")
+        raise ValueError(f"concurrency values must be from 1 to {MAX_CONCURRENCY} (got {bad[0]})")
     repeated = sorted({c for c in value if value.count(c) > 1})
     if repeated:
         raise ValueError(f"concurrency values must be distinct ({repeated[0]} is listed twice)")
@@ -93,8 +99,8 @@ class Search(Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "Search":
         lo, hi = self.range
-        if lo < 1 or hi <= lo:
-            raise ValueError("search.range must be [lo, hi] with 1 <= lo < hi")
+        if lo < 1 or hi <= lo or hi > MAX_CONCURRENCY:
+            raise ValueError(f"search.range must be [lo, hi] with 1 <= lo < hi <= {MAX_CONCURRENCY}")
         if (self.target == "max-conc-under") != (self.bound is not None):
             raise ValueError("search.bound is required with target max-conc-under and accepted with no other")
         return self
@@ -104,10 +110,10 @@ class Arm(Strict):
     """One point of the parallelism search space, swept over its concurrency list."""
 
     name: str | None = Field(default=None, pattern=NAME_PATTERN)
-    tp: int = Field(default=1, ge=1)
-    ep: int = Field(default=1, ge=1)
-    dp: int = Field(default=1, ge=1)
-    pp: int = Field(default=1, ge=1)
+    tp: int = Field(default=1, ge=1, le=MAX_PARALLEL)
+    ep: int = Field(default=1, ge=1, le=MAX_PARALLEL)
+    dp: int = Field(default=1, ge=1, le=MAX_PARALLEL)
+    pp: int = Field(default=1, ge=1, le=MAX_PARALLEL)
     dp_attn: bool = False
     spec_decoding: Literal["none", "mtp", "eagle", "draft_model"] = "none"
     kv_offload: Literal["none", "dram"] = "none"
@@ -145,19 +151,19 @@ class Arm(Strict):
 
 class Workload(Strict):
     dataset: Literal["random", "trace"] = "random"
-    isl: int | None = Field(default=None, ge=1)
-    osl: int | None = Field(default=None, ge=1)
+    isl: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    osl: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     random_range_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
     trace: str | None = None
-    num_prompts: int | None = Field(default=None, ge=1)
-    prompts_per_concurrency: int | None = Field(default=None, ge=1)
-    min_prompts: int = Field(default=1, ge=1)  # the fewest requests a point sends (p99: 100)
+    num_prompts: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    prompts_per_concurrency: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    min_prompts: int = Field(default=1, ge=1, le=MAX_COUNT)  # the fewest requests a point sends (p99: 100)
     # Runs of each point on the same launch (a fresh seed each): the report's interval then sees
     # run-to-run spread, not only the spread between requests of one run.
     repeats: int = Field(default=1, ge=1, le=10)
-    num_warmups: int = Field(default=0, ge=0)
-    warmups_per_concurrency: int | None = Field(default=None, ge=0)
-    duration_s: float | None = Field(default=None, gt=0)  # trace replay: wall time of one point
+    num_warmups: int = Field(default=0, ge=0, le=MAX_COUNT)
+    warmups_per_concurrency: int | None = Field(default=None, ge=0, le=MAX_COUNT)
+    duration_s: float | None = Field(default=None, gt=0, le=MAX_SECONDS)  # trace replay: wall time of one point
     client_args: list[str] = Field(default_factory=list)
     # The benchmark client; by default the engine's own (SGLang: sglang.bench_serving).
     client: Literal["vllm", "sglang"] | None = None
@@ -187,11 +193,11 @@ class Accuracy(Strict):
     """A GSM8K gate: N samples, K shots, the strict-match score must reach the threshold."""
 
     task: Literal["gsm8k"] = "gsm8k"
-    num_samples: int = Field(ge=1)
-    num_shots: int = Field(ge=0)
+    num_samples: int = Field(ge=1, le=MAX_COUNT)
+    num_shots: int = Field(ge=0, le=MAX_COUNT)
     threshold: float = Field(ge=0.0, le=1.0)
     metric: Literal["strict-match", "flexible-extract"] = "strict-match"
-    max_tokens: int = Field(default=256, ge=1)
+    max_tokens: int = Field(default=256, ge=1, le=MAX_COUNT)
     data_path: str | None = None
     # Sweeps only: which arm runs it ("highest": the arm holding the highest concurrency).
     at: Literal["highest", "every-arm"] = "highest"
@@ -204,9 +210,9 @@ class Accuracy(Strict):
 class Estimate(Strict):
     """What the GPU-hour estimate assumes when the workload does not say."""
 
-    startup_s: float = Field(default=600.0, ge=0)
-    point_s: float = Field(default=300.0, ge=0)
-    accuracy_s: float = Field(default=300.0, ge=0)
+    startup_s: float = Field(default=600.0, ge=0, le=MAX_SECONDS)
+    point_s: float = Field(default=300.0, ge=0, le=MAX_SECONDS)
+    accuracy_s: float = Field(default=300.0, ge=0, le=MAX_SECONDS)
 
 
 class RecipeCommon(Strict):
@@ -219,7 +225,7 @@ class RecipeCommon(Strict):
     required_env: list[str] = Field(default_factory=list)
     unset_env: list[str] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)  # other repository files whose change touches it
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
     fail_fast: bool = False
     estimate: Estimate = Field(default_factory=Estimate)
 
@@ -427,7 +433,7 @@ KINDS: dict[str, type[RecipeCommon]] = {"sweep": SweepRecipe, "e2e": E2ESuite}
 class RunnerSpec(Strict):
     """One runner label: what its hosts offer and which repository files all its recipes share."""
 
-    gpus: int = Field(ge=0)  # GPUs per host (0: CPU only)
+    gpus: int = Field(ge=0, le=MAX_PARALLEL)  # GPUs per host (0: CPU only)
     gpu: str | None = None  # e.g. "H200", for reports
     shared: list[str] = Field(default_factory=list)  # globs: a change here touches every recipe
     slurm: SlurmSpec | None = None

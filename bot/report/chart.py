@@ -2,10 +2,11 @@
 
 Mermaid's xychart-beta cannot plot (x, y) pairs: a `line [...]` series is a list of y values
 spread evenly over the x-axis, and every series spans the whole axis (there is no null, and
-the grammar accepts plain decimals only). So the comment's chart puts a shared grid of
-interactivity values on a numeric x-axis (`x-axis "..." min --> max`, GRID points, the same for
-every line) and plots, for each arm, the throughput per GPU it achieves while serving every
-user at least that fast: the InferenceX frontier reading of the sweep.
+the grammar accepts plain decimals only). So the comment's chart puts every measured
+interactivity on a categorical x-axis (`x-axis "..." ["12.3", "40.1", ...]`, the same for every
+line) and plots, for each arm, its measured throughput at its own points and, at the other arms'
+points, the throughput it achieves while serving every user at least that fast: the InferenceX
+frontier reading of the sweep. The categories are evenly spaced, not to scale.
 
   * between measured points the value is linearly interpolated;
   * to the left of an arm's lowest measured interactivity the line holds the best throughput it
@@ -37,7 +38,6 @@ PALETTE: tuple[tuple[str, str], ...] = (
     ("🟪", "#a855f7"), ("🟫", "#92400e"), ("⬛", "#1f2937"), ("🟨", "#eab308"),
 )
 MAX_LINES = len(PALETTE)
-GRID = 24
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,7 @@ class MermaidChart:
     lines: tuple[MermaidLine, ...]
     omitted: int  # series only in chart.png
     beyond: int = 0  # measured points right of the axis end (in the tables and chart.png)
+    x_labels: str = ""  # the x-axis categories ("12.3", "40.1", ...): every measured interactivity
 
 
 def series_from(report: Report) -> list[Series]:
@@ -141,7 +142,7 @@ def _pick(series: list[Series]) -> list[Series]:
     return picked
 
 
-def mermaid_chart(series: list[Series], grid: int = GRID) -> MermaidChart | None:
+def mermaid_chart(series: list[Series]) -> MermaidChart | None:
     picked = _pick(series)
     if not picked:
         return None
@@ -154,11 +155,13 @@ def mermaid_chart(series: list[Series], grid: int = GRID) -> MermaidChart | None
     if x_max - x_min < 0.2:
         x_min = max(0.0, math.floor(min(xs) * 10) / 10 - 1)
     cut = sum(1 for s in picked for x, _ in s.points if x > last)
-    step = (x_max - x_min) / (grid - 1)
-    ticks = [x_min + i * step for i in range(grid)]
+    # The x-axis is every measured interactivity (printed to 0.1), so each line passes through each
+    # of its measured points exactly; a line's value at another line's point is interpolated. An
+    # even grid would plot resampled values and miss the measured ones.
+    ticks = sorted({round(x, 1) for s in picked for x, _ in s.points if x <= last}) or [x_min, x_max]
     lines, peak = [], 0.0
     for index, s in enumerate(picked):
-        values = [frontier(s.points, x) for x in ticks]
+        values = [_at(s.points, x) for x in ticks]
         peak = max(peak, *values)
         lines.append(MermaidLine(PALETTE[index][0], s.label, s.base,
                                  ", ".join(f"{v:.1f}" for v in values)))
@@ -166,7 +169,20 @@ def mermaid_chart(series: list[Series], grid: int = GRID) -> MermaidChart | None
     init = "%%{init: " + json.dumps({"themeVariables": {"xyChart": {
         "plotColorPalette": palette}}}) + "}%%"
     return MermaidChart(init, f"{x_min:.1f}", f"{x_max:.1f}", f"{_nice_ceiling(peak * 1.05):.1f}",
-                        tuple(lines), len(series) - len(picked), cut)
+                        tuple(lines), len(series) - len(picked), cut,
+                        ", ".join(f'"{x:.1f}"' for x in ticks))
+
+
+def _at(points: tuple[tuple[float, float], ...], x: float) -> float:
+    """The measured throughput at interactivity `x` (to 0.1) when the series has a point there, else
+    the frontier (interpolated, or held to the left of its first point)."""
+    measured = [y for px, y in points if round(px, 1) == x]
+    return max(measured) if measured else frontier(points, x)
+
+
+def y_label(title: str) -> str:
+    """chart.png's y-axis: the quantity its title names ("Throughput per GPU", "Throughput (CPU)")."""
+    return f"{title.split(' vs ', 1)[0]} (tok/s)"
 
 
 PNG_MAX_ARMS = 40  # past this a chart is a tangle; the title says how many are left out
@@ -202,7 +218,7 @@ def write_png(series: list[Series], path: pathlib.Path, title: str) -> None:
         axes.text(0.5, 0.5, "no measured points", ha="center", va="center",
                   transform=axes.transAxes)
     axes.set_xlabel("Interactivity (tok/s/user)")
-    axes.set_ylabel("Throughput per GPU (tok/s)")
+    axes.set_ylabel(y_label(title))
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
     if series and len(series) <= 24:

@@ -127,6 +127,8 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
         # GITHUB_TOKEN cannot read GET /user; in Actions it posts as github-actions[bot].
         if os.environ.get("GITHUB_ACTIONS") == "true":
             return post.ACTIONS_BOT
+        if exc.status is None:  # no answer at all: which login to use is not the question yet
+            raise click.ClickException(f"{exc}; check GITHUB_API_URL and the network") from None
         raise click.ClickException(
             f"cannot tell which account the bot posts as ({exc}); set bot_login in "
             f"{DEFAULT_CONFIG} or pass --bot-login") from None
@@ -154,7 +156,7 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
               help="Post the sticky comment and the check run (GITHUB_API_URL, GITHUB_TOKEN).")
 @click.option("--dry-run", is_flag=True, help="With --post: print each write as JSON instead.")
 @click.option("--repo", help="owner/name (default: GITHUB_REPOSITORY, else from the results).")
-@click.option("--pr", type=int, help="Pull request number (default: from the results).")
+@click.option("--pr", type=click.IntRange(1, 2**31 - 1), help="Pull request number (default: from the results).")
 @click.option("--sha", help="Head SHA the report is for (default: from the results).")
 @click.option("--run-url", help="The GPU workflow run (default: from GITHUB_* variables).")
 @click.option("--command", "command_text", help="The PR command that started the run.")
@@ -211,8 +213,10 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     report = build.build_report(collection, baseline, thresholds, meta)
     out_dir.mkdir(parents=True, exist_ok=True)
     # The chart first: drawing it in the child is the longest of the work left.
+    cpu_only = bool(report.recipes) and all(section.gpus == 0 for section in report.recipes)
     chart_child.draw(chart.plotted(report), out_dir / "chart.png",
-                     f"Throughput per GPU vs interactivity · {(sha or 'unknown')[:12]}")
+                     f"{'Throughput (CPU)' if cpu_only else 'Throughput per GPU'} vs interactivity · "
+                     f"{(sha or 'unknown')[:12]}")
     # Compact on purpose: with thousands of points an indented file is several times larger.
     _write(out_dir / "full-results.json", orjson.dumps(
         {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys, "report": report},

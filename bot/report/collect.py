@@ -95,6 +95,9 @@ def _invalid_result(file: pathlib.Path, root: pathlib.Path, problem: str,
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         pass  # nested past json's recursion limit: pydantic's parser already said so, in `problem`
     job_id = raw.get("job_id") if isinstance(raw.get("job_id"), str) else None
+    # Unreadable through and through: the runner writes it under results/<job id>/, so the folder names the job.
+    job_id = job_id or next((part for part in reversed(pathlib.PurePosixPath(relative).parent.parts)
+                             if part in plan_by_id), None)
     planned = plan_by_id.get(job_id or "")
     fields = {"kind": "sweep", "recipe": "?", "recipe_fingerprint": "?", "runner_label": "?"}
     if planned is not None:
@@ -121,14 +124,36 @@ def _read_result(file: pathlib.Path, root: pathlib.Path,
     return _invalid_result(file, root, problem, plan_by_id), "invalid result.json"
 
 
-def lost_result(job: Job) -> JobResult:
+RUNNER_LOG = "runner.log"  # the runner's own lines (bot/runner/progress.py), written as it goes
+LOG_TAIL_LINES = 3
+LOG_LINE_WIDTH = 200
+
+
+def runner_log_tail(results_dir: pathlib.Path, job_id: str) -> str | None:
+    """The last lines of the runner.log a job left without a result.json (its runner was killed, say
+    by SIGKILL or an out-of-memory kill), found in a folder named after the job; None when none."""
+    for log in sorted(results_dir.rglob(RUNNER_LOG)):
+        if (log.parent / RESULT_FILE).exists() or job_id not in log.relative_to(results_dir).parts:
+            continue
+        try:
+            lines = [line.strip() for line in log.read_text(encoding="utf-8", errors="replace").splitlines()]
+        except OSError:
+            continue
+        kept = [line[:LOG_LINE_WIDTH] for line in lines if line][-LOG_TAIL_LINES:]
+        if kept:
+            return " / ".join(kept)
+    return None
+
+
+def lost_result(job: Job, log_tail: str | None = None) -> JobResult:
+    reason = f"no {RESULT_FILE} came back: the runner was lost, timed out or never started the job"
+    if log_tail:
+        reason += f"; its {RUNNER_LOG} ends: {log_tail}"
     return JobResult(
         job_id=job.job_id, kind=job.kind, recipe=job.recipe,
         recipe_fingerprint=job.recipe_fingerprint, runner_label=job.runner_label,
         status="lost", gpus=job.gpus, repository=job.repository, pr=job.pr, sha=job.sha,
-        command=job.command,
-        reason=(f"no {RESULT_FILE} came back: the runner was lost, timed out or never "
-                "started the job"))
+        command=job.command, reason=reason)
 
 
 def _stale(result: JobResult, head_sha: str | None) -> JobResult | None:
@@ -176,7 +201,8 @@ def collect(results_dir: pathlib.Path, plan: list[Job] | None = None,
                             attempts=len(attempts), problem=problem, earlier=earlier)
 
     jobs = [pick(job.job_id) if job.job_id in found
-            else CollectedJob(result=lost_result(job), source=None, plan=job, attempts=0)
+            else CollectedJob(result=lost_result(job, runner_log_tail(results_dir, job.job_id)), source=None,
+                              plan=job, attempts=0)
             for job in plan]
     jobs += [pick(job_id) for job_id in sorted(found) if job_id not in plan_by_id]
     return Collection(jobs=tuple(jobs), plan_given=bool(plan), head_sha=head_sha)

@@ -173,6 +173,19 @@ def _source(source: Source | None) -> dict:
             "sha_checked": source.sha_checked}
 
 
+def _gate_data(accuracy: object | None) -> str | None:
+    """What scored a gate, as the E2E table names it: `sample` (recipe-bot's own problems), the hub's
+    dataset, a local file's name; None for older results that do not say."""
+    source = getattr(accuracy, "source", None)
+    if not source:
+        return None
+    if getattr(accuracy, "gsm8k", None) is False:
+        return "sample"
+    if source.startswith("huggingface:"):
+        return source.removeprefix("huggingface:")
+    return "/".join(source.removeprefix("local:").split(" (", 1)[0].rsplit("/", 2)[-2:])
+
+
 def _e2e(row: E2ERow) -> dict:
     accuracy = row.accuracy
     cleanup = row.cleanup
@@ -185,6 +198,7 @@ def _e2e(row: E2ERow) -> dict:
         "shots": None if accuracy is None else accuracy.num_shots,
         "threshold": None if accuracy is None else f"{accuracy.threshold:.2f}",
         "gate": None if accuracy is None else accuracy.passed,
+        "data": _gate_data(accuracy),
         "cleanup": cleanup.state,
         "pids": ", ".join(map(str, cleanup.leftover_pids)),
         "ports": ", ".join(map(str, cleanup.busy_ports)),

@@ -8,6 +8,7 @@ point it measured, from the job file in the run's `plan` artifact, at the author
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ from bot.provenance import dataset_of, weights_of
 from bot.report.collect import CollectedJob
 
 _SAFE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 UNKNOWN_SHA = "<head SHA>"
 
 
@@ -98,7 +100,11 @@ def reproduce(job: CollectedJob, head_sha: str | None) -> str:
     """One shell line: check out the authorized SHA, then run the same job file on it."""
     result = job.result
     sha = next((s for s in (result.sha, head_sha) if is_full_sha(s)), UNKNOWN_SHA)
-    return (f"git -C pr checkout --detach {sha} && recipe-bot run --job {job_file(job)} "
+    # The variables the model path named, as they were set: without them the same job cannot start.
+    named = result.provenance.run_env if result.provenance is not None else {}
+    env = "".join(f"{name}={shlex.quote(value)} " for name, value in sorted(named.items())
+                  if _ENV_NAME.fullmatch(name))
+    return (f"git -C pr checkout --detach {sha} && {env}recipe-bot run --job {job_file(job)} "
             f"--out results/{_safe(result.job_id)} --repo pr")
 
 

@@ -122,5 +122,6 @@ def run_gsm8k(spec: AccuracySpec, *, base_url: str, model: str, case_dir: Path, 
     result = AccuracyResult(
         task="gsm8k", num_samples=count, num_shots=spec.num_shots, strict_match=strict,
         flexible_extract=flexible, metric=spec.metric, threshold=spec.threshold,
-        passed=reason is None, samples_file=str(samples_file.relative_to(out_dir)))
+        passed=reason is None, samples_file=str(samples_file.relative_to(out_dir)), source=source,
+        gsm8k=not gsm8k.is_sample(source))
     return AccuracyOutcome(result, reason)

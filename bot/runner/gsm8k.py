@@ -32,9 +32,25 @@ _FLEXIBLE = re.compile(FLEXIBLE_PATTERN)
 # Offline fleets: a folder with GSM8K's test.jsonl and train.jsonl (e.g. a copy of openai/gsm8k's main config).
 DATA_ENV = "RECIPE_BOT_GSM8K_DIR"
 HUB_SOURCE = "huggingface:openai/gsm8k@main"
-# recipe-bot's own GSM8K-format problems: only when no GSM8K is reachable (the offline CPU demo and tests).
+# recipe-bot's own GSM8K-format problems, not GSM8K: only where named (data_path or RECIPE_BOT_GSM8K_DIR),
+# as the offline CPU demo and the tests name them; never a silent stand-in for GSM8K.
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "data" / "sample_problems"
 SAMPLE_SOURCE = "recipe-bot-sample-problems"
+
+
+class GSM8KUnavailable(ValueError):
+    """No GSM8K here: the gate fails with this reason rather than score other problems."""
+
+
+def is_sample(source: str) -> bool:
+    """Whether a source (what load_docs returns) is recipe-bot's own sample problems, not GSM8K."""
+    return source.startswith(SAMPLE_SOURCE + ":")
+
+
+def _named(test_path: Path, how: str) -> str:
+    if test_path.resolve().parent == SAMPLE_DIR.resolve():
+        return f"{SAMPLE_SOURCE}:{test_path} (not GSM8K: recipe-bot's own sample problems, named by {how})"
+    return f"local:{test_path} ({how})"
 
 
 @dataclass(frozen=True)
@@ -162,26 +178,25 @@ def _read(test_path: Path, train_path: Path, num_shots: int) -> tuple[list[Doc],
 
 def load_docs(data_path: Path | None, num_shots: int) -> tuple[list[Doc], list[Doc], str]:
     """(test docs, train docs, where they came from), first of: the recipe's `data_path`; the folder in
-    RECIPE_BOT_GSM8K_DIR; openai/gsm8k from the Hugging Face hub; recipe-bot's own sample problems.
+    RECIPE_BOT_GSM8K_DIR; openai/gsm8k from the Hugging Face hub. Raises GSM8KUnavailable otherwise.
 
-    An explicit path always wins, so a pinned recipe or an offline fleet never touches the hub. The
-    sample problems are not GSM8K: their source says so, and a gate asking for more samples than
-    they hold fails on the sample count (bot/runner/accuracy.py).
+    An explicit path always wins, so a pinned recipe or an offline fleet never touches the hub.
+    recipe-bot's own sample problems are read only where one of the two names them, and their
+    source then says they are not GSM8K.
     """
     if data_path is not None:
         test_path, train_path = local_split_paths(data_path)
-        return *_read(test_path, train_path, num_shots), f"local:{test_path} (data_path given in the recipe)"
+        return *_read(test_path, train_path, num_shots), _named(test_path, "data_path given in the recipe")
     folder = _env_dir()
     if folder is not None:
         test_path, train_path = local_split_paths(folder)
-        return *_read(test_path, train_path, num_shots), f"local:{test_path} ({DATA_ENV})"
+        return *_read(test_path, train_path, num_shots), _named(test_path, DATA_ENV)
     try:
         test, train = load_from_hub()
         return test, train, HUB_SOURCE
     except ImportError:
         hub_problem = "Hugging Face datasets is not installed"
-    except Exception as exc:  # noqa: BLE001 - offline, no cache: use the sample problems
+    except Exception as exc:  # noqa: BLE001 - offline, no cache: the gate cannot be scored
         hub_problem = f"hub not reachable: {type(exc).__name__}"
-    test_path, train_path = local_split_paths(SAMPLE_DIR)
-    return (*_read(test_path, train_path, num_shots),
-            f"{SAMPLE_SOURCE}:{test_path} (not GSM8K: {hub_problem}; set {DATA_ENV} for GSM8K offline)")
+    raise GSM8KUnavailable(f"GSM8K data is not available on this runner ({hub_problem}); set {DATA_ENV} to a "
+                           "folder holding GSM8K's test.jsonl and train.jsonl, or give the recipe's accuracy.data_path")

@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from bot.jobs import Case, Job, LoadPoint
-from bot.results import CaseResult, JobResult, PointResult
+from bot.provenance import dataset_of
+from bot.results import CaseResult, JobResult, PointResult, Provenance
 from bot.runner import kernel_log, procs
 from bot.runner.accuracy import run_gsm8k
 from bot.runner.budget import Budget, JobInterrupted
@@ -26,6 +27,7 @@ from bot.runner.hardware import (case_gpus, describe_host, gpu_memory_used_mib,
 from bot.runner.inprocess import InProcessClient, launch_session
 from bot.runner.load import (VLLM_CLIENT, Client, Target, choose_client, reset_prefix_cache,
                              run_point, safe_name)
+from bot.runner.preflight import check_idle
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
 from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
@@ -270,6 +272,9 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                  f"{len(case.points)} point(s)" + (", GSM8K" if case.accuracy else ""))
     try:
         budget.tick("starting the case")
+        busy = check_idle(used_gpus)
+        if busy is not None:
+            raise EnvironmentProblem(busy)
         launches = _launches(case, ctx, run_tag)
 
         def client_alongside() -> None:
@@ -360,6 +365,13 @@ def _prepare_harness(job: Job, ctx: RunContext, stop_why: str | None) -> tuple[l
     return setup, software_versions(command.plugin, env)
 
 
+def _gates_scored(provenance: Provenance, job: Job, cases: list[CaseResult]) -> Provenance:
+    """The provenance with what scored the gates: recipe-bot's sample problems are not real data."""
+    if any(c.accuracy is not None and c.accuracy.gsm8k is False for c in cases):
+        return provenance.model_copy(update={"dataset": dataset_of(job, sample_gates=True)})
+    return provenance
+
+
 def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
                   repo: Path | None = None, job_file: str | None = None) -> JobResult:
     """Run every case of the job in order on this host and return the typed result.
@@ -370,7 +382,7 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     checkout = checkout_head(repo)
     provenance = provenance_of(job, checkout, job_file)
     console = console or Console(stderr=True)
-    progress = Progress(console, out_dir / "runner.log")
+    progress = Progress(console, out_dir / "runner.log", cpu=job.gpus == 0)
     budget = Budget(job.timeout_s)
     procs.become_subreaper()  # orphans of our servers come back to us and get reaped
     started_at, t0 = _now(), time.monotonic()
@@ -426,6 +438,7 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
         engine_version=engine_version, hardware=describe_host(),
         started_at=started_at, finished_at=_now(), duration_s=round(time.monotonic() - t0, 3),
         server_launches=sum(1 for c in cases if c.cleanup is not None), cases=cases,
-        provenance=provenance, setup=setup, software=software, compare_arms=job.compare_arms, manual=job.manual)
+        provenance=_gates_scored(provenance, job, cases), setup=setup, software=software,
+        compare_arms=job.compare_arms, manual=job.manual)
     progress.summary(result)
     return result

@@ -17,8 +17,9 @@ _STYLE = {"passed": "green", "failed": "bold red", "cancelled": "yellow", "skipp
 
 
 class Progress:
-    def __init__(self, console: Console, log_path: Path) -> None:
+    def __init__(self, console: Console, log_path: Path, *, cpu: bool = False) -> None:
         self.console = console
+        self.tput_unit = "tok/s (CPU)" if cpu else "tok/s/GPU"  # a CPU job's figure is per host, not per GPU
         self.log_path = log_path
         self.started = time.monotonic()
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -44,7 +45,7 @@ class Progress:
         inter = f"{m.interactivity:.1f} tok/s/user" if m.interactivity else "n/a"
         self.say(f"  point [bold]{escape(result.point_id)}[/bold] c={result.concurrency} "
                  f"[{_STYLE[result.status]}]{result.status}[/]: "
-                 f"{m.total_token_throughput:.1f} tok/s total, {m.tput_per_gpu:.1f} tok/s/GPU, "
+                 f"{m.total_token_throughput:.1f} tok/s total, {m.tput_per_gpu:.1f} {self.tput_unit}, "
                  f"TTFT p50 {m.ttft_ms.get('median', float('nan')):.1f} ms, "
                  f"TPOT p50 {m.tpot_ms.get('median', float('nan')):.2f} ms, {inter}, "
                  f"{m.completed} ok / {m.failed} failed in {m.duration_s:.1f} s"
@@ -60,7 +61,7 @@ class Progress:
 
     def summary(self, result: JobResult) -> None:
         table = Table(title=f"job {result.job_id}: {result.status}", title_justify="left")
-        for column in ("case", "point", "conc", "status", "tok/s/GPU", "TTFT p50 ms",
+        for column in ("case", "point", "conc", "status", self.tput_unit, "TTFT p50 ms",
                        "TPOT p50 ms", "interactivity"):
             table.add_column(column)
         for case in result.cases:

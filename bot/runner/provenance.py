@@ -3,12 +3,16 @@ model and data sources a reader needs to judge them (real or dummy weights, real
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from bot.jobs import Job
 from bot.provenance import dataset_of, weights_of
 from bot.results import Provenance
+
+ENGINE_ENV = "RECIPE_BOT_VLLM"  # bot/runner/environment.py: the vllm the runner uses, where set
 
 
 def checkout_head(repo: Path) -> str | None:
@@ -64,10 +68,27 @@ def _expand(value: str, env) -> str:
     return value
 
 
-def provenance_of(job: Job, checkout: str | None, job_file: str | None = None) -> Provenance:
-    model = job.cases[0].servers[0].model if job.cases and job.cases[0].servers else None
+def _model_as_run(model: str | None, env: Mapping[str, str]) -> tuple[str | None, dict[str, str]]:
+    """The model path with its ${VAR}s expanded from the runner's environment (left as written where
+    one is unset: the case then fails naming it), and those variables' values, to reproduce it."""
+    if model is None:
+        return None, {}
+    names = re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", model)
+    if not names or any(name not in env for name in names):
+        return model, {}
+    used = {name: env[name] for name in names}
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: used[m.group(1)], model), used
+
+
+def provenance_of(job: Job, checkout: str | None, job_file: str | None = None,
+                  env: Mapping[str, str] | None = None) -> Provenance:
+    named = job.cases[0].servers[0].model if job.cases and job.cases[0].servers else None
+    env = os.environ if env is None else env
+    model, run_env = _model_as_run(named, env)
+    if env.get(ENGINE_ENV) and any(s.engine == "vllm" for c in job.cases for s in c.servers):
+        run_env[ENGINE_ENV] = env[ENGINE_ENV]
     weights = "dummy" if random_weights_on_disk(job) else weights_of(job)
     return Provenance(authorized_sha=job.sha, checkout_sha=checkout,
                       sha_checked=bool(job.sha and checkout and job.sha == checkout),
-                      model=model, weights=weights,  # type: ignore[arg-type]
+                      model=model, run_env=run_env, weights=weights,  # type: ignore[arg-type]
                       dataset=dataset_of(job), job_file=job_file)  # type: ignore[arg-type]

@@ -1,7 +1,8 @@
-"""`recipe-bot sandbox --seed F [--port P] [--api ghes-3.19]`: serve the local GitHub stand-in until SIGTERM or Ctrl-C."""
+"""`recipe-bot sandbox --seed F [--port P] [--api ghes-3.19] [--deliver URL]`: serve the local GitHub stand-in until SIGTERM or Ctrl-C."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -26,7 +27,13 @@ from .seed import SeedError, load_seed
               help="Which GitHub description to serve: api.github.com, ghec, or a GitHub Enterprise Server "
                    "version the pinned @octokit/openapi ships (e.g. ghes-3.19). / 提供哪个 GitHub API 描述：api.github.com、"
                    "ghec，或所锁定的 @octokit/openapi 附带的 GitHub Enterprise Server 版本（如 ghes-3.19）。")
-def sandbox_cmd(seed_path: Path, port: int, host: str, log_out: Path | None, api: str) -> None:
+@click.option("--deliver", "deliver_url", default=None, metavar="URL",
+              help="Send each new comment as a signed issue_comment webhook to URL, e.g. a running "
+                   "`recipe-bot serve` (docs/sandbox.md).")
+@click.option("--secret-env", default="RECIPE_BOT_WEBHOOK_SECRET", show_default=True,
+              help="With --deliver: the variable holding the webhook secret (the same one serve reads).")
+def sandbox_cmd(seed_path: Path, port: int, host: str, log_out: Path | None, api: str,
+                deliver_url: str | None, secret_env: str) -> None:
     """Serve a local stand-in for GitHub's REST API, backed by a git repository and a seed file.
 
     The first line printed is `listening on http://HOST:PORT`. Each request's token names the acting
@@ -38,6 +45,17 @@ def sandbox_cmd(seed_path: Path, port: int, host: str, log_out: Path | None, api
     from .server import Sandbox, SandboxHTTPServer
     from .upstream import UpstreamMissing
 
+    secret = os.environ.get(secret_env, "")
+    if deliver_url is not None:
+        if not deliver_url.startswith(("http://", "https://")):
+            raise click.ClickException(f"--deliver {deliver_url}: expected an http:// or https:// URL, "
+                                       "e.g. http://127.0.0.1:8080/\n"
+                                       f"--deliver {deliver_url}：应为 http:// 或 https:// 开头的 URL，"
+                                       "例如 http://127.0.0.1:8080/")
+        if not secret:
+            raise click.ClickException(f"--deliver needs the webhook secret in {secret_env} (export it for both "
+                                       f"the sandbox and serve)\n--deliver 需要环境变量 {secret_env} 中的 webhook "
+                                       "密钥（请为 sandbox 和 serve 设置同一个值）")
     try:
         app = Sandbox(load_seed(seed_path), api=api)
     except (SeedError, UnknownAPI, UpstreamMissing) as exc:
@@ -52,6 +70,9 @@ def sandbox_cmd(seed_path: Path, port: int, host: str, log_out: Path | None, api
     serving = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     serving.start()
     click.echo(f"listening on {httpd.url}")
+    if deliver_url is not None:
+        app.deliverer.target(deliver_url, secret)
+        click.echo(f"delivering webhooks to {deliver_url}")
     sys.stdout.flush()
     while not stop.wait(0.5):
         pass

@@ -134,6 +134,9 @@ class Seed(_Strict):
     pulls: list[SeedPull] = []
     issues: list[SeedIssue] = []
     workflow_runs: list[SeedRun] = []
+    # Instead of `git`: branch -> {path: text, or {from: file relative to the seed}, or null}; the
+    # sandbox builds the repository at start (bot/sandbox/seedrepo.py).
+    branches: dict[str, dict[str, str | dict[Literal["from"], str] | None]] | None = None
 
     @field_validator("repository")
     @classmethod
@@ -235,7 +238,9 @@ def load_seed(path: str | Path) -> SeedFile:
         elif err["type"] == "literal_error":
             msg = f"{msg} (got {err.get('input')!r})"
         raise SeedError(f"{path}:{_line_of(root, loc)}: {_dotted(loc)}: {msg}") from None
-    return SeedFile(seed=seed, path=path.resolve(), root=root)
+    from .seedrepo import build  # the repository a seed's `branches` describe
+
+    return build(SeedFile(seed=seed, path=path.resolve(), root=root))
 
 
 def _accepted(loc: tuple[Any, ...]) -> str:

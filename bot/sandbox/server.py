@@ -139,8 +139,9 @@ class Sandbox:
             if req.body and isinstance(body_obj, str):
                 raise ApiError(400, "Problems parsing JSON")
             t0 = time.perf_counter()
-            verdict = self.validator.check_request(route, params, query, req.headers, req.body,
-                                                   req.headers.get("content-type", "application/json"))
+            # GitHub reads every body as JSON whatever its Content-Type: `curl -d '{"body": "/help"}'`
+            # (sent as application/x-www-form-urlencoded) creates the comment there, and so here.
+            verdict = self.validator.check_request(route, params, query, req.headers, req.body, "application/json")
             validation_ms += (time.perf_counter() - t0) * 1000
             if not verdict.valid:
                 entry.update(valid=False, errors=verdict.messages())

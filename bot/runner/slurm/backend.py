@@ -403,7 +403,8 @@ def _merge(job: Job, slurm_id: str, watch: _Watch, tail: _OutputTail, result_pat
 
 
 @click.command("slurm-cancel", context_settings=HELP_OPTIONS)
-@click.option("--pr", type=int, required=True, help="Cancel the Slurm jobs of this pull request.")
+@click.option("--pr", type=click.IntRange(1, 2**31 - 1), required=True,
+              help="Cancel the Slurm jobs of this pull request.")
 @click.option("--keep-sha", default=None, help="Keep the jobs of this head SHA (a superseding push).")
 @click.option("--repository", default=None, help="Only jobs submitted for this owner/name.")
 @click.option("--why", default=None, help="Reason recorded on each job and in its result.json.")
