@@ -8,6 +8,10 @@ import pytest
 
 from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, SandboxProcess, describe, make_seed
 
+# Fixture repositories carry test files of their own (afd_shaped's pytest harness): they are run by the
+# tests that need them, inside their own checkout, never collected as recipe-bot's tests.
+collect_ignore_glob = ["fixtures/*"]
+
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Any:
