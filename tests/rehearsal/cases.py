@@ -11,7 +11,7 @@ from .run import BOT, MAINTAINER, ActRun, Rehearsal
 from .stage import Edits
 
 GATE = "recipe-bot / benchmarks"
-SWEEP = "/sweep tiny-cpu --conc 1"
+SWEEP = "/sweep tiny-cpu --scope lowest"
 # The PR of the demo: one more output token per request in the tiny-cpu recipe.
 TUNE_TINY: Edits = {"recipes/tiny-cpu.yaml": lambda text: text.replace("osl: 32", "osl: 48")}
 TOUCH_NOTHING: Edits = {"README.md": lambda text: text + "\nA line of prose, no recipe.\n"}
@@ -22,9 +22,10 @@ TWO_RECIPES: Edits = {**TUNE_TINY, "recipes/tiny-cpu-b.yaml": lambda _: (
     "include: _base/tiny-cpu.yaml\nname: tiny-cpu-b\nkind: sweep\ndescription: A second tiny recipe.\n"
     "concurrency: [1]\nsearch_space:\n  - name: tp1\n    tp: 1\nworkload:\n  dataset: random\n  isl: 64\n"
     "  osl: 16\n  prompts_per_concurrency: 2\n  min_prompts: 4\n")}
-# Only the gate's own command is required: a rehearsal of one /sweep can then conclude the gate.
+# The gate requires only what one cheap /sweep measures (the shipped config requires the full /sweep and
+# /e2e): a rehearsal of one comment can then conclude the gate.
 SWEEP_GATE_ONLY: Edits = {".github/recipe-bot.yaml": lambda text: re.sub(
-    r"(gate:\n  required:\n)(    - .*\n)+", r"\1    - /sweep\n", text)}
+    r"(gate:\n  required:\n)(    - .*\n)+", r"\1    - /sweep --scope lowest\n", text)}
 
 
 @dataclasses.dataclass
@@ -139,20 +140,37 @@ def empty_plan(r: Rehearsal, e: Expect) -> None:
     e.that(gpu.jobs.get("gpu/plan") == "success", f"the plan job was {gpu.jobs.get('gpu/plan')}")
     e.that(not _jobs_named(gpu, "run ") and not _planned_jobs(gpu), f"an empty plan ran jobs: {gpu.jobs}")
     e.that(gpu.jobs.get("gpu/report") == "success", f"the report job was {gpu.jobs.get('gpu/report')}")
+    e.that(len(_report_comments(r, sha)) == 1, f"{len(_report_comments(r, sha))} report comments, not 1")
+    _expect_gate(r, e, sha, "success")
     _record(r, e, sha)
+
+
+# act 0.2.89 ends the whole run when a job inside a called workflow fails (nektos/act#1793): the caller's
+# later jobs, `if: always()` ones included, never start. GitHub runs them (retry, report). So under act the
+# rehearsal checks what happens up to the failure, and names the gap instead of passing over it.
+ACT_ABORTS_AFTER_CALLED_FAILURE = ("act ends the run after a failed job of a called workflow (nektos/act#1793): "
+                                   "retry and report cannot be rehearsed after it")
 
 
 def matrix_job_fails(r: Rehearsal, e: Expect) -> None:
     sha = r.head_sha()
     # An engine that exits at once: every job of the label fails at its first server launch.
-    gpu = r.run_dispatch(r.dispatch("/sweep tiny-cpu tiny-cpu-b --fail-fast"),
+    gpu = r.run_dispatch(r.dispatch("/sweep tiny-cpu tiny-cpu-b --scope lowest --fail-fast"),
                          env={"RECIPE_BOT_VLLM": "/bin/false"})
     ran = _jobs_named(gpu, "run ")
     e.that("failure" in ran.values(), f"no matrix job failed: {ran}")
-    e.that(gpu.jobs.get("gpu/report") == "success", f"the report job was {gpu.jobs.get('gpu/report')} "
-                                                    f"after a failed matrix job")
-    e.that(len(_report_comments(r, sha)) == 1, f"{len(_report_comments(r, sha))} report comments, not 1")
-    _expect_gate(r, e, sha, "failure")
+    e.that(gpu.returncode != 0, "act reported success for a run with a failed matrix job")
+    artifacts = gpu.log.parent / f"artifacts-{gpu.log.name.split('-')[1]}"
+    for job_id in _planned_jobs(gpu):
+        started = any(job.removeprefix("run ").startswith(job_id) for job in ran)
+        e.that(not started or (artifacts / f"result-{job_id}" / job_id / "result.json").is_file(),
+               f"job {job_id} kept no result-{job_id} artifact (its `Keep the result` step is if: always())")
+    if "gpu/report" in gpu.jobs:
+        e.that(len(_report_comments(r, sha)) == 1, f"{len(_report_comments(r, sha))} report comments, not 1")
+        _expect_gate(r, e, sha, "failure")
+    else:
+        e.facts["not_rehearsed"] = ACT_ABORTS_AFTER_CALLED_FAILURE
+    e.that(not any(g.get("conclusion") == "success" for g in _gates(r, sha)), "a failed matrix passed the gate")
     e.facts["fail_fast"] = {"planned": sorted(_planned_jobs(gpu)), "ran": ran}
     _record(r, e, sha)
 
@@ -185,7 +203,8 @@ CASES = {c.name: c for c in [
          plan_fails),
     Case("empty-plan", "/sweep on a PR that touches no recipe: an empty plan, no matrix, the report still runs",
          TOUCH_NOTHING, empty_plan),
-    Case("matrix-job-fails", "a matrix job fails under --fail-fast: the report is still posted, the gate fails",
+    Case("matrix-job-fails", "a matrix job fails under --fail-fast: its result is kept, the gate does not pass "
+         "(the report after it: not under act, see ACT_ABORTS_AFTER_CALLED_FAILURE)",
          TWO_RECIPES, matrix_job_fails, main_edits=SWEEP_GATE_ONLY),
     Case("cancelled", "the run is cancelled while its matrix job runs: act stops, nothing reports success",
          TUNE_TINY, cancelled, engine=True),

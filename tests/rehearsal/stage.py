@@ -52,7 +52,8 @@ def _apply(repo: Path, edits: Edits) -> None:
         if change is None:
             target.unlink(missing_ok=True)
             continue
-        text = change(target.read_text(encoding="utf-8")) if callable(change) else change
+        old = target.read_text(encoding="utf-8") if target.is_file() else ""
+        text = change(old) if callable(change) else change
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
