@@ -84,9 +84,16 @@ def test_an_empty_plan_runs_no_matrix_and_still_reports(engine_free):
     assert facts["jobs"].get("gpu.yml: gpu/report") == "success"
 
 
-def test_a_failed_matrix_job_stops_its_label_and_the_report_is_still_posted(engine_free):
+def test_a_failed_matrix_job_fails_the_run_keeps_its_result_and_never_passes_the_gate(engine_free):
     facts = passed(engine_free, "matrix-job-fails")
-    assert facts["report_comments"] == 1 and facts["gate"][-1]["conclusion"] == "failure"
+    assert "failure" in facts["fail_fast"]["ran"].values()
+    assert all(g["conclusion"] != "success" for g in facts["gate"])
+    # act 0.2.89 starts no job after a called workflow's failure (nektos/act#1793), GitHub runs the report:
+    # the case names that gap rather than passing over it, and checks the report once act runs it.
+    if "not_rehearsed" in facts:
+        assert "nektos/act#1793" in facts["not_rehearsed"] and facts["report_comments"] == 0
+    else:
+        assert facts["report_comments"] == 1 and facts["gate"][-1]["conclusion"] == "failure"
 
 
 @pytest.mark.engine
