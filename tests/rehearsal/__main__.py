@@ -51,6 +51,8 @@ def _inside(args: argparse.Namespace) -> int:
         edits[path] = change
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if args.work:
+        Path(args.work).mkdir(parents=True, exist_ok=True)
     results = {}
     for name in args.cases:
         case = CASES[name]

@@ -180,7 +180,8 @@ def cancelled(r: Rehearsal, e: Expect) -> None:
     run = r.dispatch(SWEEP)
 
     def cancel_when_the_job_runs(record: dict[str, Any], _: ActRun) -> bool:
-        if record.get("step") == "Run the job" and str(record.get("msg", "")).startswith("⭐ Run Main"):
+        # once the job's engine server is up and running: the cancel must tear it down too
+        if record.get("step") == "Run the job" and "started vllm server" in str(record.get("msg", "")):
             r.sb.request("POST", f"/repos/{r.repository}/actions/runs/{run['id']}/cancel", {}, user=MAINTAINER)
             return True
         return False
@@ -190,7 +191,10 @@ def cancelled(r: Rehearsal, e: Expect) -> None:
     recorded = next(d for d in r.dispatches() if d["id"] == run["id"])
     e.that(recorded.get("conclusion") == "cancelled", f"the sandbox's run is {recorded.get('conclusion')}")
     e.that(not any(g.get("conclusion") == "success" for g in _gates(r, sha)), "a cancelled run passed the gate")
-    e.that(_report_comments(r, sha) == [], "a cancelled run posted a report")
+    e.that(not any("✅ success" in c["body"].split("\n", 2)[1] for c in _report_comments(r, sha)),
+           "a cancelled run reported success")
+    left = r.leftover_processes()
+    e.that(not left, f"processes of the cancelled job outlived it (the engine's teardown): {left}")
     _record(r, e, sha)
 
 
@@ -206,7 +210,8 @@ CASES = {c.name: c for c in [
     Case("matrix-job-fails", "a matrix job fails under --fail-fast: its result is kept, the gate does not pass "
          "(the report after it: not under act, see ACT_ABORTS_AFTER_CALLED_FAILURE)",
          TWO_RECIPES, matrix_job_fails, main_edits=SWEEP_GATE_ONLY),
-    Case("cancelled", "the run is cancelled while its matrix job runs: act stops, nothing reports success",
+    Case("cancelled", "the run is cancelled while its matrix job's engine runs: act stops, no process outlives the job, "
+         "nothing reports success",
          TUNE_TINY, cancelled, engine=True),
 ]}
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -140,6 +141,31 @@ class Rehearsal:
             self.sb.set_run(run["id"], status="completed",
                             conclusion="success" if result.returncode == 0 else "failure")
         return result
+
+    def leftover_processes(self, wait: float = 15.0) -> list[str]:
+        """Processes still running from this rehearsal's job workspaces, after `wait` seconds of grace; those
+        found are reported, then stopped (they are the rehearsal's own)."""
+        marker = str(self.work / "act-cache")
+        deadline = time.monotonic() + wait
+        while True:
+            found = {}
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    cwd = os.readlink(f"/proc/{pid}/cwd")
+                except OSError:
+                    continue
+                if marker in cmd or cwd.startswith(marker):
+                    found[int(pid)] = cmd.strip()[:200]
+            if not found or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return [f"{pid}: {cmd}" for pid, cmd in found.items()]
 
     # --- act -------------------------------------------------------------------------------------
     def act(self, workflow: str, event_name: str, payload: dict[str, Any], *, actor: str,
