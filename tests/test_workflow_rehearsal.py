@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,8 @@ WITH_ENGINE = ["sweep", "cancelled"]
 
 def _can_isolate() -> str | None:
     """Why this machine cannot run the rehearsal (it needs root for a loopback-only network namespace)."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return "unshare or ip is not installed (util-linux, iproute2)"
     probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
     return None if probe.returncode == 0 else f"unshare -n: {probe.stderr.strip() or probe.returncode}"
 

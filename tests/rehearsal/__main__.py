@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 from .cases import CASES, run_case
@@ -64,12 +65,16 @@ def _inside(args: argparse.Namespace) -> int:
             continue
         work = Path(tempfile.mkdtemp(prefix=f"rehearsal-{name}-", dir=args.work))
         started = time.monotonic()
-        expect = run_case(case, work, engine=engine, main_edits=edits,
-                          say=lambda text: print(f"  {text}", flush=True))
-        passed = not expect.problems
-        results[name] = {"passed": passed, "problems": expect.problems, "facts": expect.facts,
+        try:
+            expect = run_case(case, work, engine=engine, main_edits=edits,
+                              say=lambda text: print(f"  {text}", flush=True))
+            problems, facts = expect.problems, expect.facts
+        except Exception as exc:  # a bug of the rehearsal itself: keep going, the case fails with its traceback
+            problems, facts = [f"the rehearsal broke: {exc!r}\n{traceback.format_exc()}"], {}
+        passed = not problems
+        results[name] = {"passed": passed, "problems": problems, "facts": facts,
                          "seconds": round(time.monotonic() - started, 1), "work": str(work)}
-        verdict = "passed" if passed else "FAILED:\n    " + "\n    ".join(expect.problems)
+        verdict = "passed" if passed else "FAILED:\n    " + "\n    ".join(problems)
         print(f"[rehearsal] {name}: {verdict} ({results[name]['seconds']} s)", flush=True)
         if passed and not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -7,8 +7,10 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from bot.sandbox.harness import SandboxProblem
+
 from .run import BOT, MAINTAINER, ActRun, Rehearsal
-from .stage import Edits
+from .stage import Edits, StageError
 
 GATE = "recipe-bot / benchmarks"
 SWEEP = "/sweep tiny-cpu --scope lowest"
@@ -219,7 +221,10 @@ CASES = {c.name: c for c in [
 def run_case(case: Case, work: Path, *, engine: dict[str, str], main_edits: Edits | None = None,
              say: Callable[[str], None] = print) -> Expect:
     expect = Expect()
-    with Rehearsal(work, feature_edits=case.feature_edits, main_edits={**case.main_edits, **(main_edits or {})},
-                   engine=engine, say=say) as r:
-        case.drive(r, expect)
+    try:
+        with Rehearsal(work, feature_edits=case.feature_edits,
+                       main_edits={**case.main_edits, **(main_edits or {})}, engine=engine, say=say) as r:
+            case.drive(r, expect)
+    except (SandboxProblem, StageError) as exc:  # the sandbox saw a request GitHub would refuse, or no set-up
+        expect.problems.append(str(exc))
     return expect
