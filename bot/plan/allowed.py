@@ -3,7 +3,9 @@
 The PR's own `recipes/_runners.yaml` and recipes decide what to run, never where: a label it adds
 (say `release-signer`) would send its code to whatever self-hosted runner carries that label. So
 the labels come from `recipes/_runners.yaml` on the default branch (plus `pr_jobs.runner_labels` of
-its `.github/recipe-bot.yaml`), the images from `pr_jobs.images` of that config.
+its `.github/recipe-bot.yaml`), the images from `pr_jobs.images` of that config. In an InferenceX
+repository the default branch's `configs/runners.yaml` and the runner labels its master configs
+already use are allowed too: adopting recipe-bot needs no extra file.
 """
 from __future__ import annotations
 
@@ -35,11 +37,25 @@ def allowed_at(repo: Path, rev: str) -> Allowed:
     except (SourceError, ConfigError, RecipeError, UnicodeDecodeError) as exc:
         raise PlanError(f"cannot read what {rev} allows: {exc}") from None
     labels = set(table.runners) if table is not None else set()
+    labels |= _inferencex_labels(source, rev)
     images: set[str] = set()
     if config is not None:
         labels |= set(config.pr_jobs.runner_labels)
         images = set(config.pr_jobs.images)
     return Allowed(frozenset(labels), frozenset(images), rev)
+
+
+def _inferencex_labels(source: GitSource, rev: str) -> set[str]:
+    """The labels of the default branch's `configs/runners.yaml` and those its master configs use."""
+    from bot.inferencex.repo import load_inferencex  # only an InferenceX repository has them
+
+    try:
+        repo = load_inferencex(source)
+    except RecipeError as exc:
+        raise PlanError(f"cannot read what {rev} allows: {exc}") from None
+    if repo is None:
+        return set()
+    return set(repo.labels) | {entry["runner"] for entry in repo.configs.values() if isinstance(entry.get("runner"), str)}
 
 
 def check_plan(plan: Plan, allowed: Allowed) -> None:
