@@ -54,10 +54,16 @@ def test_an_unlisted_runner_label_in_an_untouched_config_plans_with_a_warning(ix
     assert GHOST not in {r["runner"] for r in rows_of(plan)}
 
 
+def test_an_unlisted_runner_label_in_a_config_the_pr_runs_plans_as_inferencex_does_with_a_warning(ix):
+    repo, base = ix  # InferenceX's generator expands it; --allowed-from still decides where it may run
+    plan = plan_change(repo, base, append_entry(repo, [GHOST]))
+    assert [r.recipe for r in plan.recipes] == [GHOST]
+    assert [w["field"] for w in plan.warnings] == [f"{GHOST}.runner"]
+
+
 @pytest.mark.parametrize("edit,field", [
-    (lambda text: text, f"{GHOST}.runner"),
     (lambda text: text.replace("  runner: cpu-ghost\n", "  runner: cpu-ghost\n  modle: x\n"), f"{GHOST}.modle"),
-], ids=["unlisted-runner-label", "unknown-key"])
+], ids=["unknown-key"])
 def test_a_problem_in_a_config_the_pr_touches_stops_the_plan_naming_file_line_field(ix, edit, field):
     repo, base = ix
     path = repo / "configs/cpu-master.yaml"
