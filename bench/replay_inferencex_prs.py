@@ -99,7 +99,11 @@ def inferencex_side(clone: pathlib.Path, pr: dict, cache: pathlib.Path) -> dict:
     if cached.exists():
         return json.loads(cached.read_text())
     with tempfile.TemporaryDirectory(prefix="ix-replay-") as tree:
-        archive = subprocess.run(["git", "-C", str(clone), "archive", pr["head"]], capture_output=True, check=True)
+        # only what process_changelog.py and its generator read: a clone may lack large blobs elsewhere
+        archive = subprocess.run(["git", "-C", str(clone), "archive", pr["head"], "--", "utils", "configs", CHANGELOG],
+                                 capture_output=True)
+        if archive.returncode != 0:
+            return {"rows": [], "error": None, "unreadable": archive.stderr.decode(errors="replace").strip()[:200]}
         subprocess.run(["tar", "-x", "-C", tree], input=archive.stdout, check=True)
         git_dir = _git(clone, "rev-parse", "--absolute-git-dir").strip()
         # its generator runs as `python3`: the same interpreter, which has PyYAML and pydantic
@@ -139,6 +143,7 @@ def compare(pr: dict, ours: dict, theirs: dict) -> dict:
     agree = mine == its
     ratio = 1.0 if ours_h == theirs_h else (round(ours_h / theirs_h, 3) if theirs_h else None)
     return {"pr": pr["pr"], "head": pr["head"][:12], "date": pr["date"][:10], "agree": agree,
+            "unreadable": theirs.get("unreadable"),
             "rows_recipe_bot": len(ours["rows"]), "rows_inferencex": len(theirs["rows"]),
             "gpu_hours_recipe_bot": ours_h, "gpu_hours_inferencex": theirs_h, "ratio": ratio,
             "recipe_bot_error": ours["error"], "inferencex_error": theirs["error"],
@@ -183,17 +188,23 @@ def main() -> None:
         return compare(pr, recipe_bot_side(clone, pr, main_sha), inferencex_side(clone, pr, cache))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-        results = list(pool.map(one, prs))
+        replayed = list(pool.map(one, prs))
+    unreadable = [r for r in replayed if r.get("unreadable")]
+    results = [r for r in replayed if not r.get("unreadable")]
     agree = sum(r["agree"] for r in results)
     ratios = [r["ratio"] for r in results if r["ratio"] is not None]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(markdown(results, args.since), encoding="utf-8")
+    table = markdown(results, args.since)
+    if unreadable:
+        table += "\nLeft out (the clone cannot give their files): " + ", ".join(
+            f"#{r['pr']} ({r['unreadable']})" for r in unreadable) + "\n"
+    args.out.write_text(table, encoding="utf-8")
     newest = results[:20]
     summary = {"prs": len(results), "agree": agree, "agree_pct": round(100 * agree / max(len(results), 1), 1),
                "newest_20_agree": sum(r["agree"] for r in newest),
                "gpu_hours_ratio_min": min(ratios, default=None), "gpu_hours_ratio_max": max(ratios, default=None),
                "within_1_1x": sum(1 for r in ratios if 1 / 1.1 <= r <= 1.1), "main": main_sha[:12],
-               "since": args.since}
+               "since": args.since, "unreadable": [(r["pr"], r["unreadable"]) for r in unreadable]}
     write_result("ix_replay", {"command": command_line(), "machine": machine_info(), "summary": summary,
                                "results": results})
     print(f"{agree} of {len(results)} PR heads agree on rows ({summary['agree_pct']} %); newest 20: "

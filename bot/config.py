@@ -12,11 +12,18 @@ from bot.control import commands
 CONFIG_PATH = ".github/recipe-bot.yaml"
 PERMISSIONS = ("none", "read", "triage", "write", "maintain", "admin")
 DEFAULT_THRESHOLDS = {"tput_per_gpu": 5.0, "ttft_p99": 10.0}
+# InferenceX's own label names (docs/ci-procedures.md, run-sweep.yml) with the flags they stand for,
+# and `full-sweep` as before; the labels on one PR combine into one run (commands.combine_label_commands).
 DEFAULT_LABELS = {
     "sweep-enabled": "/sweep --scope lowest",
     "full-sweep": "/sweep --scope full",
+    "full-sweep-enabled": "/sweep --scope full",
     "full-sweep-fail-fast": "/sweep --scope full --fail-fast",
+    "full-sweep-fail-fast-no-canary": "/sweep --scope full --fail-fast --no-canary",
+    "non-canary-full-sweep-enabled": "/sweep --scope full --no-canary",
     "evals-only": "/sweep --evals-only",
+    "all-evals": "/sweep --all-evals",
+    "agentx-fast": "/sweep --agentx-fast",
 }
 LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
 TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
