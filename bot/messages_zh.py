@@ -113,6 +113,12 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("InferenceX: {} server launches as its workflow runs them (one per row); {} if each server configuration "
      "served all of its points in one launch",
      "InferenceX：按其工作流的方式需要 {0} 次服务启动（每行一次）；若每种服务配置的所有测试点合并启动，则只需 {1} 次"),
+    ("InferenceX infra: {} changed; it affects {} config(s) no {} entry runs ({}); not planned, as InferenceX's "
+     "changelog declares what runs. To run them: {} ({} rows, about {} GPU-hours)",
+     "InferenceX 基础设施：{0} 有改动；它影响 {1} 个没有 {2} 条目运行的配置（{3}）；未规划，因为 InferenceX "
+     "由变更记录决定运行什么。要运行它们：{4}（{5} 行，约 {6} GPU 小时）"),
+    ("Deletions are not allowed in {}. Only additions to the changelog are permitted. Found deleted line: {}",
+     "{0} 中不允许删除。变更记录只允许追加。被删除的行：{1}"),
     ("{}: changed without a {} entry (InferenceX itself would not run it until one is appended)",
      "{0}：改动没有对应的 {1} 条目（在追加条目之前，InferenceX 本身不会运行它）"),
     ("PR has multiple conflicting sweep labels ({}). Pick exactly one.", "PR 有多个互相冲突的扫描标签（{0}）。请只保留一个。"),

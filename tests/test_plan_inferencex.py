@@ -189,3 +189,16 @@ def test_an_append_only_entry_runs_only_the_rows_the_base_did_not_have(repo):
     plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
     assert [(r["tp"], r["ep"], r["conc"]) for r in rows(plan)] == [(4, 4, 128)]
     assert plan.inferencex.changelog[0].append_only
+
+
+def test_the_infra_note_and_the_deletion_refusal_read_in_chinese(repo):
+    from bot import messages_zh
+    from bot.inferencex.changelog import deletion_message
+
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "runners" / "launch_h100-lab.sh").write_text("#!/bin/bash\nexport MODEL=\"$MODEL_PATH\"\n")
+    plan = plan_change(repo, base, commit(repo))
+    (note,) = [n for n in plan.notes if n.startswith("InferenceX infra:")]
+    assert messages_zh.translate(note).startswith("InferenceX 基础设施：runners/launch_h100-lab.sh 有改动；它影响 6 个")
+    chinese = messages_zh.translate(deletion_message("perf-changelog.yaml", "  pr-link: x"))
+    assert chinese == "perf-changelog.yaml 中不允许删除。变更记录只允许追加。被删除的行：  pr-link: x"
