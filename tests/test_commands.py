@@ -262,3 +262,13 @@ def test_one_label_and_an_e2e_label_stay_as_they_are():
 
     triggers = [("sweep-enabled", parse_single("/sweep --scope lowest")), ("e2e", parse_single("/e2e"))]
     assert combine_label_commands(triggers) == triggers
+
+
+def test_a_new_label_runs_together_with_the_labels_already_on_the_pr():
+    from bot.config import RepoConfig
+    from bot.control.commands import label_triggers
+
+    config = RepoConfig()
+    ((label, command),) = label_triggers(config, ["full-sweep-enabled", "bug"], "all-evals")
+    assert label == "full-sweep-enabled+all-evals" and command.normalized() == "/sweep --scope full --all-evals"
+    assert label_triggers(config, ["full-sweep-enabled"], "bug") == []  # an unmapped new label starts nothing

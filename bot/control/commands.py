@@ -342,3 +342,13 @@ def combine_label_commands(triggers: list[tuple[str, Command]]) -> list[tuple[st
     flags = {name: any(getattr(c, name) for c in commands) for name in _FLAGS}
     merged = dataclasses.replace(commands[0], recipes=recipes, scope=scope, conc=conc, **flags)
     return [("+".join(label for label, _ in sweeps), merged), *others]
+
+
+def label_triggers(config: Any, labels: list[str], new_label: str | None = None) -> list[tuple[str, Command]]:
+    """The runs a PR's labels start (`config`: the RepoConfig). A new label (`labeled`) runs together with
+    the PR's other labels, as InferenceX's workflow reads them all; one the config does not map starts none."""
+    if new_label is not None:
+        if new_label not in config.labels:
+            return []
+        labels = list(dict.fromkeys([*labels, new_label]))
+    return combine_label_commands([(label, config.label_command(label)) for label in labels if label in config.labels])
