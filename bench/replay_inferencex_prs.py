@@ -136,7 +136,17 @@ def _reason(ours: dict, theirs: dict) -> str:
     return f"{extra} extra, {missing} missing rows ({', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''})"
 
 
+def _same_contract(ours: dict, theirs: dict) -> dict:
+    """Our rows in the output contract of the InferenceX tools at that head: a head whose
+    process_changelog.py predates `recipe-fingerprint` gives rows without it (main's tools add it)."""
+    if not theirs["rows"] or any("recipe-fingerprint" in r for r in theirs["rows"]):
+        return ours
+    rows = [{k: v for k, v in r.items() if k != "recipe-fingerprint"} for r in ours["rows"]]
+    return {**ours, "rows": rows}
+
+
 def compare(pr: dict, ours: dict, theirs: dict) -> dict:
+    ours = _same_contract(ours, theirs)
     mine, its = Counter(map(_canonical, ours["rows"])), Counter(map(_canonical, theirs["rows"]))
     ours_h = round(sum(row_hours(r) for r in ours["rows"]), 2)
     theirs_h = round(sum(row_hours(r) for r in theirs["rows"]), 2)

@@ -53,6 +53,8 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("this arm has no concurrency list and the recipe has none", "这个搜索分支没有并发列表，配方本身也没有"),
     ("uses {concurrency} but launch.depends_on_concurrency is false: set it to true (one launch per point) or use "
      "a fixed value", "使用了 {{concurrency}}，但 launch.depends_on_concurrency 为 false：请设为 true（每个测试点启动一次服务）或改用固定值"),
+    ("duplicate key (first defined on line {}); the last one is used, as InferenceX's YAML reader does",
+     "重复的键（首次定义在第 {0} 行）；与 InferenceX 读取 YAML 的方式一样，以最后一个为准"),
     ("duplicate key (first defined on line {})", "重复的键（首次定义在第 {0} 行）"),
     ("search.range must be [lo, hi] with 1 <= lo < hi", "search.range 必须是 [lo, hi]，且 1 <= lo < hi"),
     ("search.bound is required with target max-conc-under and accepted with no other",

@@ -109,3 +109,26 @@ def test_an_alias_to_an_anchor_outside_the_added_lines_is_refused_as_yaml(repo):
     with pytest.raises(RecipeError) as caught:  # InferenceX parses only the added lines: the alias is unknown
         appended_entries(repo, old.encode(), new.encode())
     assert "YAML" in str(caught.value.problems[0]) and caught.value.problems[0].file == PATH
+
+
+def test_a_duplicate_key_in_an_added_entry_is_read_as_inferencex_reads_it_with_a_warning(tmp_path):
+    root = tmp_path / "ix"
+    shutil.copytree(FIXTURE, root)
+    repo = load_inferencex(DirSource(root))
+    added = entry("llama5-fp8-h100-trt", pr=10).replace("  pr-link:", "  description:\n    - \"again\"\n  pr-link:")
+    entries = appended_entries(repo, OLD.encode(), (OLD + "\n" + added).encode())
+    assert [e.keys for e in entries] == [["llama5-fp8-h100-trt"]]
+    assert entries[0].entry.description == ["again"]  # the last one wins, as PyYAML's safe_load
+    (warning,) = repo.warnings
+    assert (warning.file, warning.field) == (PATH, "description") and "first defined on line" in warning.message
+
+
+def test_a_duplicate_label_in_runners_yaml_is_a_warning_not_a_refusal(tmp_path):
+    root = tmp_path / "ix"
+    shutil.copytree(FIXTURE, root)
+    runners = root / "configs" / "runners.yaml"
+    runners.write_text(runners.read_text().replace("labels:\n", "labels:\n  h100:\n    - h100-lab_09\n", 1))
+    repo = load_inferencex(DirSource(root))  # PyYAML keeps the last h100, as InferenceX's generator reads it
+    (warning,) = [w for w in repo.warnings if w.file == "configs/runners.yaml"]
+    assert warning.field == "h100" and warning.line == 6 and "first defined on line 4" in warning.message
+    assert "h100-lab_09" not in repo.labels["h100"]

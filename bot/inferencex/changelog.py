@@ -140,7 +140,10 @@ def appended_entries(repo: InferenceXRepo, base: bytes | None, head: bytes | Non
     text, lines = appended_text(base, head, path)
     if not text.strip():
         return []
-    located = load_yaml(text, path)
+    duplicates: list = []
+    located = load_yaml(text, path, duplicates)
+    repo.note_duplicates(path, [(k, lines[n - 1] if n <= len(lines) else n, lines[f - 1] if f <= len(lines) else f)
+                                for k, n, f in duplicates])
     if located.data is None:
         return []
 
