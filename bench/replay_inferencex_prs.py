@@ -1,7 +1,7 @@
 """Replaying InferenceX's real pull requests: recipe-bot's plan beside InferenceX's own process_changelog.py.
 
     .venv/bin/python bench/replay_inferencex_prs.py --ix-dir CLONE [--main main] [--since 2026-08-01]
-        [--newest N] [--out FILE] [--jobs 2] [--cache DIR]
+        [--newest N] [--pr N ...] [--out FILE] [--jobs 2] [--cache DIR]
 
 CLONE is a local InferenceX clone (bare or not) with its PR heads under refs/pull/N/head (never copied
 into this repository). For every PR head whose committer date is on or after --since and whose diff
@@ -94,17 +94,27 @@ def recipe_bot_side(clone: pathlib.Path, pr: dict, main: str) -> dict:
     return {"rows": rows, "error": None, "notes": doc.get("notes", []), "gpu_hours": doc["summary"]["gpu_hours"]}
 
 
-def inferencex_side(clone: pathlib.Path, pr: dict, cache: pathlib.Path) -> dict:
-    cached = cache / f"{pr['base'][:12]}-{pr['head'][:12]}.json"
+def _extract(clone: pathlib.Path, rev: str, paths: list[str], tree: str) -> str | None:
+    """`git archive REV -- PATHS` into `tree`; the error when the clone cannot give them."""
+    archive = subprocess.run(["git", "-C", str(clone), "archive", rev, "--", *paths], capture_output=True)
+    if archive.returncode != 0:
+        return archive.stderr.decode(errors="replace").strip()[:200]
+    subprocess.run(["tar", "-x", "-C", tree], input=archive.stdout, check=True)
+    return None
+
+
+def inferencex_side(clone: pathlib.Path, pr: dict, cache: pathlib.Path, tools: str | None = None) -> dict:
+    """InferenceX's rows for a PR head; `tools`: take utils/ (its processor and generator) from this
+    revision instead of the head, as a pull_request run on the merge commit has main's tools."""
+    cached = cache / f"{pr['base'][:12]}-{pr['head'][:12]}{'-tools-' + tools[:12] if tools else ''}.json"
     if cached.exists():
         return json.loads(cached.read_text())
     with tempfile.TemporaryDirectory(prefix="ix-replay-") as tree:
         # only what process_changelog.py and its generator read: a clone may lack large blobs elsewhere
-        archive = subprocess.run(["git", "-C", str(clone), "archive", pr["head"], "--", "utils", "configs", CHANGELOG],
-                                 capture_output=True)
-        if archive.returncode != 0:
-            return {"rows": [], "error": None, "unreadable": archive.stderr.decode(errors="replace").strip()[:200]}
-        subprocess.run(["tar", "-x", "-C", tree], input=archive.stdout, check=True)
+        error = _extract(clone, pr["head"], ["configs", CHANGELOG] + ([] if tools else ["utils"]), tree) or \
+            (_extract(clone, tools, ["utils"], tree) if tools else None)
+        if error:
+            return {"rows": [], "error": None, "unreadable": error}
         git_dir = _git(clone, "rev-parse", "--absolute-git-dir").strip()
         # its generator runs as `python3`: the same interpreter, which has PyYAML and pydantic
         env = {**os.environ, "GIT_DIR": git_dir, "GIT_WORK_TREE": tree,
@@ -113,8 +123,8 @@ def inferencex_side(clone: pathlib.Path, pr: dict, cache: pathlib.Path) -> dict:
             [sys.executable, "utils/process_changelog.py", "--changelog-file", CHANGELOG,
              "--base-ref", pr["base"], "--head-ref", pr["head"]], capture_output=True, text=True, env=env, cwd=tree)
     if done.returncode != 0:
-        lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
-        result = {"rows": [], "error": lines[-1] if lines else f"exit {done.returncode}"}
+        lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip() and "errors.pydantic.dev" not in ln]
+        result = {"rows": [], "error": " ".join(lines[-2:])[:300] if lines else f"exit {done.returncode}"}
     else:
         doc = json.loads(done.stdout)
         rows = [r for node in ("single_node", "multi_node") for bucket in doc.get(node, {}).values() for r in bucket]
@@ -181,6 +191,7 @@ def main() -> None:
     parser.add_argument("--main", default="main", help="the default branch's revision")
     parser.add_argument("--since", default="2026-08-01", help="PR heads committed on or after this date")
     parser.add_argument("--newest", type=int, default=0, help="only the newest N PR heads (0: all)")
+    parser.add_argument("--pr", type=int, action="append", default=[], help="only this PR (repeatable)")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS / "ix_replay.md")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--cache", type=pathlib.Path,
@@ -189,13 +200,24 @@ def main() -> None:
     clone = args.ix_dir.resolve()
     main_sha = _git(clone, "rev-parse", args.main).strip()
     prs = candidates(clone, main_sha, args.since)
+    if args.pr:
+        prs = [p for p in prs if p["pr"] in args.pr]
     if args.newest:
         prs = prs[:args.newest]
     # the cache is keyed by the InferenceX tools too: they are read from each head, so the head is the key
     cache = args.cache / hashlib.sha1(str(clone).encode()).hexdigest()[:8]
 
     def one(pr: dict) -> dict:
-        return compare(pr, recipe_bot_side(clone, pr, main_sha), inferencex_side(clone, pr, cache))
+        ours = recipe_bot_side(clone, pr, main_sha)
+        result = compare(pr, ours, inferencex_side(clone, pr, cache))
+        if not result["agree"] and not result.get("unreadable"):
+            # is it the tools at that head? InferenceX's own tools of main on the same configs and changelog
+            with_main = compare(pr, ours, inferencex_side(clone, pr, cache, tools=main_sha))
+            result["agree_with_main_tools"] = with_main["agree"]
+            if with_main["agree"]:
+                result["reason"] += ("; InferenceX's tools at this head are older than its main's: with main's "
+                                     "utils/ on the same configs and changelog the rows agree")
+        return result
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         replayed = list(pool.map(one, prs))
@@ -214,12 +236,14 @@ def main() -> None:
                "newest_20_agree": sum(r["agree"] for r in newest),
                "gpu_hours_ratio_min": min(ratios, default=None), "gpu_hours_ratio_max": max(ratios, default=None),
                "within_1_1x": sum(1 for r in ratios if 1 / 1.1 <= r <= 1.1), "main": main_sha[:12],
+               "agree_with_main_tools": agree + sum(1 for r in results if r.get("agree_with_main_tools")),
                "since": args.since, "unreadable": [(r["pr"], r["unreadable"]) for r in unreadable]}
     write_result("ix_replay", {"command": command_line(), "machine": machine_info(), "summary": summary,
                                "results": results})
     print(f"{agree} of {len(results)} PR heads agree on rows ({summary['agree_pct']} %); newest 20: "
           f"{summary['newest_20_agree']} of {len(newest)}; GPU-hours ratio {summary['gpu_hours_ratio_min']}"
           f"–{summary['gpu_hours_ratio_max']}, {summary['within_1_1x']} of {len(ratios)} within 1.1×; "
+          f"{summary['agree_with_main_tools']} agree where the heads' older tools are replaced by main's; "
           f"table: {args.out}")
 
 

@@ -75,14 +75,44 @@ def test_a_problem_in_a_config_the_pr_touches_stops_the_plan_naming_file_line_fi
     assert (problem.file, problem.field) == ("configs/cpu-master.yaml", field) and problem.line
 
 
-def test_a_broken_untouched_config_is_left_out_with_a_warning(ix):
-    repo, base = ix
+def test_a_broken_untouched_config_stops_a_pr_plan_as_inferencex_does(ix):
+    repo, base = ix  # InferenceX's processor validates every master-config entry before it plans anything
     path = repo / "configs/cpu-master.yaml"
     path.write_text(path.read_text().replace("  runner: cpu-ghost\n", "  runner: cpu-ghost\n  modle: x\n"))
     base = commit(repo)  # broken on the base branch already; the PR does not touch it
-    plan = plan_change(repo, base, append_entry(repo, [VLLM]))
-    assert {w["field"] for w in plan.warnings} == {f"{GHOST}.modle"}
-    assert [r.recipe for r in plan.recipes] == [VLLM]
+    with pytest.raises(RecipeError) as caught:
+        plan_change(repo, base, append_entry(repo, [VLLM]))
+    assert [(p.file, p.field) for p in caught.value.problems] == [("configs/cpu-master.yaml", f"{GHOST}.modle")]
+
+
+def test_without_a_base_a_broken_config_is_left_out_with_a_warning(ix):
+    repo, _ = ix
+    path = repo / "configs/cpu-master.yaml"
+    path.write_text(path.read_text().replace("  runner: cpu-ghost\n", "  runner: cpu-ghost\n  modle: x\n"))
+    plan = plan_change(repo, None, commit(repo))
+    assert f"{GHOST}.modle" in {w["field"] for w in plan.warnings}
+    assert GHOST not in [r.recipe for r in plan.recipes] and VLLM in [r.recipe for r in plan.recipes]
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda e: e.replace("  multinode: true\n", "  multinode: true\n  kv-p2p-transfer: nixl\n", 1)
+     .replace("      - conc-list:", "      - kv-p2p-transfer: nixl\n        conc-list:", 1),
+     "kv-p2p-transfer must be declared either at the top level or in search-space entries, not both"),
+    (lambda e: e.replace("  kv-p2p-transfer: nixl\n", "", 1),
+     "disagg=true requires kv-p2p-transfer at the top level or in every search-space entry"),
+], ids=["both-places", "disagg-without-transfer"])
+def test_inferencex_component_placement_rules_refuse_in_its_words(tmp_path, edit, message):
+    from bot.inferencex.schema import component_scope_problem
+
+    entry = ("k:\n  image: i\n  model: m\n  model-prefix: p\n  runner: r\n  precision: fp4\n  framework: dynamo-trt\n"
+             "  multinode: true\n  disagg: true\n  kv-p2p-transfer: nixl\n  scenarios:\n    fixed-seq-len:\n"
+             "    - isl: 1024\n      osl: 1024\n      search-space:\n      - conc-list: [4]\n"
+             "        prefill: { num-worker: 1, tp: 4 }\n        decode: { num-worker: 1, tp: 4 }\n")
+    import yaml
+
+    raw = yaml.safe_load(edit(entry))["k"]
+    assert component_scope_problem(raw) == message
+    assert component_scope_problem(yaml.safe_load(entry)["k"]) is None
 
 
 # ---- 2. rows as InferenceX's generator and changelog processor make them -----------------------------

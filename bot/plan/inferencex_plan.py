@@ -91,22 +91,22 @@ def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, 
 
 def check_problems(plan: Plan, repo: InferenceXRepo, selected: list[str], changed: set[str], strict: bool
                    ) -> list[str]:
-    """What a change touches is validated strictly; every other problem is a warning in the plan.
+    """Strict where InferenceX refuses, tolerant where it plans.
 
-    Strict (a PR's plan): a problem in a selected config, or in a master config file the change edits,
-    is a RecipeError naming file, line and field. Otherwise it is listed in `plan.warnings`, and a
-    config that failed its schema is left out (an unlisted runner label keeps its rows, as InferenceX does).
+    Strict (a PR's plan): a master-config entry that fails its schema, touched or not (InferenceX's
+    processor validates every entry before it plans anything), or a master config file the change
+    edits that cannot be read, is a RecipeError naming file, line and field. What InferenceX's
+    generator reads past (an unlisted runner label, a duplicate key) is listed in `plan.warnings` and
+    the config keeps its rows. Without a base every problem is a warning and a broken config is left out.
     """
-    # a config InferenceX's generator expands (in `configs`, an unlisted runner label or a second
-    # definition noted) is planned with its problems as warnings; one that fails the schema is refused
-    fatal = [p for k in selected if k not in repo.configs for p in repo.problems.get(k, [])] if strict else []
+    fatal = [p for k in sorted(repo.invalid) for p in repo.problems.get(k, [])] if strict else []
     fatal += [p for f, problems in repo.file_problems.items() if f in changed for p in problems]
     if fatal:
         raise RecipeError(fatal)
     plan.warnings.extend(p.as_dict() for p in repo.all_problems())
     if plan.warnings:
-        plan.notes.append(f"InferenceX: {len(plan.warnings)} problem(s) in configs this change does not touch "
-                          "are listed as warnings; they do not stop the plan")
+        plan.notes.append(f"InferenceX: {len(plan.warnings)} problem(s) that InferenceX's generator reads past are "
+                          "listed as warnings; they do not stop the plan")
     return [k for k in selected if k in repo.configs]
 
 
