@@ -261,8 +261,8 @@ def test_the_warnings_reach_the_bilingual_plan_summary(ix):
     from bot.plan.render import plan_markdown
     repo, base = ix
     text = plan_markdown(plan_change(repo, base, append_entry(repo, [VLLM])))
-    assert "Warnings (1 problem(s) in configs this change does not touch" in text
-    assert "警告（本次改动未涉及的配置中有 1 个问题" in text and f"{GHOST}.runner" in text
+    assert "Warnings (1 problem(s) the plan reads past, as InferenceX's generator does" in text
+    assert "警告（有 1 个问题被忽略" in text and f"{GHOST}.runner" in text
     chinese = text.split("警告（", 1)[1]
     assert "runner 'cpu-ghost' 不是 configs/runners.yaml 中的标签" in chinese and "is not a label" not in chinese
 
