@@ -305,3 +305,22 @@ def test_an_unreadable_master_config_stops_only_the_pr_that_breaks_it(ix, in_bas
     else:
         plan = plan_change(repo, base, head)
         assert "configs/extra-master.yaml" in {w["file"] for w in plan.warnings}
+
+
+# ---- 5. where a job may run: the default branch's own files ------------------------------------------
+
+def test_allowed_from_reads_the_default_branchs_runners_yaml_and_master_config_labels(ix):
+    from bot.plan.allowed import allowed_at, check_plan
+    from bot.plan.model import PlanError
+
+    repo, base = ix  # no recipes/_runners.yaml and no .github/recipe-bot.yaml: nothing to add to adopt recipe-bot
+    allowed = allowed_at(repo, base)
+    assert {"cpu", "cluster:cpu-slurm"} <= allowed.runner_labels  # runners.yaml
+    assert "cpu-ghost" in allowed.runner_labels  # not in runners.yaml, but a master config on main uses it
+    check_plan(plan_change(repo, base, append_entry(repo, [VLLM, GHOST])), allowed)
+    path = repo / "configs/cpu-master.yaml"
+    path.write_text(path.read_text().replace("  runner: cpu-ghost\n", "  runner: cpu-invented\n"))
+    commit(repo)
+    with pytest.raises(PlanError) as caught:  # a label the PR itself invents still cannot choose a runner
+        check_plan(plan_change(repo, base, append_entry(repo, [GHOST])), allowed)
+    assert "'cpu-invented'" in str(caught.value) and "configs/runners.yaml and the master configs" in str(caught.value)

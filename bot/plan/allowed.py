@@ -25,6 +25,7 @@ class Allowed:
     runner_labels: frozenset[str]
     images: frozenset[str]
     where: str  # the revision they were read from, for the error
+    files: str = RUNNERS_FILE  # the files that list them, for the error
 
 
 def allowed_at(repo: Path, rev: str) -> Allowed:
@@ -37,12 +38,14 @@ def allowed_at(repo: Path, rev: str) -> Allowed:
     except (SourceError, ConfigError, RecipeError, UnicodeDecodeError) as exc:
         raise PlanError(f"cannot read what {rev} allows: {exc}") from None
     labels = set(table.runners) if table is not None else set()
-    labels |= _inferencex_labels(source, rev)
+    inferencex = _inferencex_labels(source, rev)
+    labels |= inferencex
     images: set[str] = set()
     if config is not None:
         labels |= set(config.pr_jobs.runner_labels)
         images = set(config.pr_jobs.images)
-    return Allowed(frozenset(labels), frozenset(images), rev)
+    files = f"{RUNNERS_FILE} or configs/runners.yaml and the master configs" if inferencex else RUNNERS_FILE
+    return Allowed(frozenset(labels), frozenset(images), rev, files)
 
 
 def _inferencex_labels(source: GitSource, rev: str) -> set[str]:
@@ -69,9 +72,9 @@ def check_plan(plan: Plan, allowed: Allowed) -> None:
     for job_id, label, job in entries:
         if label not in allowed.runner_labels:
             raise PlanError(
-                f"job {job_id} names runner label {label!r}, which {RUNNERS_FILE} on {allowed.where} does not "
+                f"job {job_id} names runner label {label!r}, which {allowed.files} on {allowed.where} does not "
                 f"list; a pull request cannot choose its own runners / 作业 {job_id} 使用的 runner 标签 "
-                f"{label!r} 不在 {allowed.where} 的 {RUNNERS_FILE} 中；PR 不能自行指定 runner",
+                f"{label!r} 不在 {allowed.where} 的 {allowed.files} 中；PR 不能自行指定 runner",
                 sorted(allowed.runner_labels))
         for case in job.cases if job is not None else ():
             for server in case.servers:
