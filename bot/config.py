@@ -12,11 +12,18 @@ from bot.control import commands
 CONFIG_PATH = ".github/recipe-bot.yaml"
 PERMISSIONS = ("none", "read", "triage", "write", "maintain", "admin")
 DEFAULT_THRESHOLDS = {"tput_per_gpu": 5.0, "ttft_p99": 10.0}
+# InferenceX's own label names (docs/ci-procedures.md, run-sweep.yml) with the flags they stand for,
+# and `full-sweep` as before; the labels on one PR combine into one run (commands.combine_label_commands).
 DEFAULT_LABELS = {
     "sweep-enabled": "/sweep --scope lowest",
     "full-sweep": "/sweep --scope full",
+    "full-sweep-enabled": "/sweep --scope full",
     "full-sweep-fail-fast": "/sweep --scope full --fail-fast",
+    "full-sweep-fail-fast-no-canary": "/sweep --scope full --fail-fast --no-canary",
+    "non-canary-full-sweep-enabled": "/sweep --scope full --no-canary",
     "evals-only": "/sweep --evals-only",
+    "all-evals": "/sweep --all-evals",
+    "agentx-fast": "/sweep --agentx-fast",
 }
 LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
 TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -151,6 +158,20 @@ class Budget(Strict):
     gpu_hours_per_pr_per_day: float | None = Field(default=None, gt=0)  # started in the last 24 hours
 
 
+class PlanSettings(Strict):
+    """How a plan reads a change (the defaults depend on the repository's kind)."""
+
+    # A change to shared files (a launcher under runners/, a benchmark script, benchmark_lib.sh):
+    # "run" plans every config that uses it; "note" plans what the changelog declares and names the
+    # configs the change affects, the command that would run them and its GPU-hours in a note.
+    # Unset: "note" for an InferenceX repository (its perf-changelog.yaml declares what runs),
+    # "run" for recipes/ (the shared-infra rule of recipes/_runners.yaml; "note" is not read there yet).
+    infra: Literal["run", "note"] | None = None
+
+    def infra_rule(self, inferencex: bool) -> str:
+        return self.infra or ("note" if inferencex else "run")
+
+
 class RepoConfig(Strict):
     """What a repository tells recipe-bot; every field has a safe default."""
 
@@ -167,6 +188,7 @@ class RepoConfig(Strict):
     pr_jobs: PrJobs = Field(default_factory=PrJobs)
     gate: Gate = Field(default_factory=Gate)
     budget: Budget = Field(default_factory=Budget)
+    plan: PlanSettings = Field(default_factory=PlanSettings)
 
     @field_validator("gpu_workflow")
     @classmethod

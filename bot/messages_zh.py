@@ -97,6 +97,8 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("this arm has no concurrency list and the recipe has none", "这个搜索分支没有并发列表，配方本身也没有"),
     ("uses {concurrency} but launch.depends_on_concurrency is false: set it to true (one launch per point) or use "
      "a fixed value", "使用了 {{concurrency}}，但 launch.depends_on_concurrency 为 false：请设为 true（每个测试点启动一次服务）或改用固定值"),
+    ("duplicate key (first defined on line {}); the last one is used, as InferenceX's YAML reader does",
+     "重复的键（首次定义在第 {0} 行）；与 InferenceX 读取 YAML 的方式一样，以最后一个为准"),
     ("duplicate key (first defined on line {})", "重复的键（首次定义在第 {0} 行）"),
     ("search.range must be [lo, hi] with 1 <= lo < hi <= {}", "search.range 必须是 [lo, hi]，且 1 <= lo < hi <= {0}"),
     ("must be from more than {} to {} (got {})", "应大于 {0} 且不超过 {1}（实际为 {2}）"),
@@ -148,8 +150,8 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("job {} names runner label {}, which {} on {} does not list; a pull request cannot choose its own runners / {}",
      "{4}"),
     ("job {} names container image {}, which pr_jobs.images of {} on {} does not list / {}", "{4}"),
-    ("InferenceX: {} problem(s) in configs this change does not touch are listed as warnings; they do not stop the plan",
-     "InferenceX：本次改动未涉及的配置中有 {0} 个问题，列为警告；它们不会阻止规划"),
+    ("InferenceX: {} problem(s) that InferenceX's generator reads past are listed as warnings; they do not stop the plan",
+     "InferenceX：有 {0} 个 InferenceX 生成器会忽略的问题，列为警告；它们不会阻止规划"),
     ("InferenceX row {} needs about {} s, over its {} s limit ({}); one row is one launch and cannot be split",
      "InferenceX 行 {0} 需要约 {1} s，超过了它 {2} s 的时限（{3}）；一行就是一次启动，无法拆分"),
     ("InferenceX packing: {} server configuration(s) ({} rows) may share a launch; {} ({} rows) may not",
@@ -162,6 +164,12 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("InferenceX: {} server launches as its workflow runs them (one per row); {} if each server configuration "
      "served all of its points in one launch",
      "InferenceX：按其工作流的方式需要 {0} 次服务启动（每行一次）；若每种服务配置的所有测试点合并启动，则只需 {1} 次"),
+    ("InferenceX infra: {} changed; it affects {} config(s) no {} entry runs ({}); not planned, as InferenceX's "
+     "changelog declares what runs. To run them: {} ({} rows, about {} GPU-hours)",
+     "InferenceX 基础设施：{0} 有改动；它影响 {1} 个没有 {2} 条目运行的配置（{3}）；未规划，因为 InferenceX "
+     "由变更记录决定运行什么。要运行它们：{4}（{5} 行，约 {6} GPU 小时）"),
+    ("Deletions are not allowed in {}. Only additions to the changelog are permitted. Found deleted line: {}",
+     "{0} 中不允许删除。变更记录只允许追加。被删除的行：{1}"),
     ("{}: changed without a {} entry (InferenceX itself would not run it until one is appended)",
      "{0}：改动没有对应的 {1} 条目（在追加条目之前，InferenceX 本身不会运行它）"),
     ("PR has multiple conflicting sweep labels ({}). Pick exactly one.", "PR 有多个互相冲突的扫描标签（{0}）。请只保留一个。"),

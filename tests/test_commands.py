@@ -223,3 +223,52 @@ def test_a_body_answered_without_the_markdown_parse_reads_as_the_parse_reads_it(
         return [(number, line) for number, line in lines if commands._COMMAND_LINE.match(line)]
 
     assert command_lines(commands._lines(body)) == command_lines(commands.visible_lines(body))
+
+
+def test_inferencex_flags_parse_normalize_and_reach_the_planner():
+    from bot.control.commands import parse_single
+
+    command = parse_single("/sweep --scope full --all-evals --agentx-fast --no-canary")
+    assert command.normalized() == "/sweep --scope full --all-evals --agentx-fast --no-canary"
+    filters = command.plan_filters()
+    assert (filters["all_evals"], filters["agentx_fast"], filters["canary"]) == (True, True, False)
+
+
+def test_inferencex_label_names_are_in_the_default_label_map():
+    from bot.config import RepoConfig
+
+    config = RepoConfig()
+    assert config.label_command("full-sweep-enabled").normalized() == "/sweep --scope full"
+    assert config.label_command("full-sweep-fail-fast-no-canary").normalized() == \
+        "/sweep --scope full --no-canary --fail-fast"
+    assert config.label_command("non-canary-full-sweep-enabled").plan_filters()["canary"] is False
+    assert config.label_command("all-evals").plan_filters()["all_evals"] is True
+    assert config.label_command("agentx-fast").plan_filters()["agentx_fast"] is True
+
+
+def test_several_labels_on_a_pr_combine_into_one_run():
+    from bot.config import RepoConfig
+    from bot.control.commands import combine_label_commands
+
+    config = RepoConfig()
+    labels = ["sweep-enabled", "full-sweep-fail-fast", "all-evals", "agentx-fast"]
+    ((label, command),) = combine_label_commands([(name, config.label_command(name)) for name in labels])
+    assert label == "sweep-enabled+full-sweep-fail-fast+all-evals+agentx-fast"
+    assert command.normalized() == "/sweep --scope full --all-evals --agentx-fast --fail-fast"
+
+
+def test_one_label_and_an_e2e_label_stay_as_they_are():
+    from bot.control.commands import combine_label_commands, parse_single
+
+    triggers = [("sweep-enabled", parse_single("/sweep --scope lowest")), ("e2e", parse_single("/e2e"))]
+    assert combine_label_commands(triggers) == triggers
+
+
+def test_a_new_label_runs_together_with_the_labels_already_on_the_pr():
+    from bot.config import RepoConfig
+    from bot.control.commands import label_triggers
+
+    config = RepoConfig()
+    ((label, command),) = label_triggers(config, ["full-sweep-enabled", "bug"], "all-evals")
+    assert label == "full-sweep-enabled+all-evals" and command.normalized() == "/sweep --scope full --all-evals"
+    assert label_triggers(config, ["full-sweep-enabled"], "bug") == []  # an unmapped new label starts nothing

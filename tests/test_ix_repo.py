@@ -54,10 +54,16 @@ def test_an_unlisted_runner_label_in_an_untouched_config_plans_with_a_warning(ix
     assert GHOST not in {r["runner"] for r in rows_of(plan)}
 
 
+def test_an_unlisted_runner_label_in_a_config_the_pr_runs_plans_as_inferencex_does_with_a_warning(ix):
+    repo, base = ix  # InferenceX's generator expands it; --allowed-from still decides where it may run
+    plan = plan_change(repo, base, append_entry(repo, [GHOST]))
+    assert [r.recipe for r in plan.recipes] == [GHOST]
+    assert [w["field"] for w in plan.warnings] == [f"{GHOST}.runner"]
+
+
 @pytest.mark.parametrize("edit,field", [
-    (lambda text: text, f"{GHOST}.runner"),
     (lambda text: text.replace("  runner: cpu-ghost\n", "  runner: cpu-ghost\n  modle: x\n"), f"{GHOST}.modle"),
-], ids=["unlisted-runner-label", "unknown-key"])
+], ids=["unknown-key"])
 def test_a_problem_in_a_config_the_pr_touches_stops_the_plan_naming_file_line_field(ix, edit, field):
     repo, base = ix
     path = repo / "configs/cpu-master.yaml"
@@ -69,14 +75,44 @@ def test_a_problem_in_a_config_the_pr_touches_stops_the_plan_naming_file_line_fi
     assert (problem.file, problem.field) == ("configs/cpu-master.yaml", field) and problem.line
 
 
-def test_a_broken_untouched_config_is_left_out_with_a_warning(ix):
-    repo, base = ix
+def test_a_broken_untouched_config_stops_a_pr_plan_as_inferencex_does(ix):
+    repo, base = ix  # InferenceX's processor validates every master-config entry before it plans anything
     path = repo / "configs/cpu-master.yaml"
     path.write_text(path.read_text().replace("  runner: cpu-ghost\n", "  runner: cpu-ghost\n  modle: x\n"))
     base = commit(repo)  # broken on the base branch already; the PR does not touch it
-    plan = plan_change(repo, base, append_entry(repo, [VLLM]))
-    assert {w["field"] for w in plan.warnings} == {f"{GHOST}.modle"}
-    assert [r.recipe for r in plan.recipes] == [VLLM]
+    with pytest.raises(RecipeError) as caught:
+        plan_change(repo, base, append_entry(repo, [VLLM]))
+    assert [(p.file, p.field) for p in caught.value.problems] == [("configs/cpu-master.yaml", f"{GHOST}.modle")]
+
+
+def test_without_a_base_a_broken_config_is_left_out_with_a_warning(ix):
+    repo, _ = ix
+    path = repo / "configs/cpu-master.yaml"
+    path.write_text(path.read_text().replace("  runner: cpu-ghost\n", "  runner: cpu-ghost\n  modle: x\n"))
+    plan = plan_change(repo, None, commit(repo))
+    assert f"{GHOST}.modle" in {w["field"] for w in plan.warnings}
+    assert GHOST not in [r.recipe for r in plan.recipes] and VLLM in [r.recipe for r in plan.recipes]
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda e: e.replace("  multinode: true\n", "  multinode: true\n  kv-p2p-transfer: nixl\n", 1)
+     .replace("      - conc-list:", "      - kv-p2p-transfer: nixl\n        conc-list:", 1),
+     "kv-p2p-transfer must be declared either at the top level or in search-space entries, not both"),
+    (lambda e: e.replace("  kv-p2p-transfer: nixl\n", "", 1),
+     "disagg=true requires kv-p2p-transfer at the top level or in every search-space entry"),
+], ids=["both-places", "disagg-without-transfer"])
+def test_inferencex_component_placement_rules_refuse_in_its_words(tmp_path, edit, message):
+    from bot.inferencex.schema import component_scope_problem
+
+    entry = ("k:\n  image: i\n  model: m\n  model-prefix: p\n  runner: r\n  precision: fp4\n  framework: dynamo-trt\n"
+             "  multinode: true\n  disagg: true\n  kv-p2p-transfer: nixl\n  scenarios:\n    fixed-seq-len:\n"
+             "    - isl: 1024\n      osl: 1024\n      search-space:\n      - conc-list: [4]\n"
+             "        prefill: { num-worker: 1, tp: 4 }\n        decode: { num-worker: 1, tp: 4 }\n")
+    import yaml
+
+    raw = yaml.safe_load(edit(entry))["k"]
+    assert component_scope_problem(raw) == message
+    assert component_scope_problem(yaml.safe_load(entry)["k"]) is None
 
 
 # ---- 2. rows as InferenceX's generator and changelog processor make them -----------------------------
@@ -225,8 +261,8 @@ def test_the_warnings_reach_the_bilingual_plan_summary(ix):
     from bot.plan.render import plan_markdown
     repo, base = ix
     text = plan_markdown(plan_change(repo, base, append_entry(repo, [VLLM])))
-    assert "Warnings (1 problem(s) in configs this change does not touch" in text
-    assert "警告（本次改动未涉及的配置中有 1 个问题" in text and f"{GHOST}.runner" in text
+    assert "Warnings (1 problem(s) the plan reads past, as InferenceX's generator does" in text
+    assert "警告（有 1 个问题被忽略" in text and f"{GHOST}.runner" in text
     chinese = text.split("警告（", 1)[1]
     assert "runner 'cpu-ghost' 不是 configs/runners.yaml 中的标签" in chinese and "is not a label" not in chinese
 
@@ -269,3 +305,22 @@ def test_an_unreadable_master_config_stops_only_the_pr_that_breaks_it(ix, in_bas
     else:
         plan = plan_change(repo, base, head)
         assert "configs/extra-master.yaml" in {w["file"] for w in plan.warnings}
+
+
+# ---- 5. where a job may run: the default branch's own files ------------------------------------------
+
+def test_allowed_from_reads_the_default_branchs_runners_yaml_and_master_config_labels(ix):
+    from bot.plan.allowed import allowed_at, check_plan
+    from bot.plan.model import PlanError
+
+    repo, base = ix  # no recipes/_runners.yaml and no .github/recipe-bot.yaml: nothing to add to adopt recipe-bot
+    allowed = allowed_at(repo, base)
+    assert {"cpu", "cluster:cpu-slurm"} <= allowed.runner_labels  # runners.yaml
+    assert "cpu-ghost" in allowed.runner_labels  # not in runners.yaml, but a master config on main uses it
+    check_plan(plan_change(repo, base, append_entry(repo, [VLLM, GHOST])), allowed)
+    path = repo / "configs/cpu-master.yaml"
+    path.write_text(path.read_text().replace("  runner: cpu-ghost\n", "  runner: cpu-invented\n"))
+    commit(repo)
+    with pytest.raises(PlanError) as caught:  # a label the PR itself invents still cannot choose a runner
+        check_plan(plan_change(repo, base, append_entry(repo, [GHOST])), allowed)
+    assert "'cpu-invented'" in str(caught.value) and "configs/runners.yaml and the master configs" in str(caught.value)

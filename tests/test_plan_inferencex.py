@@ -75,17 +75,27 @@ def test_a_deleted_changelog_line_fails_the_plan(repo):
     base = git(repo, "rev-parse", "HEAD")
     path = repo / "perf-changelog.yaml"
     path.write_text(path.read_text().replace("    - llama5-fp8-h100-dynamo-trt\n", "", 1))
-    with pytest.raises(RecipeError, match="deletions are not allowed"):
+    with pytest.raises(RecipeError, match="Deletions are not allowed in perf-changelog.yaml"):
         plan_change(repo, base, commit(repo))
 
 
-def test_a_master_config_change_without_a_changelog_entry_is_planned_and_flagged(repo):
+def test_a_master_config_change_without_a_changelog_entry_is_not_run_but_named(repo):
     base = git(repo, "rev-parse", "HEAD")
     path = repo / "configs" / "nvidia-master.yaml"
     path.write_text(path.read_text().replace("sglang:v1.0.0-cu130", "sglang:v1.0.1-cu130"))
     plan = plan_change(repo, base, commit(repo))
+    assert plan.touched == [] and rows(plan) == []  # InferenceX runs what its changelog declares
+    assert any(n.startswith(f"{MTP}: changed without a perf-changelog.yaml entry") for n in plan.notes)
+
+
+def test_plan_infra_run_in_the_repository_config_plans_what_a_change_touches(repo):
+    (repo / ".github").mkdir()
+    (repo / ".github" / "recipe-bot.yaml").write_text("plan:\n  infra: run\n")
+    base = commit(repo)
+    path = repo / "configs" / "nvidia-master.yaml"
+    path.write_text(path.read_text().replace("sglang:v1.0.0-cu130", "sglang:v1.0.1-cu130"))
+    plan = plan_change(repo, base, commit(repo))
     assert sorted(t.name for t in plan.touched) == ["llama5-fp8-h100-sglang", MTP]
-    assert any("without a perf-changelog.yaml entry" in n for n in plan.notes)
 
 
 def test_a_reformatted_master_config_plans_nothing(repo):
@@ -97,11 +107,35 @@ def test_a_reformatted_master_config_plans_nothing(repo):
     assert plan.touched == [] and rows(plan) == []
 
 
-def test_a_change_to_a_fleet_launcher_plans_every_config_of_its_runners(repo):
+def test_an_infra_only_change_plans_nothing_and_names_the_configs_the_command_and_gpu_hours(repo):
     base = git(repo, "rev-parse", "HEAD")
     (repo / "runners" / "launch_h100-lab.sh").write_text("#!/bin/bash\nexport MODEL=\"$MODEL_PATH\"\n")
     plan = plan_change(repo, base, commit(repo))
+    assert rows(plan) == [] and plan.gpu_hours == 0
     # h100, h100-multinode and cluster:h100-lab all hold h100-lab_* runners; the mi300x configs do not
+    (note,) = [n for n in plan.notes if n.startswith("InferenceX infra: runners/launch_h100-lab.sh changed")]
+    assert "it affects 6 config(s)" in note
+    assert (f"`/sweep gptoss-fp4-h100-sglang-agentic-hicache llama5-fp8-h100-dynamo-trt llama5-fp8-h100-sglang "
+            f"{AGENTIC} {MTP} llama5-fp8-h100-trt`") in note
+    assert "GPU-hours)" in note and "about 0 GPU-hours" not in note
+
+
+def test_an_infra_change_beside_an_entry_runs_only_the_entry(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "runners" / "launch_h100-lab.sh").write_text("#!/bin/bash\nexport MODEL=\"$MODEL_PATH\"\n")
+    append_entry(repo, [MTP])
+    plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
+    assert [t.name for t in plan.touched] == [MTP]
+    assert any("it affects 5 config(s)" in n and MTP not in n.split("(")[1] for n in plan.notes
+               if n.startswith("InferenceX infra:"))
+
+
+def test_with_plan_infra_run_a_fleet_launcher_change_plans_every_config_of_its_runners(repo):
+    (repo / ".github").mkdir()
+    (repo / ".github" / "recipe-bot.yaml").write_text("plan:\n  infra: run\n")
+    base = commit(repo)
+    (repo / "runners" / "launch_h100-lab.sh").write_text("#!/bin/bash\nexport MODEL=\"$MODEL_PATH\"\n")
+    plan = plan_change(repo, base, commit(repo))
     assert sorted(t.name for t in plan.touched) == [
         "gptoss-fp4-h100-sglang-agentic-hicache", "llama5-fp8-h100-dynamo-trt", "llama5-fp8-h100-sglang",
         AGENTIC, MTP, "llama5-fp8-h100-trt",
@@ -155,3 +189,16 @@ def test_an_append_only_entry_runs_only_the_rows_the_base_did_not_have(repo):
     plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
     assert [(r["tp"], r["ep"], r["conc"]) for r in rows(plan)] == [(4, 4, 128)]
     assert plan.inferencex.changelog[0].append_only
+
+
+def test_the_infra_note_and_the_deletion_refusal_read_in_chinese(repo):
+    from bot import messages_zh
+    from bot.inferencex.changelog import deletion_message
+
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "runners" / "launch_h100-lab.sh").write_text("#!/bin/bash\nexport MODEL=\"$MODEL_PATH\"\n")
+    plan = plan_change(repo, base, commit(repo))
+    (note,) = [n for n in plan.notes if n.startswith("InferenceX infra:")]
+    assert messages_zh.translate(note).startswith("InferenceX 基础设施：runners/launch_h100-lab.sh 有改动；它影响 6 个")
+    chinese = messages_zh.translate(deletion_message("perf-changelog.yaml", "  pr-link: x"))
+    assert chinese == "perf-changelog.yaml 中不允许删除。变更记录只允许追加。被删除的行：  pr-link: x"

@@ -79,8 +79,9 @@ def conclusion(checks: list[Check]) -> Literal["success", "failure"]:
 def template(ev: Evidence) -> Check:
     current, found = ev.templates.version, ev.signoff.version
     written = [item_id for item_id, _ in ev.signoff.items]
-    missing = [item_id for item_id in ev.templates.ids if item_id not in written]
-    extra = [item_id for item_id in written if item_id not in ev.templates.ids]
+    ids = ev.templates.ids_for(ev.signoff.lang)
+    missing = [item_id for item_id in ids if item_id not in written]
+    extra = [item_id for item_id in written if item_id not in ids]
     ctx = {"current": current, "found": found, "missing": missing, "extra": extra}
     if found != current:
         return Check("template", "fail", "stale-version", ctx)
@@ -91,7 +92,8 @@ def template(ev: Evidence) -> Check:
 
 def boxes(ev: Evidence) -> Check:
     ticked, reasons = ev.signoff.ticked, ev.signoff.reasons
-    open_ids = [item_id for item_id in ev.templates.ids if item_id in ticked and not ticked[item_id]]
+    open_ids = [item_id for item_id in ev.templates.ids_for(ev.signoff.lang)
+                if item_id in ticked and not ticked[item_id]]
     unexplained = [item_id for item_id in open_ids if item_id not in reasons]
     if unexplained:
         return Check("boxes", "fail", "unexplained", {"ids": unexplained})

@@ -51,6 +51,17 @@ def _trigger(text: str, templates: Templates) -> Template | None:
     return next((t for t in templates.current if head.startswith(t.phrase.replace(" ", ""))), None)
 
 
+def _closest(blocks: tuple[Block, ...], trigger: Block, templates: Templates) -> Template | None:
+    """Of templates sharing one trigger line (InferenceX's Chinese file keeps the English trigger), the one
+    whose item texts the sign-off's boxes repeat most."""
+    head = _squash(trigger.text)
+    same = [t for t in templates.current if head.startswith(t.phrase.replace(" ", ""))]
+    if len(same) < 2:
+        return None
+    written = {normalize(box[2])[:80] for b in blocks if (box := checkbox(b))}
+    return max(same, key=lambda t: sum(normalize(text)[:80] in written for _, text in t.items))
+
+
 def find(body: str, templates: Templates) -> Found | None:
     """None when the body has no trigger at all (it is not a sign-off attempt)."""
     doc = parse(body)
@@ -60,6 +71,7 @@ def find(body: str, templates: Templates) -> Found | None:
         return Found(problem="two", lines=tuple(b.line for _, b, _ in live))
     if live:
         index, block, template = live[0]
+        template = _closest(doc.blocks[index:], block, templates) or template
         return Found(signoff=_read(doc.blocks[index:], template, templates))
     phrases = [t.phrase.replace(" ", "") for t in templates.current]
     in_code = [line for text, line in doc.code if any(p in _squash(text) for p in phrases)]
@@ -82,13 +94,15 @@ def _read(blocks: tuple[Block, ...], template: Template, templates: Templates) -
             continue
         box = None if in_detail else checkbox(block)
         if box is not None:
-            items.append((box[1], box[0]))
+            items.append((box[1] or template.id_for(box[2], len(items)), box[0]))
         for line in block.text.splitlines():
             label, value = _split_label(line)
             if label in labels:
                 signed = _login(value)
             elif in_detail:
-                explained += _explanations(line)
+                explained += _explanations(line) if template.numbered else _free_reason(line)
+    if not template.numbered and explained:  # no ids to name: the reasoning below covers the open boxes
+        explained = [(item_id, explained[0][1]) for item_id, ticked in items if not ticked]
     return SignOff(lang=template.lang, version=version_of(trigger.text), items=tuple(items),
                    explained=tuple(explained), signed=signed, line=trigger.line)
 
@@ -105,6 +119,14 @@ def _login(value: str) -> str | None:
     if not match or match.group(0).lower() == PLACEHOLDER:
         return None
     return match.group(0)
+
+
+def _free_reason(line: str) -> list[tuple[str, str]]:
+    """A line of reasoning under an unnumbered template's detail heading (its placeholder is none)."""
+    reason = line.strip().lstrip("-*").strip()
+    if normalize(reason) in _PLACEHOLDERS or len(reason) < 3:
+        return []
+    return [("*", reason)]
 
 
 def _explanations(line: str) -> list[tuple[str, str]]:

@@ -30,6 +30,9 @@ class Command:
     scope: str | None = None
     fail_fast: bool = False
     evals_only: bool = False
+    all_evals: bool = False  # InferenceX's all-evals: an accuracy gate on every eligible arm
+    agentx_fast: bool = False  # InferenceX's agentx-fast: the fast AgentX profile for agentic rows
+    no_canary: bool = False  # InferenceX's *-no-canary labels: no canary row first
     search: bool = False  # /sweep --search: arms with a `search:` run it instead of their list
     compare: bool = False  # /e2e --compare: a suite's compare: arms side by side
     cases: tuple[str, ...] = ()
@@ -58,6 +61,12 @@ class Command:
             filters["scope"] = self.scope
         if self.evals_only:
             filters["evals_only"] = True
+        if self.all_evals:
+            filters["all_evals"] = True
+        if self.agentx_fast:
+            filters["agentx_fast"] = True
+        if self.no_canary:
+            filters["canary"] = False
         if self.search:
             filters["search"] = True
         if self.compare:
@@ -75,6 +84,12 @@ class Command:
             words += ["--scope", self.scope]
         if self.evals_only:
             words.append("--evals-only")
+        if self.all_evals:
+            words.append("--all-evals")
+        if self.agentx_fast:
+            words.append("--agentx-fast")
+        if self.no_canary:
+            words.append("--no-canary")
         if self.search:
             words.append("--search")
         if self.compare:
@@ -254,6 +269,9 @@ def parse_command_line(verb: str, rest: str, line: int = 1) -> Command:
         scope=getattr(ns, "scope", None),
         fail_fast=bool(getattr(ns, "fail_fast", False)),
         evals_only=bool(getattr(ns, "evals_only", False)),
+        all_evals=bool(getattr(ns, "all_evals", False)),
+        agentx_fast=bool(getattr(ns, "agentx_fast", False)),
+        no_canary=bool(getattr(ns, "no_canary", False)),
         search=bool(getattr(ns, "search", False)),
         compare=bool(getattr(ns, "compare", False)),
         failed=getattr(ns, "what", None) == "failed",
@@ -306,3 +324,37 @@ def help_rows(permissions: dict[str, str] | None = None) -> list[dict[str, objec
             "examples": list(spec.examples),
         })
     return rows
+
+
+_FLAGS = ("fail_fast", "evals_only", "all_evals", "agentx_fast", "no_canary", "search")
+
+
+def combine_label_commands(triggers: list[tuple[str, Command]]) -> list[tuple[str, Command]]:
+    """The labels on one PR as one run, the way InferenceX's workflow reads them all at once.
+
+    Their /sweep commands merge into one named `label+label`: the widest scope (full over lowest),
+    every flag any of them sets, the recipes of all (none named by one: what the PR touches), the
+    concurrencies of all when no scope is given. Other commands (/e2e) stay runs of their own.
+    """
+    sweeps = [(label, c) for label, c in triggers if c is not None and c.name == "sweep"]
+    if len(sweeps) < 2:
+        return triggers
+    others = [(label, c) for label, c in triggers if c is None or c.name != "sweep"]
+    commands = [c for _, c in sweeps]
+    scopes = {c.scope for c in commands if c.scope}
+    scope = "full" if "full" in scopes else ("lowest" if scopes else None)
+    recipes = () if any(not c.recipes for c in commands) else tuple(dict.fromkeys(r for c in commands for r in c.recipes))
+    conc = () if scope else tuple(sorted({n for c in commands for n in c.conc}))
+    flags = {name: any(getattr(c, name) for c in commands) for name in _FLAGS}
+    merged = dataclasses.replace(commands[0], recipes=recipes, scope=scope, conc=conc, **flags)
+    return [("+".join(label for label, _ in sweeps), merged), *others]
+
+
+def label_triggers(config: Any, labels: list[str], new_label: str | None = None) -> list[tuple[str, Command]]:
+    """The runs a PR's labels start (`config`: the RepoConfig). A new label (`labeled`) runs together with
+    the PR's other labels, as InferenceX's workflow reads them all; one the config does not map starts none."""
+    if new_label is not None:
+        if new_label not in config.labels:
+            return []
+        labels = list(dict.fromkeys([*labels, new_label]))
+    return combine_label_commands([(label, config.label_command(label)) for label in labels if label in config.labels])

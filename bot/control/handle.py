@@ -170,9 +170,8 @@ def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
         h.log(f"config error: {error}")
         return
     pull = event.pull
-    labels = [event.label] if event.action == "labeled" else \
-        list(pull.labels) if event.action in RUN_LABELS_ON else []
-    triggers = [(label, h.config.label_command(label)) for label in labels if label in h.config.labels]
+    labels = list(pull.labels) if event.action in RUN_LABELS_ON else []
+    triggers = commands.label_triggers(h.config, labels, event.label if event.action == "labeled" else None)
     if event.action not in CANCEL_ON and not triggers:
         h.log(f"pull_request {event.action}: no label that starts a run")
         return

@@ -89,6 +89,9 @@ def _build_sweep(p: argparse.ArgumentParser) -> None:
     which.add_argument("--conc", type=_concurrencies)
     which.add_argument("--scope", choices=("lowest", "full"))
     p.add_argument("--evals-only", action="store_true")
+    p.add_argument("--all-evals", action="store_true")
+    p.add_argument("--agentx-fast", action="store_true")
+    p.add_argument("--no-canary", action="store_true")
     p.add_argument("--search", action="store_true")
     p.add_argument("--fail-fast", action="store_true")
 
@@ -141,7 +144,7 @@ def _parser(name: str) -> argparse.ArgumentParser:
 SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="sweep",
-        usage="/sweep [recipe-glob ...] [--conc 4,8,...] [--scope lowest|full] [--evals-only] [--search] [--fail-fast]",
+        usage="/sweep [recipe-glob ...] [--conc 4,8,...] [--scope lowest|full] [--evals-only] [--all-evals] [--agentx-fast] [--no-canary] [--search] [--fail-fast]",
         summary_en="Benchmark the recipes this PR touches (or the ones named) on the GPU runners; "
                    "--search runs each arm's adaptive concurrency search.",
         summary_zh="在 GPU runner 上对本 PR 改动到的配方（或指定的配方）跑基准测试；"

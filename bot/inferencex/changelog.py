@@ -65,7 +65,14 @@ def _seq(row: dict) -> str:
 
 
 def appended_text(base: bytes | None, head: bytes | None, path: str) -> tuple[str, list[int]]:
-    """The lines appended between two versions, with their head line numbers; deletions are refused."""
+    """The lines added between two versions, as git's diff adds them, with their head line numbers.
+
+    InferenceX's `process_changelog.py` reads the `+` lines of `git diff base head`, wherever they are
+    inserted, and refuses any deleted line that is not blank, in its own words. An insertion has
+    more than one alignment (an entry added between two others shares its `- config-keys:` line
+    with its neighbour): each added block is slid to where it starts an entry, as git's heuristic
+    places it, so that the added lines parse as the entries the author wrote.
+    """
     import difflib  # only a plan against a base reads the changelog's difference
 
     old = (base or b"").decode("utf-8", "replace").splitlines()
@@ -79,11 +86,10 @@ def appended_text(base: bytes | None, head: bytes | None, path: str) -> tuple[st
         if tag in ("delete", "replace"):
             for index in range(a0, a1):
                 if old[index].strip():
-                    raise RecipeError.single(
-                        path, index + 1, None,
-                        f"deletions are not allowed; only appended entries run (deleted line: {old[index]!r})",
-                    )
+                    raise RecipeError.single(path, index + 1, None, deletion_message(path, old[index]))
         if tag in ("insert", "replace"):
+            if tag == "insert":
+                b0, b1 = slide_block(new, b0, b1)
             for index in range(b0, b1):
                 text = new[index]
                 if any(ch in text for ch in "\r\t\0"):
@@ -93,12 +99,51 @@ def appended_text(base: bytes | None, head: bytes | None, path: str) -> tuple[st
     return "\n".join(added), lines
 
 
+def deletion_message(path: str, line: str) -> str:
+    """InferenceX's own wording for a changed or deleted changelog line (its rule: the log only grows)."""
+    name = path.rsplit("/", 1)[-1]
+    return (f"Deletions are not allowed in {name}. Only additions to the changelog are permitted. "
+            f"Found deleted line: {line}")
+
+
+def _starts_entry(line: str) -> bool:
+    return line.startswith("-") and (len(line) == 1 or line[1] in " \t")
+
+
+def slide_block(new: list[str], b0: int, b1: int) -> tuple[int, int]:
+    """Where an inserted block [b0, b1) of `new` goes among its equivalent positions.
+
+    A block may move one line up while the line above it equals its last line, or down while its
+    first line equals the line below it; every such position gives the same file. The chosen one
+    starts at an entry (`- ` at column 0) and ends before the next one, or else is the first that
+    starts at an entry; otherwise the block stays where it was found.
+    """
+    first, last = b0, b0
+    while first > 0 and new[first - 1] == new[first - 1 + (b1 - b0)]:
+        first -= 1
+    last = b0
+    while last + (b1 - b0) < len(new) and new[last] == new[last + (b1 - b0)]:
+        last += 1
+    size = b1 - b0
+    starts = [s for s in range(first, last + 1) if _starts_entry(new[s])]
+    if not starts:
+        return b0, b1
+    whole = [s for s in starts if s + size >= len(new) or _starts_entry(new[s + size]) or not new[s + size].strip()]
+    chosen = (whole or starts)
+    # git shifts a block as far down as it may before its heuristic picks a boundary: the last one
+    pick = max(chosen) if whole else min(chosen)
+    return pick, pick + size
+
+
 def appended_entries(repo: InferenceXRepo, base: bytes | None, head: bytes | None) -> list[AppendedEntry]:
     path = repo.changelog_path
     text, lines = appended_text(base, head, path)
     if not text.strip():
         return []
-    located = load_yaml(text, path)
+    duplicates: list = []
+    located = load_yaml(text, path, duplicates)
+    repo.note_duplicates(path, [(k, lines[n - 1] if n <= len(lines) else n, lines[f - 1] if f <= len(lines) else f)
+                                for k, n, f in duplicates])
     if located.data is None:
         return []
 

@@ -42,14 +42,45 @@ def per_point_vars(rows: list[dict]) -> list[str]:
 
 
 def _reads(text: str, name: str, values: list[str] | None = None) -> bool:
-    """Whether the line uses the variable in a way that differs between rows. `${NAME%%_*}` (the part
-    before the first `_`, as launchers pick a script by the model code in EXP_NAME) counts only when that
-    part differs."""
+    """Whether the line uses the variable in a way that differs between rows, read as shell reads it:
+    `$NAME`, `${NAME...}`, a bare NAME inside arithmetic (`$((2*NAME))`, `(( NAME ))`, `let`, `declare -i`,
+    an array index). `${NAME%%_*}` (the part before the first `_`, as launchers pick a script by the
+    model code in EXP_NAME) counts only when that part differs."""
     for match in re.finditer(rf"\$(\{{)?{re.escape(name)}\b(%%_\*\}})?", text):
         if match.group(2) and values is not None and len({v.split("_", 1)[0] for v in values}) == 1:
             continue
         return True
-    return False
+    return _arithmetic_read(text, name)
+
+
+_ARITHMETIC = re.compile(r"\$?\(\((.*?)\)\)|\$\[(.*?)\]|\[([^\[\]]*)\]")
+_INTEGER_BUILTINS = re.compile(r"^\s*(?:let|declare|typeset|local|export|readonly)\b(.*)$")
+
+
+def _arithmetic_read(text: str, name: str) -> bool:
+    bare = re.compile(rf"(?<![\w$]){re.escape(name)}\b")
+    if any(bare.search(" ".join(g for g in m.groups() if g)) for m in _ARITHMETIC.finditer(text)):
+        return True
+    builtin = _INTEGER_BUILTINS.match(text)
+    if builtin is None:
+        return False
+    words = builtin.group(1)
+    # `let X=NAME*2` is arithmetic; `declare -i X=NAME` is too (an integer variable evaluates its value)
+    return text.lstrip().startswith("let") and bool(bare.search(words)) or \
+        (re.search(r"\s-\w*i", words) is not None and bool(re.search(rf"=[^\s]*(?<![\w$]){name}\b", words)))
+
+
+def _indirect_reads(lines: list[tuple[int, str]], name: str) -> list[tuple[int, str]]:
+    """`ref=NAME ... ${!ref}`: the assignment naming the variable and the line expanding it."""
+    refs = {m.group(1): (number, line) for number, line in lines
+            for m in [re.match(rf"^\s*(?:local\s+|declare\s+|export\s+)?(\w+)=[\"']?{re.escape(name)}[\"']?\s*$",
+                               line)] if m}
+    hits = []
+    for number, line in lines:
+        for ref, assignment in refs.items():
+            if re.search(rf"\$\{{!{re.escape(ref)}\}}", line):
+                hits += [assignment, (number, line)]
+    return list(dict.fromkeys(hits))
 
 
 @functools.lru_cache(maxsize=10_000)
@@ -94,12 +125,17 @@ def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]
                                               f"{line.strip()[:100]}", tuple(scripts))
     for path, text in sorted(scripts.items()):
         lines, found = server_side(text)
-        for number, line in lines:
-            for name in varying:
-                if name in line and _reads(line, name, values[name]):
-                    where = "before the server is ready" if found else "(no wait_for_server_ready: whole script)"
-                    return PackVerdict(False, f"{path}:{number} reads ${name} {where}: {line.strip()[:100]}",
-                                       tuple(scripts))
+        where = "before the server is ready" if found else "(no wait_for_server_ready: whole script)"
+        hits = [(number, name, line) for number, line in lines for name in varying
+                if name in line and _reads(line, name, values[name])]
+        hits += [(number, name, line) for name in varying for number, line in _indirect_reads(lines, name)]
+        if hits:
+            hits = sorted(dict.fromkeys(hits))
+            first_number, first_name, first_line = hits[0]
+            reason = f"{path}:{first_number} reads ${first_name} {where}: {first_line.strip()[:100]}"
+            if len(hits) > 1:  # every such line, so that one fix is not followed by the next refusal
+                reason += "; also " + ", ".join(f"line {n} (${v})" for n, v, _ in hits[1:])
+            return PackVerdict(False, reason, tuple(scripts))
         if not found:
             return PackVerdict(False, f"{path}: no wait_for_server_ready, so where its server starts is unknown",
                                tuple(scripts))

@@ -142,7 +142,11 @@ def entry_passes(entry: Any) -> bool:
         return False
     multi = entry.get("multinode") is True
     filled = {**{k: False for k in _DEFAULTED if k not in entry and not (multi and k == "multinode")}, **entry}
-    return (_MULTI if multi else _SINGLE)(filled)
+    if not (_MULTI if multi else _SINGLE)(filled):
+        return False
+    from bot.inferencex.schema import component_scope_problem  # plain dict rules: cheap, no pydantic model
+
+    return component_scope_problem(filled) is None
 
 
 _HARDWARE = _model({"available-cpu-dram-mib": (_int(0), True), "gpus-per-node": (_int(1), True)})

@@ -30,13 +30,20 @@ class InferenceXRepo:
     invalid: dict[str, object] = field(default_factory=dict, repr=False)  # key → raw entry that failed its schema
     scripts: dict[str, str] = field(default_factory=dict, repr=False)  # single-node benchmark scripts → text
     launchers: dict[str, str] = field(default_factory=dict, repr=False)  # runners/launch_<fleet>.sh → text
+    # problems InferenceX reads past (a duplicate key: the last one wins), listed as warnings
+    warnings: list[RecipeProblem] = field(default_factory=list)
+
+    def note_duplicates(self, path: str, duplicates: list) -> None:
+        for key, line, first in duplicates:
+            self.warnings.append(RecipeProblem(path, line, str(key), f"duplicate key (first defined on line {first}); "
+                                               "the last one is used, as InferenceX's YAML reader does"))
 
     def problems_for(self, keys: list[str] | set[str]) -> list[RecipeProblem]:
         return [p for k in sorted(keys) for p in self.problems.get(k, [])]
 
     def all_problems(self) -> list[RecipeProblem]:
         keyed = [p for k in sorted(self.problems) for p in self.problems[k]]
-        return [*(p for f in sorted(self.file_problems) for p in self.file_problems[f]), *keyed]
+        return [*(p for f in sorted(self.file_problems) for p in self.file_problems[f]), *keyed, *self.warnings]
 
     def raw(self, key: str) -> object:
         """The entry as written, valid or not (what a change is compared on)."""
@@ -76,7 +83,9 @@ def load_inferencex(source: Source) -> InferenceXRepo | None:
     raw_runners = source.read(repo.runners_path)
     if raw_runners is None:
         raise RecipeError.single(repo.runners_path, None, None, "missing: the master configs need it")
-    runners_doc = load_yaml(raw_runners, repo.runners_path)
+    duplicates: list = []
+    runners_doc = load_yaml(raw_runners, repo.runners_path, duplicates)
+    repo.note_duplicates(repo.runners_path, duplicates)
     if not runners_pass(runners_doc.data):  # the schema's verdict and wording when the quick check is unsure
         from bot.inferencex.schema import RunnersFile
 
@@ -86,7 +95,9 @@ def load_inferencex(source: Source) -> InferenceXRepo | None:
     for path in paths:
         raw = source.read(path)
         try:
-            located = load_yaml(raw or b"", path)
+            duplicates = []
+            located = load_yaml(raw or b"", path, duplicates)
+            repo.note_duplicates(path, duplicates)
         except RecipeError as exc:
             repo.file_problems[path] = list(exc.problems)
             continue

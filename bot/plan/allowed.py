@@ -3,7 +3,9 @@
 The PR's own `recipes/_runners.yaml` and recipes decide what to run, never where: a label it adds
 (say `release-signer`) would send its code to whatever self-hosted runner carries that label. So
 the labels come from `recipes/_runners.yaml` on the default branch (plus `pr_jobs.runner_labels` of
-its `.github/recipe-bot.yaml`), the images from `pr_jobs.images` of that config.
+its `.github/recipe-bot.yaml`), the images from `pr_jobs.images` of that config. In an InferenceX
+repository the default branch's `configs/runners.yaml` and the runner labels its master configs
+already use are allowed too: adopting recipe-bot needs no extra file.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ class Allowed:
     runner_labels: frozenset[str]
     images: frozenset[str]
     where: str  # the revision they were read from, for the error
+    files: str = RUNNERS_FILE  # the files that list them, for the error
 
 
 def allowed_at(repo: Path, rev: str) -> Allowed:
@@ -35,11 +38,27 @@ def allowed_at(repo: Path, rev: str) -> Allowed:
     except (SourceError, ConfigError, RecipeError, UnicodeDecodeError) as exc:
         raise PlanError(f"cannot read what {rev} allows: {exc}") from None
     labels = set(table.runners) if table is not None else set()
+    inferencex = _inferencex_labels(source, rev)
+    labels |= inferencex
     images: set[str] = set()
     if config is not None:
         labels |= set(config.pr_jobs.runner_labels)
         images = set(config.pr_jobs.images)
-    return Allowed(frozenset(labels), frozenset(images), rev)
+    files = f"{RUNNERS_FILE} or configs/runners.yaml and the master configs" if inferencex else RUNNERS_FILE
+    return Allowed(frozenset(labels), frozenset(images), rev, files)
+
+
+def _inferencex_labels(source: GitSource, rev: str) -> set[str]:
+    """The labels of the default branch's `configs/runners.yaml` and those its master configs use."""
+    from bot.inferencex.repo import load_inferencex  # only an InferenceX repository has them
+
+    try:
+        repo = load_inferencex(source)
+    except RecipeError as exc:
+        raise PlanError(f"cannot read what {rev} allows: {exc}") from None
+    if repo is None:
+        return set()
+    return set(repo.labels) | {entry["runner"] for entry in repo.configs.values() if isinstance(entry.get("runner"), str)}
 
 
 def check_plan(plan: Plan, allowed: Allowed) -> None:
@@ -53,9 +72,9 @@ def check_plan(plan: Plan, allowed: Allowed) -> None:
     for job_id, label, job in entries:
         if label not in allowed.runner_labels:
             raise PlanError(
-                f"job {job_id} names runner label {label!r}, which {RUNNERS_FILE} on {allowed.where} does not "
+                f"job {job_id} names runner label {label!r}, which {allowed.files} on {allowed.where} does not "
                 f"list; a pull request cannot choose its own runners / 作业 {job_id} 使用的 runner 标签 "
-                f"{label!r} 不在 {allowed.where} 的 {RUNNERS_FILE} 中；PR 不能自行指定 runner",
+                f"{label!r} 不在 {allowed.where} 的 {allowed.files} 中；PR 不能自行指定 runner",
                 sorted(allowed.runner_labels))
         for case in job.cases if job is not None else ():
             for server in case.servers:

@@ -12,6 +12,7 @@ from bot.inferencex.launches import (
 )
 from bot.inferencex.repo import InferenceXRepo
 from bot.plan.ids import job_id, slurm_spec
+from bot.plan.inferencex_infra import infra_notes, infra_rule
 from bot.plan.limits import limit_for
 from bot.plan.matrix import matrices_for
 from bot.plan.model import ChangelogSummary, InferenceXPlan, MatrixEntry, Plan, PlanFilters, RecipePlan, TouchedRecipe
@@ -68,7 +69,6 @@ def pick_canary(pairs: Keyed) -> tuple[str, dict] | None:
 def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, changed: set[str]
                   ) -> tuple[dict[str, list[str]], list[AppendedEntry], InferenceXRepo | None]:
     touched, base_repo = touched_inferencex(repo, base, changed)
-    plan.notes.extend(touched.notes)
     reasons = {k: list(v) for k, v in touched.reasons.items()}
     entries: list[AppendedEntry] = []
     if repo.changelog_path in changed:
@@ -77,29 +77,36 @@ def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, 
             for key in appended.keys:
                 reasons.setdefault(key, []).insert(0, f"{repo.changelog_path} entry appended (line {appended.line})")
     logged = {k for e in entries for k in e.keys}
-    for key in sorted(reasons):
-        if key not in logged:
-            plan.notes.append(f"{key}: changed without a {repo.changelog_path} entry (InferenceX itself would "
-                              "not run it until one is appended)")
+    if infra_rule(base) == "note":  # the changelog declares what runs; other changes are named, not run
+        plan.notes.extend(infra_notes(repo, changed, logged))
+        plan.notes.extend(n for n in touched.notes if not n.startswith("shared infra touched"))
+        reasons = {k: v for k, v in reasons.items() if k in logged}
+    else:
+        plan.notes.extend(touched.notes)
+    for key in sorted(k for k in touched.reasons if k not in logged):
+        plan.notes.append(f"{key}: changed without a {repo.changelog_path} entry (InferenceX itself would "
+                          "not run it until one is appended)")
     return reasons, entries, base_repo
 
 
 def check_problems(plan: Plan, repo: InferenceXRepo, selected: list[str], changed: set[str], strict: bool
                    ) -> list[str]:
-    """What a change touches is validated strictly; every other problem is a warning in the plan.
+    """Strict where InferenceX refuses, tolerant where it plans.
 
-    Strict (a PR's plan): a problem in a selected config, or in a master config file the change edits,
-    is a RecipeError naming file, line and field. Otherwise it is listed in `plan.warnings`, and a
-    config that failed its schema is left out (an unlisted runner label keeps its rows, as InferenceX does).
+    Strict (a PR's plan): a master-config entry that fails its schema, touched or not (InferenceX's
+    processor validates every entry before it plans anything), or a master config file the change
+    edits that cannot be read, is a RecipeError naming file, line and field. What InferenceX's
+    generator reads past (an unlisted runner label, a duplicate key) is listed in `plan.warnings` and
+    the config keeps its rows. Without a base every problem is a warning and a broken config is left out.
     """
-    fatal = [p for k in selected for p in repo.problems.get(k, [])] if strict else []
+    fatal = [p for k in sorted(repo.invalid) for p in repo.problems.get(k, [])] if strict else []
     fatal += [p for f, problems in repo.file_problems.items() if f in changed for p in problems]
     if fatal:
         raise RecipeError(fatal)
     plan.warnings.extend(p.as_dict() for p in repo.all_problems())
     if plan.warnings:
-        plan.notes.append(f"InferenceX: {len(plan.warnings)} problem(s) in configs this change does not touch "
-                          "are listed as warnings; they do not stop the plan")
+        plan.notes.append(f"InferenceX: {len(plan.warnings)} problem(s) that InferenceX's generator reads past are "
+                          "listed as warnings; they do not stop the plan")
     return [k for k in selected if k in repo.configs]
 
 

@@ -239,7 +239,7 @@ class Plan(Record):
                 "touched": list, "recipes": list,
                 "jobs": list,  # every native job, the canary first when there is one
                 "canary": None, "matrices": list, "inferencex": None, "gpu_hours": 0.0, "notes": list,
-                # Problems in configs this change does not touch: listed, never a reason to stop the plan.
+                # Problems the plan reads past (as InferenceX's generator does): listed, never a reason to stop it.
                 "warnings": list}
     FLOATS = ("gpu_hours",)
 

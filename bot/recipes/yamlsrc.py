@@ -48,7 +48,7 @@ _STR, _INT, _BOOL, _NULL, _SEQ, _MAP, _MERGE = (_TAG + name for name in ("str", 
 _SCALAR, _SEQUENCE, _MAPPING = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
 
 
-def _to_python(loader: _StrictLoader, node: yaml.Node) -> Any:
+def _to_python(loader: _StrictLoader, node: yaml.Node, duplicates: list | None = None) -> Any:
     """Nodes to plain data: str, int, bool, null, lists and mappings directly; anything rarer (floats,
     timestamps, merge keys, binary) through PyYAML's own safe constructor. Duplicate keys are refused."""
     tag = node.tag
@@ -65,23 +65,25 @@ def _to_python(loader: _StrictLoader, node: yaml.Node) -> Any:
             return None
         return loader.construct_object(node, deep=True)
     if kind is _SEQUENCE and tag == _SEQ:
-        return [_to_python(loader, item) for item in node.value]
+        return [_to_python(loader, item, duplicates) for item in node.value]
     if kind is _MAPPING and tag == _MAP:
         if any(key.tag == _MERGE for key, _ in node.value):
             return loader.construct_object(node, deep=True)
         out: dict = {}
         lines: dict = {}
         for key_node, value_node in node.value:
-            key = _to_python(loader, key_node)
+            key = _to_python(loader, key_node, duplicates)
             try:
                 hash(key)
             except TypeError:
                 return loader.construct_object(node, deep=True)  # PyYAML reports it with its mark
             line = key_node.start_mark.line + 1
             if key in lines:
-                raise _DuplicateKey(key, line, lines[key])
+                if duplicates is None:
+                    raise _DuplicateKey(key, line, lines[key])
+                duplicates.append((key, line, lines[key]))  # PyYAML's safe_load: the last one wins
             lines[key] = line
-            out[key] = _to_python(loader, value_node)
+            out[key] = _to_python(loader, value_node, duplicates)
         return out
     return loader.construct_object(node, deep=True)
 
@@ -123,8 +125,11 @@ def _child(node: yaml.Node, part: object) -> tuple[int, yaml.Node] | None:
     return None
 
 
-def load_yaml(text: str | bytes, file: str) -> Located:
-    """Parse one YAML document strictly; any syntax problem or duplicate key is a RecipeError."""
+def load_yaml(text: str | bytes, file: str, duplicates: list | None = None) -> Located:
+    """Parse one YAML document strictly; any syntax problem or duplicate key is a RecipeError.
+
+    With `duplicates` (a list), a duplicate key is kept as PyYAML's safe_load keeps it (the last one
+    wins) and recorded there as (key, line, first line): InferenceX reads its files that way."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -133,7 +138,7 @@ def load_yaml(text: str | bytes, file: str) -> Located:
     loader = _StrictLoader(text)
     try:
         root = loader.get_single_node()
-        data = _to_python(loader, root) if root is not None else None
+        data = _to_python(loader, root, duplicates) if root is not None else None
     except _DuplicateKey as exc:
         raise RecipeError.single(
             file, exc.line, str(exc.key), f"duplicate key (first defined on line {exc.first_line})"

@@ -1,0 +1,60 @@
+"""An InferenceX change to shared files when its changelog declares what runs: a note naming what it affects."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from bot.inferencex.changelog import default_rows
+from bot.inferencex.launches import STARTUP_S, names_file, point_seconds, row_concurrencies, row_gpus, shared_reason
+from bot.inferencex.repo import InferenceXRepo
+from bot.recipes.sources import Source
+
+_SHOWN = 8  # config keys named in a note before "... N more"
+
+
+def infra_rule(base: Source) -> str:
+    """`plan.infra` of the repository's config on the base revision (a PR cannot change its base);
+    "note" for an InferenceX repository when unset or unreadable."""
+    from bot.config import CONFIG_PATH, ConfigError, load_config
+
+    raw = base.read(CONFIG_PATH)
+    if raw is None:
+        return "note"
+    try:
+        return load_config(raw.decode("utf-8"), CONFIG_PATH).plan.infra_rule(inferencex=True)
+    except (ConfigError, UnicodeDecodeError):
+        return "note"
+
+
+def affected_by_files(repo: InferenceXRepo, changed: set[str]) -> dict[str, list[str]]:
+    """Changed path → the configs that use it (their own script or recipe, their launcher, the shared library)."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(changed):
+        for key in sorted(repo.configs):
+            if names_file(repo, key, path) or shared_reason(repo, key, path):
+                out[path].append(key)
+    return dict(out)
+
+
+def rows_gpu_hours(repo: InferenceXRepo, keys: list[str]) -> tuple[int, float]:
+    """The rows a `/sweep` of these configs plans (one plain changelog entry each) and their GPU-hours."""
+    rows = default_rows(repo, keys)
+    pairs = [*rows.throughput, *rows.evals]
+    hours = sum(row_gpus(r) * (STARTUP_S + point_seconds(r) * len(row_concurrencies(r))) for _, r in pairs) / 3600
+    return len(pairs), hours
+
+
+def infra_notes(repo: InferenceXRepo, changed: set[str], logged: set[str]) -> list[str]:
+    """One note per changed shared file: the configs it affects that no changelog entry runs, the
+    command that would run them and its GPU-hours (InferenceX runs only what its changelog names)."""
+    notes = []
+    for path, keys in affected_by_files(repo, changed).items():
+        unrun = [k for k in keys if k not in logged]
+        if not unrun:
+            continue
+        count, hours = rows_gpu_hours(repo, unrun)
+        shown = ", ".join(unrun[:_SHOWN]) + (f", ... {len(unrun) - _SHOWN} more" if len(unrun) > _SHOWN else "")
+        notes.append(
+            f"InferenceX infra: {path} changed; it affects {len(unrun)} config(s) no {repo.changelog_path} entry "
+            f"runs ({shown}); not planned, as InferenceX's changelog declares what runs. To run them: "
+            f"`/sweep {' '.join(unrun)}` ({count} rows, about {hours:.0f} GPU-hours)")
+    return notes
