@@ -123,6 +123,9 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("{} exists already (two artifacts of one name)", "{0} 已存在（两个 artifact 同名）"),
     ("cannot be extracted ({})", "无法解压（{0}）"),
     # InferenceX configs (bot/inferencex)
+    ("Master config files were modified but `{}` was not updated ({}): add a `{}` entry documenting the change; "
+     "only appended entries run",
+     "主配置文件已修改，但 `{0}` 未更新（{1}）：请添加一条 `{2}` 条目说明这次改动；只有追加的条目才会运行"),
     ("missing: the master configs need it", "缺失：master 配置需要它"),
     ("must be a mapping", "必须是映射（键值对）"),
     ("runner {} is not a label of {}", "runner {0} 不是 {1} 中的标签"),

@@ -250,7 +250,7 @@ def test_accept_regression_next_to_a_sweep_keeps_the_dispatch_ack_readable(world
         == ["tiny-cpu"]
 
 
-def test_an_inferencex_change_is_required_never_nothing_touched(sandbox, tmp_path):
+def _inferencex_pr(sandbox, tmp_path, with_entry: bool):
     fixture = ROOT / "tests" / "fixtures" / "inferencex"
     main = {**MAIN, "configs/nvidia-master.yaml": (fixture / "configs" / "nvidia-master.yaml").read_text(),
             "configs/amd-master.yaml": (fixture / "configs" / "amd-master.yaml").read_text(),
@@ -259,13 +259,33 @@ def test_an_inferencex_change_is_required_never_nothing_touched(sandbox, tmp_pat
             "runners/launch_h100.sh": "#!/bin/bash\nexport MODEL=$MODEL_PATH\n"}
     changed = main["configs/nvidia-master.yaml"].replace("sglang:v1.0.0-cu130", "sglang:v1.0.1-cu130")
     assert changed != main["configs/nvidia-master.yaml"]
-    seed = make_seed(tmp_path / "sandbox", main, {"configs/nvidia-master.yaml": changed},
-                     {"pulls": PULLS, "issues": []})
+    head = {"configs/nvidia-master.yaml": changed}
+    if with_entry:
+        head["perf-changelog.yaml"] = main["perf-changelog.yaml"].rstrip("\n") + (
+            "\n- config-keys:\n    - llama5-fp8-h100-sglang\n  description:\n    - \"Bump SGLang to 1.0.1\"\n"
+            "  pr-link: https://github.com/example-org/inferencex-fixture/pull/105\n")
+    seed = make_seed(tmp_path / "sandbox", main, head, {"pulls": PULLS, "issues": []})
     h = Harness(sandbox(seed), tmp_path)
     h.handle("pull_request", "opened", pull=7, sender="carol")
     [check] = checks(h, h.head(7))
+    return check
+
+
+def test_an_inferencex_change_with_its_changelog_entry_is_required_never_nothing_touched(sandbox, tmp_path):
+    check = _inferencex_pr(sandbox, tmp_path, with_entry=True)
     assert check["status"] == "in_progress", check["summary"]
     assert "llama5-fp8-h100-sglang" in check["summary"] and "`/sweep`" in check["summary"]
+
+
+def test_an_edited_master_config_without_a_changelog_entry_fails_the_gate_in_inferencex_words(sandbox, tmp_path):
+    # InferenceX runs only appended changelog entries, and its review rule asks for one with every master
+    # config edit: the gate neither passes as "nothing touched" nor waits for a run that nothing plans.
+    check = _inferencex_pr(sandbox, tmp_path, with_entry=False)
+    assert check["conclusion"] == "failure", check["summary"]
+    english, chinese = check["summary"].split("\n\n---\n\n")[:2]
+    assert "Master config files were modified but `perf-changelog.yaml` was not updated" in english
+    assert "configs/nvidia-master.yaml" in english
+    assert "主配置文件已修改，但 `perf-changelog.yaml` 未更新" in chinese
 
 
 @pytest.mark.parametrize("errors, expected", [

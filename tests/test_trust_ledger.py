@@ -28,6 +28,12 @@ def world(sandbox, tmp_path):
     return Harness(sandbox(seed), tmp_path)
 
 
+def later_second(stamp: str) -> None:
+    """Wait until the clock reads a later whole second than `stamp` (GitHub's REST time format)."""
+    while dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") <= stamp:
+        time.sleep(0.05)
+
+
 def edit_later(h: Harness, comment: dict, user: str, body: str) -> None:
     """`user` edits the comment in a later second than it was written: GitHub's REST times are whole
     seconds, and updated_at later than created_at is what tells the bot to read the edit history."""
@@ -134,10 +140,11 @@ def test_an_owners_own_edit_of_a_signoff_after_a_push_is_stale_not_a_new_signoff
     h = signing
     comment_id = h.comment(7, "alice", signoff("alice"))
     h.handle("issue_comment", "created", comment_id=comment_id)
+    [comment] = [c for c in h.sb.state()["comments"] if c["id"] == comment_id]
+    later_second(comment["created"])  # written before the push, not within its second (REST's times are whole seconds)
     new = h.push()
     pushed(h)
     benchmarks_passed(h, new)
-    [comment] = [c for c in h.sb.state()["comments"] if c["id"] == comment_id]
     edit_later(h, comment, "alice", comment["body"] + "\nStill fine.\n")
     _verify_edit(h, comment_id, "alice")
     check = latest_check(h, new)

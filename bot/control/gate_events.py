@@ -87,6 +87,7 @@ def on_pull_request(h, event) -> None:
 
 def _on_pull_request(h, event) -> None:
     from bot.plan import remote
+    from bot.inferencex.changelog import changelog_missing
     from bot.plan.model import PlanError
     from bot.recipes.errors import RecipeError
     from bot.report import gate
@@ -111,6 +112,10 @@ def _on_pull_request(h, event) -> None:
                                     filters=filters)
         configs = remote.touched_inferencex_keys(h.client, catalog=catalog, base_sha=pull.base_sha,
                                                  changed=changed)
+        # An edited master config with no changelog entry runs nothing in InferenceX: never "nothing touched".
+        missing = changelog_missing(catalog.inferencex, changed) if catalog.inferencex and not configs else None
+        if missing:
+            raise PlanError(missing)
     except (RecipeError, PlanError) as exc:
         problems = [str(p) for p in exc.problems] if isinstance(exc, RecipeError) else [str(exc)]
         title, section = _render(_verdict({}), pull.head_sha, bot_login=h.bot_login(), reason="plan-failed", problems=problems)

@@ -293,3 +293,13 @@ def default_rows(repo: InferenceXRepo, keys: list[str], *, all_evals: bool = Fal
                           trim=trim)
     rows.entries = []
     return rows
+
+
+def changelog_missing(repo, changed: set[str]) -> str | None:
+    """InferenceX's own review rule, in its words: a PR that edits a master config must add a
+    perf-changelog.yaml entry, since only appended entries run. None when the rule holds."""
+    masters = sorted(set(repo.config_file.values()) & changed)
+    if not masters or repo.changelog_path in changed:
+        return None
+    return (f"Master config files were modified but `{repo.changelog_path}` was not updated ({', '.join(masters)}): "
+            f"add a `{repo.changelog_path}` entry documenting the change; only appended entries run")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from bot.inferencex.scope_rules import component_scope_problem
+
 Check = Callable[[Any], bool]
 
 
@@ -144,8 +146,6 @@ def entry_passes(entry: Any) -> bool:
     filled = {**{k: False for k in _DEFAULTED if k not in entry and not (multi and k == "multinode")}, **entry}
     if not (_MULTI if multi else _SINGLE)(filled):
         return False
-    from bot.inferencex.schema import component_scope_problem  # plain dict rules: cheap, no pydantic model
-
     return component_scope_problem(filled) is None
 
 
