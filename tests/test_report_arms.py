@@ -1,4 +1,4 @@
-"""A compare: job's arms side by side: mean ± std over repeats, Δ%, the run-to-run noise rule, GPU-hours per arm."""
+"""A compare: job's arms side by side: mean ± std over repeats, Δ%, the noise rule of docs/fidelity.md, GPU-hours per arm."""
 import pytest
 
 from bot.report.arms import judge, section
