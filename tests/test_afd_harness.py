@@ -237,3 +237,26 @@ def test_e2e_through_the_sandbox_fails_the_check_naming_the_node(tmp_path, env, 
     assert says in outcome.comment and says in outcome.check["summary"]
     jobs = sorted(p.stem for p in (tmp_path / "out" / "jobs").glob("*.json"))
     assert jobs == ["fixture-e2e"]  # the touched manual suite is not part of /e2e
+
+
+def test_a_failing_manual_suite_run_on_command_does_not_fail_the_gate(tmp_path):
+    import os
+
+    from rich.console import Console
+
+    from afd_fixture import sandbox_files
+    from bot.demo.loop import run_demo
+
+    outcome = run_demo(tmp_path / "out", tmp_path / "work", Console(file=open(os.devnull, "w")),
+                       command="/e2e fixture-manual", engine={"FIXTURE_E2E_DEVICES": "0,1",
+                                                              "FIXTURE_MODE_PLUGIN_TINY": "fail"},
+                       files=sandbox_files())
+    assert "❌ failure" in outcome.comment and f"node {PLUGIN_NODE} failed" in outcome.comment  # its own report
+    assert "never required by the gate" in outcome.comment
+    # The gate requires what gate.required (/sweep and /e2e) plans for the PR's touch: fixture-e2e's cases,
+    # never the manual suite, and the manual suite's failure is not the gate's.
+    check = outcome.check
+    assert check["name"] == "recipe-bot / benchmarks" and (check["status"], check["conclusion"]) == ("in_progress", None)
+    gate_section = check["summary"].split("---")[0]
+    assert "Required: **2**" in gate_section and "`fixture-e2e` `case:plugin-tiny`" in gate_section
+    assert "fixture-manual" not in gate_section
