@@ -1,4 +1,4 @@
-"""A compare: job's arms side by side: mean ± std over repeats, Δ%, the run-to-run noise rule, GPU-hours per arm."""
+"""A compare: job's arms side by side: mean ± std over repeats, Δ%, the noise rule of docs/fidelity.md, GPU-hours per arm."""
 import pytest
 
 from bot.report.arms import judge, section
@@ -36,11 +36,36 @@ def test_the_section_shows_both_arms_mean_and_std_with_gpu_hours_for_every_gpu_t
     afd = arm("afd-4a4f", [(303, 404, 98.9), (306, 400, 98.7), (301, 410, 99)], gpus=8)
     text = section([job(native, afd)])
     assert "`native-dp8` against `afd-4a4f`" in text and "`native-dp8` 对比 `afd-4a4f`" in text
-    assert "| 32 | output tok/s | 301.0 ± 3.6 | 303.3 ± 2.5 | +0.8% (±2.3%) | 〰️ within run-to-run noise | 3/3 |" in text
-    assert "| 32 | TTFT p50 ms | 372.0 ± 7.5 | 404.7 ± 5.0 | +8.8% (±4.0%) | differs beyond noise | 3/3 |" in text
+    assert "| 32 | output tok/s | 301.0 ± 3.6 | 303.3 ± 2.5 | +0.8% (±2.3%) | 〰️ within noise (run-to-run range) | 3/3 |" in text
+    assert "| 32 | TTFT p50 ms | 372.0 ± 7.5 | 404.7 ± 5.0 | +8.8% (±4.0%) | differs beyond noise (run-to-run range) | 3/3 |" in text
     assert "`native-dp8` 8 GPU(s) × 1800.0 s = 4.0 GPU-h" in text and "`afd-4a4f` 8 GPU(s)" in text
 
 
 def test_results_without_a_comparison_add_nothing():
     assert section([job(arm("a", [(1, 1, 1)]), arm("b", [(1, 1, 1)])).model_copy(update={"compare_arms": []}),
                     None]) == ""
+
+
+def samples(ttft: list[float]):
+    from bot.results import RequestSamples
+
+    n = len(ttft)
+    return RequestSamples(ttft_ms=ttft, tpot_ms=[10.0] * n, e2el_ms=[1000.0] * n, input_tokens=[100] * n,
+                          output_tokens=[100] * n)
+
+
+def test_with_per_request_data_on_both_arms_the_noise_rule_is_the_reports_bootstrap():
+    import random
+
+    rng = random.Random(7)
+    left = samples([rng.gauss(100, 5) for _ in range(400)])
+    same = samples([rng.gauss(100, 5) for _ in range(400)])
+    slower = samples([rng.gauss(110, 5) for _ in range(400)])
+    judged = judge([100.0], [100.4], metric="ttft_p50", higher_is_better=False,
+                   left_requests=[left], right_requests=[same])
+    assert judged["basis"] == "requests" and judged["verdict"] == "noise"
+    judged = judge([100.0], [110.0], metric="ttft_p50", higher_is_better=False,
+                   left_requests=[left], right_requests=[slower])
+    assert judged["basis"] == "requests" and judged["verdict"] == "differs"
+    # one run an arm and no per-request data: no interval, no claim
+    assert judge([100.0], [110.0], metric="ttft_p50", higher_is_better=False)["verdict"] == "inconclusive"

@@ -19,6 +19,12 @@ MAX_ARGUMENTS = 64
 MAX_COMMANDS = 10
 
 
+# The on/off flags of a command, in the order normalized() writes them.
+_SWITCHES = (("evals_only", "--evals-only"), ("all_evals", "--all-evals"), ("agentx_fast", "--agentx-fast"),
+             ("no_canary", "--no-canary"), ("search", "--search"), ("compare", "--compare"),
+             ("fail_fast", "--fail-fast"))
+
+
 @dataclasses.dataclass(frozen=True)
 class Command:
     """One parsed command line, with its options normalized."""
@@ -82,20 +88,7 @@ class Command:
             words += ["--conc", ",".join(str(c) for c in self.conc)]
         if self.scope:
             words += ["--scope", self.scope]
-        if self.evals_only:
-            words.append("--evals-only")
-        if self.all_evals:
-            words.append("--all-evals")
-        if self.agentx_fast:
-            words.append("--agentx-fast")
-        if self.no_canary:
-            words.append("--no-canary")
-        if self.search:
-            words.append("--search")
-        if self.compare:
-            words.append("--compare")
-        if self.fail_fast:
-            words.append("--fail-fast")
+        words += [flag for attr, flag in _SWITCHES if getattr(self, attr)]
         if self.failed:
             words.append("failed")
         if self.sha_prefix:

@@ -149,7 +149,7 @@ def refuse_unknown_recipes(h, reply, command, pull) -> bool:
     from bot.control import checkout
     from bot.plan import remote
     from bot.plan.model import PlanError
-    from bot.recipes.catalog import is_recipe_path
+    from bot.recipes.catalog import RECIPES_DIR, is_recipe_path
     from bot.recipes.errors import RecipeError
     from bot.recipes.sources import GitSource
 
@@ -157,10 +157,12 @@ def refuse_unknown_recipes(h, reply, command, pull) -> bool:
     # checkout of the default branch, which holds the head commit's objects as data: bot/control/checkout.py).
     head = checkout.sources(h, pull)[0] if getattr(h, "checkout", None) is not None else None
     head = head if isinstance(head, GitSource) else None
-    listed = [(p, "file") for p in head.list("recipes") if p.count("/") == 1] if head is not None else \
-        h.client.list_dir("recipes", pull.head_sha)
+    # The default branch's config names the folder; a PR that moves it falls through to the full load below.
+    folder = h.config.recipes_dir if getattr(h, "config", None) is not None else RECIPES_DIR
+    listed = [(p, "file") for p in head.list(folder) if posixpath.dirname(p) == folder] if head is not None \
+        else h.client.list_dir(folder, pull.head_sha)
     stems = [posixpath.splitext(posixpath.basename(path))[0] for path, kind in listed
-             if kind == "file" and is_recipe_path(path)]
+             if kind == "file" and is_recipe_path(path, folder)]
     if all(remote.matches_any(glob, stems) for glob in command.recipes):
         return False
     try:

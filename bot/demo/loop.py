@@ -66,6 +66,25 @@ def recipe_bot(args: list[str], env: dict[str, str], cwd: Path, log: Path, *, ch
     return proc
 
 
+def _required_plans(checkout: Path, base: str, sha: str, default_branch: str, folder: Path,
+                    env: dict[str, str], cwd: Path, log: Path) -> Path:
+    """As gpu.yml's plan job: each command of gate.required (the default branch's config) planned for the
+    head, so the gate requires what the PR requires, not what the command happened to run."""
+    from bot.config import load_config
+    from bot.report.gate_runs import required_commands
+
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    config = subprocess.run(["git", "-C", str(checkout), "show", f"origin/{default_branch}:.github/recipe-bot.yaml"],
+                            text=True, capture_output=True)
+    loaded = load_config(config.stdout, ".github/recipe-bot.yaml") if config.returncode == 0 else None
+    for i, command in enumerate(required_commands(loaded), start=1):
+        plan = recipe_bot(["plan", "--repo", str(checkout), "--base", base, "--head", sha, "--command", command,
+                           "--format", "json"], env, cwd, log)
+        (folder / f"required-{i}.json").write_text(plan.stdout, encoding="utf-8")
+    return folder
+
+
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, text=True,
                           capture_output=True).stdout.strip()
@@ -130,6 +149,8 @@ def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
                           env, work_dir, log)
         plan_file = out_dir / "plan.json"
         plan_file.write_text(plan.stdout, encoding="utf-8")
+        required_dir = _required_plans(checkout, base, inputs["sha"], state["repository"]["default_branch"],
+                                       out_dir / "required", env, work_dir, log)
         job_files = sorted(jobs_dir.glob("*.json"))
         if not job_files:
             raise DemoError(f"the plan has no jobs; see {plan_file}")
@@ -162,7 +183,7 @@ def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
         # As gpu.yml's report job: the merge gate of the commit (only `--gate` posts under its check name),
         # with the run's own id so that it is not read back as an earlier run of the same commit.
         recipe_bot(["report", "--results", str(results_dir), "--jobs", str(plan_file), "--out", str(report_dir),
-                    "--gate", "--required", str(plan_file),
+                    "--gate", "--required", str(required_dir),
                     "--post", "--pr", str(sample.PR_NUMBER), "--sha", inputs["sha"], "--run-url", run_url,
                     "--command", inputs["command"]], {**env, "GITHUB_RUN_ID": str(run["id"])}, work_dir, log,
                    check=False)

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from bot.inferencex.launches import names_file, shared_reason
 from bot.inferencex.repo import InferenceXRepo, load_inferencex
-from bot.recipes.catalog import NOT_FINGERPRINTED, RUNNERS_FILE, Catalog, load_entry, load_runners
+from bot.recipes.catalog import (NOT_FINGERPRINTED, RUNNERS_FILE, Catalog, is_recipe_path, load_entry, load_runners,
+                                 recipes_dir_of)
 from bot.recipes.errors import RecipeError
 from bot.recipes.loader import YamlCache
 from bot.recipes.sources import Source
@@ -110,10 +111,10 @@ def touched_native(catalog: Catalog, base: Source, changed: set[str]) -> Touched
             touched.add(name, "; ".join(what) if what else "recipe changed")
         elif entry.recipe.model_dump(mode="json") != old.recipe.model_dump(mode="json"):
             touched.notes.append(f"{name}: only description/estimate/timeouts changed; nothing to run for it")
+    folder = recipes_dir_of(catalog.source)  # the repository's recipe folder (afd-plugin: recipe)
     removed = sorted(
-        p for p in changed if p.startswith("recipes/") and p.endswith((".yaml", ".yml"))
+        p for p in changed if is_recipe_path(p, folder)
         and base.read(p) is not None and not any(e.path == p for e in catalog.entries.values())
-        and not p.split("/")[-1].startswith("_")
     )
     for path in removed:
         touched.notes.append(f"recipe {path} was removed; nothing to run for it")

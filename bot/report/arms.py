@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 
 from bot import i18n
-from bot.results import JobResult, PointMetrics
+from bot.report import noise
+from bot.results import JobResult, PointMetrics, RequestSamples
 
-# (key, label, how to read it from a run's metrics, higher is better)
+# (key, label, how to read it from a run's metrics, higher is better, the metric bot.report.noise
+# recomputes from per-request data: output tokens per request-second, TTFT and TPOT medians)
 METRICS = (
-    ("tput", "output tok/s", lambda m: m.output_throughput, True),
-    ("ttft", "TTFT p50 ms", lambda m: m.ttft_ms.get("median"), False),
-    ("tpot", "TPOT p50 ms", lambda m: m.tpot_ms.get("median"), False),
+    ("tput", "output tok/s", lambda m: m.output_throughput, True, "output_tput_per_gpu"),
+    ("ttft", "TTFT p50 ms", lambda m: m.ttft_ms.get("median"), False, "ttft_p50"),
+    ("tpot", "TPOT p50 ms", lambda m: m.tpot_ms.get("median"), False, "tpot_p50"),
 )
 METRIC_ZH = {"output tok/s": "输出吞吐（tok/s）", "TTFT p50 ms": "TTFT p50（毫秒）", "TPOT p50 ms": "TPOT p50（毫秒）"}
 
@@ -19,27 +22,28 @@ def _runs(point) -> list[PointMetrics]:
     return list(point.repeats) or ([point.metrics] if point.metrics is not None else [])
 
 
-def _spread_pct(values: list[float]) -> float | None:
-    """The range between runs relative to their median (docs/fidelity.md: the spread of runs)."""
-    if len(values) < 2:
-        return None
-    middle = statistics.median(values)
-    return None if middle == 0 else 100.0 * (max(values) - min(values)) / middle
-
-
-def judge(left: list[float], right: list[float]) -> dict:
-    """Δ% of the right arm against the left, and what the noise rule lets it say: with repeats, the
-    interval is Δ ± the widest run-to-run range of either arm; a Δ inside it is noise, not a difference;
-    one run an arm: no interval and no claim (inconclusive)."""
+def judge(left: list[float], right: list[float], *, metric: str | None = None, higher_is_better: bool = True,
+          left_requests: Sequence[RequestSamples | None] = (),
+          right_requests: Sequence[RequestSamples | None] = ()) -> dict:
+    """Δ% of the right arm against the left, and what the noise rule of docs/fidelity.md lets it say:
+    with per-request data on both arms, the bootstrap's 95 % interval (bot.report.noise.bootstrap);
+    else, with repeats, Δ ± the widest run-to-run range (noise.from_runs); else no interval and no
+    claim (inconclusive). The Δ is a difference only when its interval leaves out zero."""
     a, b = statistics.fmean(left), statistics.fmean(right)
-    delta = None if a == 0 else 100.0 * (b - a) / a
-    spreads = [s for s in (_spread_pct(left), _spread_pct(right)) if s is not None]
-    noise = max(spreads) if len(spreads) == 2 else None
-    if delta is None or noise is None:
-        verdict = "inconclusive"
-    else:
-        verdict = "noise" if abs(delta) <= noise else "differs"
-    return {"delta": delta, "noise": noise, "verdict": verdict}
+    if a == 0:
+        return {"delta": None, "noise": None, "verdict": "inconclusive", "basis": "none"}
+    delta = 100.0 * (b - a) / a
+    worse = -delta if higher_is_better else delta  # noise's intervals are of the worse-%
+    interval = None
+    if metric and any(left_requests) and any(right_requests):
+        wanted = [noise.Wanted(metric, higher_is_better, worse)]
+        interval = noise.bootstrap(wanted, right_requests, left_requests).get(metric)
+    if interval is None:
+        interval = noise.from_runs(worse, right, left)
+    if interval is None:
+        return {"delta": delta, "noise": None, "verdict": "inconclusive", "basis": "none"}
+    verdict = "noise" if interval.low <= 0 <= interval.high else "differs"
+    return {"delta": delta, "noise": (interval.high - interval.low) / 2, "verdict": verdict, "basis": interval.basis}
 
 
 def _cell(values: list[float]) -> str:
@@ -59,7 +63,7 @@ def arm_rows(result: JobResult) -> list[dict]:
     for point in left.points:
         other = by_conc.get(point.concurrency)
         runs_a, runs_b = _runs(point), _runs(other) if other is not None else []
-        for key, label, read, higher in METRICS:
+        for key, label, read, higher, recomputed in METRICS:
             a = [v for v in (read(m) for m in runs_a) if v is not None]
             b = [v for v in (read(m) for m in runs_b) if v is not None]
             if not a or not b:
@@ -67,12 +71,13 @@ def arm_rows(result: JobResult) -> list[dict]:
                          "left": "—", "right": "—",
                              "delta": "—", "verdict": "missing", "runs": f"{len(a)}/{len(b)}"})
                 continue
-            judged = judge(a, b)
+            judged = judge(a, b, metric=recomputed, higher_is_better=higher,
+                           left_requests=[m.requests for m in runs_a], right_requests=[m.requests for m in runs_b])
             rows.append({"conc": point.concurrency, "metric": label, "metric_zh": METRIC_ZH[label],
                          "left": _cell(a), "right": _cell(b),
                          "delta": "—" if judged["delta"] is None else f"{judged['delta']:+.1f}%",
                          "noise": None if judged["noise"] is None else f"±{judged['noise']:.1f}%",
-                         "verdict": judged["verdict"], "better": key == "tput" and higher,
+                         "verdict": judged["verdict"], "basis": judged["basis"], "better": key == "tput" and higher,
                          "runs": f"{len(a)}/{len(b)}"})
     return rows
 

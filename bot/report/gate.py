@@ -4,7 +4,8 @@ A run's own verdict describes that run; the gate describes the commit. Results o
 the head SHA are merged per (recipe fingerprint, point or case): a later result for the same key
 replaces the earlier one (a rerun of a flaky point can pass it), but a run that did not measure a
 key leaves that key's earlier result alone, so a narrower passing run never hides a failure.
-The check is success only when every required key has a passing result and no key fails.
+The check is success only when every required key has a passing result and no key fails. A manual
+suite's cases are no keys at all: run on command, its verdict is its report's, never the gate's.
 """
 from __future__ import annotations
 
@@ -98,6 +99,8 @@ def outcomes_of(collection: Collection, report: Report, run_id: int, sha: str) -
                 out.append(Outcome((row.fingerprint, row.point_id), row.recipe, status, run_id, sha))
     for job in collection.jobs:
         result = job.result
+        if result.manual or (job.plan is not None and job.plan.manual):
+            continue  # a manual suite runs on command and is never required: its verdict stays in its report
         for case in result.cases:
             bad = case.status == "failed" or (case.accuracy is not None and not case.accuracy.passed) \
                 or (case.cleanup is not None and not case.cleanup.clean)

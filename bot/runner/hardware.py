@@ -67,12 +67,17 @@ def gpu_memory_used_mib(gpus: Sequence[int | str] | None = None) -> dict[int, fl
     with nvml() as lib:
         if lib is None:
             return None
-        count = lib.nvmlDeviceGetCount()
-        if count == 0:
-            return None
-        wanted = list(range(count)) if gpus is None else list(gpus)
-        found = [h for h in (_handle(lib, g, count) for g in wanted) if h is not None]
-        return {index: _used_mib(lib, handle) for index, handle in found}
+        found = nvml_handles(lib, gpus)
+        return None if found is None else {index: _used_mib(lib, handle) for index, handle in found}
+
+
+def nvml_handles(lib, gpus: Sequence[int | str] | None) -> list | None:
+    """(NVML index, handle) of each GPU given that NVML knows (None: every GPU), or None with no GPU."""
+    count = lib.nvmlDeviceGetCount()
+    if count == 0:
+        return None
+    wanted = list(range(count)) if gpus is None else list(gpus)
+    return [h for h in (_handle(lib, g, count) for g in wanted) if h is not None]
 
 
 def _used_mib(lib: object, handle: object) -> float:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.runner.hardware import _handle, _used_mib, nvml
+from bot.runner.hardware import _used_mib, nvml, nvml_handles
 
 IDLE_ENV = "RECIPE_BOT_IDLE_GPU_MIB"
 # An idle H200 reads 0 MiB (NVML v2 leaves out the driver's reservation); a CUDA context alone is
@@ -58,11 +58,9 @@ def gpu_use(gpus: Sequence[int | str]) -> list[GpuUse] | None:
     with nvml() as lib:
         if lib is None:
             return None
-        count = lib.nvmlDeviceGetCount()
-        if count == 0:
-            return None
-        found = [h for h in (_handle(lib, g, count) for g in gpus) if h is not None]
-        return [GpuUse(index, _used_mib(lib, handle), _processes(lib, handle)) for index, handle in found]
+        found = nvml_handles(lib, gpus)
+        return None if found is None else [GpuUse(index, _used_mib(lib, handle), _processes(lib, handle))
+                                           for index, handle in found]
 
 
 def busy_reason(uses: Sequence[GpuUse], bound_mib: float) -> str | None:
