@@ -138,7 +138,9 @@ def _candidates(client: GitHubClient, pr: int, head: str, comments: list, bot_lo
         source = rules.Source(key, c.user, c.user_type == "Bot", c.html_url)
         # Written for an earlier head, never judged; its author's later edit does not move it to this head.
         before_push = anchor is not None and (c.created_at or _EPOCH) < anchor
-        edited_since = before_push and c.edited and (c.updated_at or _EPOCH) >= anchor
+        # REST's times are whole seconds: an edit within the push's own second reads as before it (the
+        # sign-off is stale for the new head either way; only the reason shown differs).
+        edited_since = before_push and c.edited and (c.updated_at or _EPOCH) > anchor
         problem = _foreign(c) or ("edited-after-push" if edited_since else None)
         out.append(Candidate(source, c.body, found, c.created_at or _EPOCH, c.id,
                              judged in (None, head) and not before_push and problem is None,
