@@ -18,7 +18,7 @@ from bot.demo.loop import DemoError, run_demo
 from bot.runner import gsm8k
 from bot.runner.environment import engine_dir, find_vllm
 
-DEFAULT_COMMAND = "/sweep tiny-cpu --conc 1,4,16"
+DEFAULT_COMMAND = sample.DEMO_COMMAND  # the gate of the demo repository requires exactly this
 SETUP_HINT = ("install it with `scripts/setup-cpu-engine.sh` (about 1.5 minutes on 2 idle cores with a warm pip "
               "cache, longer under load or with downloads; 2.4 GiB), or run `scripts/dev demo`")
 

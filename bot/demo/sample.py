@@ -30,10 +30,16 @@ def _read(rel: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+# What the demo's maintainer posts, and so what its merge gate requires: the gate is one verdict for
+# every required command, and the shipped config requires the full /sweep (six points, minutes more).
+DEMO_COMMAND = "/sweep tiny-cpu --conc 1,4,16"
+
+
 def repo_config() -> str:
-    """The project's own .github/recipe-bot.yaml, acting as the sandbox's bot login."""
+    """The project's own .github/recipe-bot.yaml, acting as the sandbox's bot login, requiring the demo's command."""
     config = yaml.safe_load(_read(".github/recipe-bot.yaml"))
     config["bot_login"] = BOT_LOGIN
+    config["gate"] = {**(config.get("gate") or {}), "required": [DEMO_COMMAND]}
     return "# recipe-bot's configuration for the demo repository\n" + yaml.safe_dump(config, sort_keys=False)
 
 
