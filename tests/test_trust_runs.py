@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -11,25 +10,17 @@ from click.testing import CliRunner
 from bot.control import dispatch
 from bot.report import synthetic
 from bot.report.cli import report_cmd
-from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, make_seed
+from bot.sandbox.harness import make_seed
 from handle_helpers import BOT, PULLS, Harness, bilingual
 from test_checklist_sandbox import hc, signoff  # noqa: F401  (hc is a fixture)
 from test_checklist_sandbox import latest_check as signoff_check
+from test_gate import pr_world  # noqa: F401  (a fixture: the sample PR with the shipped gpu.yml)
 from test_gate_events import CHECK, MAIN, recipe
 
-ROOT = Path(__file__).resolve().parents[1]
 ACTIONS = "github-actions[bot]"  # any workflow's GITHUB_TOKEN posts check runs as this App
 
 
 # -- the gate at report time (recipe-bot report --gate against the sandbox) ----------------------------------
-
-@pytest.fixture
-def pr_world(sandbox):
-    gpu = (ROOT / ".github" / "workflows" / "gpu.yml").read_text(encoding="utf-8")
-    sb = sandbox(files_main={**SAMPLE_MAIN_FILES, ".github/workflows/gpu.yml": gpu},
-                 files_feature=SAMPLE_FEATURE_FILES)
-    return sb, sb.state()["pulls"][0]["head_sha"]
-
 
 def _artifacts(plan_jobs, results) -> list[dict]:
     plan = {"jobs": [job.model_dump(mode="json") for job in plan_jobs]}
