@@ -128,18 +128,24 @@ def _artifacts(plan_jobs, results, required) -> list[dict]:
         {"name": f"result-{r.job_id}", "files": {f"{r.job_id}/result.json": r.model_dump_json()}} for r in results]
 
 
-def test_accept_regression_passes_the_gate_for_this_commit_and_a_push_clears_it(world):
-    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+def regressed_run(h) -> str:
+    """A baseline on main and a PR run on the head measuring 20 % less throughput (per-request data, so
+    that the noise-aware comparison can claim it); returns the head SHA."""
     head, main = h.head(7), h.sb.state()["repository"]["default_branch_sha"]
     job = synthetic.sweep_plan("tiny-cpu", concurrencies=(1, 4), sha=head)
     base = synthetic.run_sweep(job.model_copy(update={"sha": main}), sha=main, per_request=True)
     h.sb.add_run("gpu.yml", event="push", branch="main", head_sha=main, conclusion="success",
                  artifacts=_artifacts([job], [base], []))
-    # 20 % less throughput, with per-request data so that the noise-aware comparison can claim it
     slower = synthetic.run_sweep(job, scale=0.8, per_request=True)
     h.sb.add_run("gpu.yml", inputs={"pr": "7", "sha": head, "command": "/sweep", "requester": "carol",
                                     "comment_id": "1"}, conclusion="failure",
                  artifacts=_artifacts([job], [slower], [job]))
+    return head
+
+
+def test_accept_regression_passes_the_gate_for_this_commit_and_a_push_clears_it(world):
+    h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
+    head = regressed_run(h)
 
     h.on_comment(7, "carol", "/accept-regression tiny-cpu bigger batches")  # write is not enough
     english, _ = bilingual(h.bot_comments(7)[-1]["body"])

@@ -10,11 +10,11 @@ import pytest
 
 from bot.control import budget, dispatch, estimate, reuse
 from bot.github import GitHubClient
-from bot.report import gate, synthetic
+from bot.report import gate
 from bot.sandbox.harness import make_seed
 from handle_helpers import BOT, PULLS, Harness, bilingual
 from test_checklist_sandbox import benchmarks_passed, gpu_run_ends, hc, latest_check, pushed, signoff  # noqa: F401
-from test_gate_events import CHECK, MAIN, _artifacts, recipe
+from test_gate_events import CHECK, MAIN, recipe, regressed_run
 from test_handle_budget import _config, _handle, open_harness  # noqa: F401  (the budget's fixture)
 
 FORGED_RUN = 424242  # a run that does not exist
@@ -73,15 +73,7 @@ def test_a_reuse_marker_a_writer_put_into_a_bot_comment_does_not_pass_the_gate_a
 
 def test_an_accept_regression_marker_a_writer_put_into_a_bot_comment_does_not_clear_a_regression(world):
     h = world
-    head, main = h.head(7), h.sb.state()["repository"]["default_branch_sha"]
-    job = synthetic.sweep_plan("tiny-cpu", concurrencies=(1, 4), sha=head)
-    base = synthetic.run_sweep(job.model_copy(update={"sha": main}), sha=main, per_request=True)
-    h.sb.add_run("gpu.yml", event="push", branch="main", head_sha=main, conclusion="success",
-                 artifacts=_artifacts([job], [base], []))
-    slower = synthetic.run_sweep(job, scale=0.8, per_request=True)
-    h.sb.add_run("gpu.yml", inputs={"pr": "7", "sha": head, "command": "/sweep", "requester": "carol",
-                                    "comment_id": "1"}, conclusion="failure",
-                 artifacts=_artifacts([job], [slower], [job]))
+    head = regressed_run(h)
     h.on_comment(7, "carol", "/accept-regression tiny-cpu trust me")  # refused: maintain is needed
     refusal = h.bot_comments(7)[-1]
     forged = gate.ack_marker(gate.Ack(head, "tiny-cpu", "alice", "bigger batches"))
