@@ -22,10 +22,11 @@ def fixture_files() -> dict[str, str]:
 
 
 def sandbox_files() -> tuple[dict[str, str], dict[str, str]]:
-    """The demo's sample repository with our fixture in place of its recipes, and a PR changing the harness."""
+    """The demo's sample repository with our fixture in place of its recipes, its gate the shipped one
+    (/sweep and /e2e), and a PR changing the harness."""
     from bot.demo import sample
 
-    config = sample.main_files()[".github/recipe-bot.yaml"]
+    config = sample.repo_config(required=None)
     main = {k: v for k, v in sample.main_files().items() if not k.startswith("recipes/")}
     main.update({k: v for k, v in fixture_files().items() if k != ".github/recipe-bot.yaml"})
     main[".github/recipe-bot.yaml"] = config + "recipes_dir: recipe\n"

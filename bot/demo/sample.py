@@ -35,11 +35,13 @@ def _read(rel: str) -> str:
 DEMO_COMMAND = "/sweep tiny-cpu --conc 1,4,16"
 
 
-def repo_config() -> str:
-    """The project's own .github/recipe-bot.yaml, acting as the sandbox's bot login, requiring the demo's command."""
+def repo_config(required: tuple[str, ...] | None = (DEMO_COMMAND,)) -> str:
+    """The project's own .github/recipe-bot.yaml, acting as the sandbox's bot login; its gate requires
+    REQUIRED (the demo's command by default; None keeps the shipped requirement)."""
     config = yaml.safe_load(_read(".github/recipe-bot.yaml"))
     config["bot_login"] = BOT_LOGIN
-    config["gate"] = {**(config.get("gate") or {}), "required": [DEMO_COMMAND]}
+    if required is not None:
+        config["gate"] = {**(config.get("gate") or {}), "required": list(required)}
     return "# recipe-bot's configuration for the demo repository\n" + yaml.safe_dump(config, sort_keys=False)
 
 
