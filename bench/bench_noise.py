@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_noise.py [--requests 128,1024,4096] [--repeat 5]
 
 For each request count, one head and one base run (and a three-run base) of synthetic per-request
-data (bot.report.synthetic.requests_for), compared with the default thresholds: the time of
+data (tests.synthetic.requests_for), compared with the default thresholds: the time of
 compare_point with per-request data divided by its time without (the point-estimate floor), and
 the absolute time per point. Writes bench/results/noise.json and prints a table.
 """
@@ -21,7 +21,8 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench.common import command_line, machine_info, summary, write_result  # noqa: E402
-from bot.report import compare, synthetic  # noqa: E402
+from bot.report import compare  # noqa: E402
+from tests import synthetic  # noqa: E402
 
 
 def sample(requests: int, salt: str, scale: float = 1.0) -> compare.BaseSample:

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_report.py [--points 500,5000] [--repeat 3]
 
-Builds deterministic results (bot.report.synthetic) the way the GPU workflow lays them out, then
+Builds deterministic results (tests.synthetic) the way the GPU workflow lays them out, then
 times each stage of `recipe-bot report` (collect, baseline, build, render with the size budget,
 PNG chart) and the whole command in a fresh process, and records how big the comment is against
 GitHub's 65,536-character limit. Writes bench/results/report.json and prints a table.
@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bot.report import build, chart, collect, compare, render, synthetic  # noqa: E402
+from bot.report import build, chart, collect, compare, render  # noqa: E402
+from tests import synthetic  # noqa: E402
 from bot.report.model import Meta  # noqa: E402
 
 RESULT = ROOT / "bench" / "results" / "report.json"

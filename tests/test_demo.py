@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from bot.cli import main
 from bot.demo import sample
 from bot.demo.preview import mermaid_script, render_html, write_preview
-from bot.report import synthetic
+from tests import synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "out" / "test-artifacts"

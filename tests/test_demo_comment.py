@@ -12,7 +12,8 @@ from rich.markdown import Markdown
 from bot import i18n
 from bot.demo.cli import comment_width
 from bot.demo.preview import render_html
-from bot.report import chart, synthetic
+from bot.report import chart
+from tests import synthetic
 from bot.runner.provenance import provenance_of
 
 

@@ -29,7 +29,7 @@ def test_a_bot_login_that_is_not_the_bots_account_is_named_as_such(sandbox, tmp_
 
 
 def _plan() -> list[Job]:
-    from bot.report import synthetic
+    from tests import synthetic
     return [synthetic.sweep_plan("tiny-cpu", concurrencies=(1, 2), job_id="job-a")]
 
 

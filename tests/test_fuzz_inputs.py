@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from bot.control import commands
 from bot.control.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
-from bot.report import build, chart, collect, compare, render, synthetic
+from bot.report import build, chart, collect, compare, render
+from tests import synthetic
 from bot.report.fetch import ArtifactRejected, Limits, extract_safely
 from bot.report.model import Meta
 

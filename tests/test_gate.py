@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot.report import gate, synthetic
+from bot.report import gate
+from tests import synthetic
 from bot.report.cli import report_cmd
 from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES
 

@@ -4,7 +4,8 @@ import pathlib
 
 import pytest
 
-from bot.report import gate, synthetic
+from bot.report import gate
+from tests import synthetic
 from bot.sandbox.harness import make_seed
 from handle_helpers import BOT, CONFIG, PULLS, ROOT, Harness, bilingual
 

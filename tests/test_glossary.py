@@ -89,7 +89,8 @@ def test_translation_keeps_the_values(text, expected):
 
 
 def test_the_chinese_half_of_a_report_gives_a_runners_reason_in_chinese(tmp_path):
-    from bot.report import render, synthetic
+    from bot.report import render
+    from tests import synthetic
     from bot.report import build, collect, compare
     from bot.report.model import Meta
 

@@ -6,7 +6,7 @@ import pytest
 
 from bot import i18n, provenance
 from bot.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
-from bot.report import synthetic
+from tests import synthetic
 from bot.results import AccuracyResult
 
 SAMPLE = "recipe-bot-sample-problems:/x/bot/data/sample_problems/test.jsonl (not GSM8K: recipe-bot's own sample problems, named by RECIPE_BOT_GSM8K_DIR)"

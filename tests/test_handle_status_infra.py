@@ -1,6 +1,6 @@
 """`/status` shows infrastructure failures per runner host, read back from the bot's own report
 comments (the hidden second line the report writes); a look-alike from anyone else is ignored."""
-from bot.report import synthetic
+from tests import synthetic
 from bot.failure_classes import record_line
 from handle_helpers import BOT, bilingual
 

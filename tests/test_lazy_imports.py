@@ -43,7 +43,7 @@ CASES = {
     "report-imports": ("import bot.report.cli", ["matplotlib", "numpy", "jinja2"]),
     "report-reads-results": (
         "import pathlib, tempfile\n"
-        "from bot.report import build, collect, compare, synthetic\n"
+        "from bot.report import build, collect, compare\nfrom tests import synthetic\n"
         "from bot.report.model import Meta\n"
         "d = pathlib.Path(tempfile.mkdtemp())\n"
         "paths = synthetic.materialize(synthetic.many_points(20), d)\n"

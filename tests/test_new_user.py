@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from bot.report import synthetic
+from tests import synthetic
 from git_helpers import git
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.github import GitHubClient
-from bot.report import synthetic
+from tests import synthetic
 from bot.report.cli import report_cmd
 from bot.report.fetch import BaselineFetchError, extract_safely, fetch_baseline
 from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES

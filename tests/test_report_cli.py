@@ -5,7 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from bot.report import synthetic
+from tests import synthetic
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from bot.report import collect, synthetic
+from bot.report import collect
+from tests import synthetic
 from bot.results import JobResult
 
 

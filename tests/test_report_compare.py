@@ -2,7 +2,8 @@
 import pytest
 
 from bot.config import load_config
-from bot.report import collect, compare, synthetic
+from bot.report import collect, compare
+from tests import synthetic
 
 
 def sample(scale=1.0, engine="0.32.0", gpus=("NVIDIA H200",), concurrency=16, client_process="case"):

@@ -8,7 +8,8 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from bot.report import build, collect, compare, failure_groups, render, synthetic
+from bot.report import build, collect, compare, failure_groups, render
+from tests import synthetic
 from bot.report.cli import check_title, report_cmd
 from bot.report.model import Meta
 from bot.results import JobResult

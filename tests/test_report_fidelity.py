@@ -7,7 +7,8 @@ import shutil
 import pytest
 
 from bot import i18n
-from bot.report import build, chart, compare, render, sources, synthetic
+from bot.report import build, chart, compare, render, sources
+from tests import synthetic
 from bot.report.collect import CollectedJob, Collection, collect, load_plan
 from bot.report.model import Meta
 from bot.results import Provenance

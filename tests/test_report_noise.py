@@ -171,7 +171,7 @@ def test_the_report_command_on_the_kept_h200_runs_is_a_success(tmp_path, monkeyp
 
 
 def test_each_repeat_of_a_base_point_is_a_base_run_of_its_own(tmp_path):
-    from bot.report import synthetic
+    from tests import synthetic
     job = synthetic.sweep_plan("r", concurrencies=(16,), sha=synthetic.BASE_SHA)
     result = synthetic.run_sweep(job)
     point = result.cases[0].points[0]

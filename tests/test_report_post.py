@@ -5,7 +5,8 @@ import pytest
 from click.testing import CliRunner
 
 from bot.github import Comment
-from bot.report import marker, post, synthetic
+from bot.report import marker, post
+from tests import synthetic
 from bot.report.cli import report_cmd
 
 BOT = "recipe-bot[bot]"

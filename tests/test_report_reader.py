@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot import i18n
-from bot.report import build, chart, collect, compare, plausible, render, synthetic
+from bot.report import build, chart, collect, compare, plausible, render
+from tests import synthetic
 from bot.report.model import Meta
 
 SWEEP = synthetic.sweep_plan("tiny-cpu", concurrencies=(1, 4, 16), job_id="sweep")

@@ -5,7 +5,8 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from bot.report import chart, marker, render, synthetic
+from bot.report import chart, marker, render
+from tests import synthetic
 from bot.report.cli import report_cmd
 from golden_helpers import assert_golden
 

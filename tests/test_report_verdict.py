@@ -1,7 +1,8 @@
 """The verdict is the merge gate: failure beats neutral beats success, and skipped never passes."""
 import pytest
 
-from bot.report import build, collect, compare, synthetic
+from bot.report import build, collect, compare
+from tests import synthetic
 from bot.report.model import Meta
 
 SWEEP = synthetic.sweep_plan("tiny-cpu", concurrencies=(1, 2), job_id="sweep")

@@ -1,7 +1,8 @@
 """The report shows what a search chose, why it stopped and the list to paste, in both languages."""
 from __future__ import annotations
 
-from bot.report import build, compare, synthetic
+from bot.report import build, compare
+from tests import synthetic
 from bot.report.collect import CollectedJob, Collection
 from bot.report.model import Meta
 from bot.report.render import render_comment

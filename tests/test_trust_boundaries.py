@@ -128,7 +128,8 @@ REFERENCE = re.compile(r"(?<![\w&])#\d+(?!\w)")
 
 
 def _rendered(tmp_path, **results):
-    from bot.report import build, collect, compare, render, synthetic
+    from bot.report import build, collect, compare, render
+    from tests import synthetic
     from bot.report.model import Meta
 
     job = synthetic.sweep_plan("tiny-cpu", concurrencies=(1, 2))
@@ -271,7 +272,7 @@ def test_pr_code_runs_only_on_an_ephemeral_self_hosted_runner(env, allow, refuse
 def test_recipe_bot_run_refuses_a_persistent_runner_before_it_starts_anything(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from bot.report import synthetic
+    from tests import synthetic
     from bot.runner.cli import run_cmd
 
     job = synthetic.sweep_plan("tiny-cpu", concurrencies=(1,))

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from bot import i18n
 from bot.control import commands
-from bot.report import synthetic
+from tests import synthetic
 from bot.report.cli import report_cmd
 from handle_helpers import bilingual
 from test_checklist_sandbox import benchmarks_passed, hc, latest_check, signoff, verdicts  # noqa: F401  (hc: a fixture)

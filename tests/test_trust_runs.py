@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.control import dispatch
-from bot.report import synthetic
+from tests import synthetic
 from bot.report.cli import report_cmd
 from bot.sandbox.harness import make_seed
 from handle_helpers import BOT, PULLS, Harness, bilingual
