@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_handle.py [--repeat 15] [--phases 5] [--profile]
 
-Starts one sandbox (bot/sandbox/harness.py) seeded with this repository's own .github/recipe-bot.yaml
+Starts one sandbox (sandbox/github_sandbox/harness.py) seeded with this repository's own .github/recipe-bot.yaml
 and gpu.yml, then, scenario after scenario in turn (so a change in machine load hits all of them
 alike), posts a fresh comment as a GitHub user, writes the webhook payload and runs
 `recipe-bot handle --event-name issue_comment --event-path F` as Actions would:
@@ -44,7 +44,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench.common import ROOT, command_line, load_average, machine_info, summary, write_result  # noqa: E402
-from bot.sandbox.harness import SandboxProcess, make_seed  # noqa: E402
+from github_sandbox.harness import SandboxProcess, make_seed  # noqa: E402
 
 TARGET_MEDIAN_S = 0.4  # issue #22 item 2 (was 1 s)
 TARGET_REQUESTS = 6  # issue #22 item 2: an authorized /sweep, the estimate included

@@ -26,7 +26,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from bench.common import ROOT, command_line, load_average, machine_info, summary, write_result  # noqa: E402
 from bench.bench_handle import project_seed  # noqa: E402
-from bot.sandbox.harness import SandboxProcess  # noqa: E402
+from github_sandbox.harness import SandboxProcess  # noqa: E402
 
 TARGET_MEDIAN_S = 1.0
 SECRET = "bench-secret"

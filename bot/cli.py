@@ -8,14 +8,13 @@ import click
 from bot.cli_guard import HELP_OPTIONS
 from bot.gcpause import gc_paused
 
-# Subcommands are imported only when called, so `recipe-bot sandbox` never pays for matplotlib
+# Subcommands are imported only when called, so `recipe-bot plan` never pays for matplotlib
 # and a runner host never imports the control plane.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "handle": ("bot.control.handle", "handle_cmd"),
     "plan": ("bot.plan.cli", "plan_cmd"),
     "run": ("bot.runner.cli", "run_cmd"),
     "report": ("bot.report.cli", "report_cmd"),
-    "sandbox": ("bot.sandbox.cli", "sandbox_cmd"),
     "demo": ("bot.demo", "demo_cmd"),
     "slurm-cancel": ("bot.runner.slurm.backend", "slurm_cancel_cmd"),
     "checklist": ("bot.checklist.cli", "checklist_cmd"),
@@ -28,7 +27,6 @@ SHORT_HELP = {
     "plan": "Show which recipes a change touches and the GPU jobs it needs.",
     "run": "Run one planned job on this host (or through Slurm).",
     "report": "Collect results, compare with the base branch, render and post.",
-    "sandbox": "Serve a local stand-in for GitHub's REST API.",
     "demo": "Run the whole loop on this machine against the sandbox and the CPU engine.",
     "slurm-cancel": "Cancel a PR's recipe-bot jobs on a Slurm cluster (/cancel, a superseding push).",
     "checklist": "Verify a PR's PR_REVIEW_CHECKLIST sign-off (check recipe-bot / sign-off).",

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import pytest
 
-from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, SandboxProcess, describe, make_seed
+from github_sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, SandboxProcess, describe, make_seed
 
 # Fixture repositories carry test files of their own (afd_shaped's pytest harness): they are run by the
 # tests that need them, inside their own checkout, never collected as recipe-bot's tests.
@@ -18,7 +18,7 @@ def sandbox(tmp_path: Path) -> Any:
     """Factory: `sb = sandbox()` (default seed: acme/bench, pull #7 feature→main by bob) or
     `sandbox(seed_path)` / `sandbox(files_main=..., files_feature=..., seed_overrides=...)`.
 
-    Each call runs `recipe-bot sandbox --seed F --port 0` as a subprocess (bot.sandbox.harness.SandboxProcess).
+    Each call runs `github-sandbox serve --seed F --port 0` as a subprocess (github_sandbox.harness.SandboxProcess).
     At teardown every sandbox is stopped with SIGTERM, and the test fails if any response broke GitHub's
     OpenAPI description or any request named an operation the sandbox does not serve (pass check=False to
     a call that probes unknown operations on purpose).

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from bot.sandbox.harness import SandboxProcess
+from github_sandbox.harness import SandboxProcess
 from handle_helpers import BOT, ROOT, Harness, seed
 
 # Small budgets keep a cell near a second: three attempts, 3 s of waiting, 1 s request time-out.

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from bot import i18n
-from bot.sandbox.harness import SandboxProcess, make_seed
+from github_sandbox.harness import SandboxProcess, make_seed
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BOT = "recipe-bot[bot]"

@@ -8,8 +8,8 @@ from typing import Any
 
 from jsonschema import Draft7Validator
 
-from bot.sandbox import upstream
-from bot.sandbox.webhooks import Example, example_payload
+from github_sandbox import upstream
+from github_sandbox.webhooks import Example, example_payload
 
 
 @lru_cache(maxsize=1)
@@ -36,7 +36,7 @@ def payload(event: str, action: str) -> dict[str, Any]:
     return example_payload(Example(event, action, organization=False))
 
 
-# The plain examples tests/test_events.py parses (the sandbox's own choices are bot.sandbox.webhooks.TEMPLATES).
+# The plain examples tests/test_events.py parses (the sandbox's own choices are github_sandbox.webhooks.TEMPLATES).
 EVENT_TEST_EXAMPLES = tuple(Example(e, a, organization=False) for e, a in (
     ("issue_comment", "created"), ("issue_comment", "edited"), ("pull_request_review", "submitted"),
     *(("pull_request", a) for a in ("opened", "reopened", "synchronize", "closed", "labeled", "unlabeled"))))
@@ -44,5 +44,5 @@ EVENT_TEST_EXAMPLES = tuple(Example(e, a, organization=False) for e, a in (
 
 def used_examples() -> list[Example]:
     """Every octokit example recipe-bot's code or tests start from."""
-    from bot.sandbox.webhooks import TEMPLATES
+    from github_sandbox.webhooks import TEMPLATES
     return sorted(set(TEMPLATES.values()) | set(EVENT_TEST_EXAMPLES), key=repr)

@@ -5,7 +5,7 @@ import pytest
 
 from afd_fixture import fixture_files, git, make_repo
 from bot.plan import plan_change
-from bot.sandbox.harness import make_seed
+from github_sandbox.harness import make_seed
 from handle_helpers import BOT, CONFIG, PULLS, Harness, bilingual
 
 CHECK = "recipe-bot / benchmarks"

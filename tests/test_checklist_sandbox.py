@@ -9,7 +9,7 @@ import pytest
 from handle_helpers import BOT, CONFIG, PULLS, ROOT, Harness, bilingual, dry_run_lines
 
 from bot.checklist.render import CHECK_NAME, parse_marker
-from bot.sandbox.harness import make_seed
+from github_sandbox.harness import make_seed
 
 CHECKLIST = ("checklist:\n  version: 1\n  allowed_registries: [docker.io/vllm]\n")
 CODEOWNERS = "* @acme/core\nrecipes/ @alice @acme/recipes\n"

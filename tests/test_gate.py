@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from bot.report import gate
 from tests import synthetic
 from bot.report.cli import report_cmd
-from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES
+from github_sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAD = "a" * 40

@@ -6,7 +6,7 @@ import pytest
 
 from bot.report import gate
 from tests import synthetic
-from bot.sandbox.harness import make_seed
+from github_sandbox.harness import make_seed
 from handle_helpers import BOT, CONFIG, PULLS, ROOT, Harness, bilingual
 
 RUNNERS = "runners:\n  cpu:\n    gpus: 0\n    description: a test host\n"

@@ -7,7 +7,7 @@ import pytest
 
 from bot import i18n
 from bot.control import budget, estimate
-from bot.sandbox.harness import SandboxProcess, make_seed
+from github_sandbox.harness import SandboxProcess, make_seed
 from handle_helpers import BOT, ROOT, Harness, bilingual
 from golden_helpers import assert_golden
 

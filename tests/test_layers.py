@@ -1,4 +1,4 @@
-"""The import layering in pyproject.toml holds for bot/, and a wrong arrow makes `lint-imports` fail."""
+"""The import layering in pyproject.toml holds for bot/ and the sandbox (sandbox/), and a wrong arrow makes `lint-imports` fail."""
 from __future__ import annotations
 
 import os
@@ -14,10 +14,10 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
-    """`lint-imports` on the tree at ROOT, with that tree's `bot` first on the path and no cache."""
+    """`lint-imports` on the tree at ROOT, with that tree's `bot` and `github_sandbox` first on the path and no cache."""
     if not LINT_IMPORTS.exists():
         pytest.fail(f"{LINT_IMPORTS} is missing: pip install -e '.[test]' installs import-linter")
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "sandbox")])}
     return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(root / "pyproject.toml")],
                           cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
@@ -30,11 +30,12 @@ def test_the_repository_keeps_every_import_contract() -> None:
 
 @pytest.fixture()
 def throwaway_tree(tmp_path: Path) -> Path:
-    """The Python files of bot/ and the pyproject.toml, copied where a test may break them."""
+    """The Python files of bot/ and of the sandbox, and the pyproject.toml, copied where a test may break them."""
     def not_python(directory: str, names: list[str]) -> list[str]:
         return [n for n in names if not n.endswith(".py") and not (Path(directory) / n).is_dir()
                 or n == "__pycache__"]
     shutil.copytree(ROOT / "bot", tmp_path / "bot", ignore=not_python)
+    shutil.copytree(ROOT / "sandbox" / "github_sandbox", tmp_path / "sandbox" / "github_sandbox", ignore=not_python)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     return tmp_path
 
@@ -47,10 +48,12 @@ WRONG_ARROWS = [
      "bot.jobs -> bot.control.handle"),
     ("plan imports dispatch", "bot/plan/touched.py", "import bot.control.dispatch",
      "bot.plan.touched -> bot.control.dispatch"),
-    ("the sandbox imports a stage", "bot/sandbox/seed.py", "import bot.config",
-     "bot.sandbox.seed -> bot.config"),
-    ("a stage imports the sandbox", "bot/report/chart.py", "import bot.sandbox.state",
-     "bot.report.chart -> bot.sandbox.state"),
+    ("the sandbox imports the bot", "sandbox/github_sandbox/seed.py", "import bot.config",
+     "github_sandbox.seed -> bot.config"),
+    ("a stage imports the sandbox", "bot/report/chart.py", "import github_sandbox.state",
+     "bot.report.chart -> github_sandbox.state"),
+    ("the demo imports the sandbox", "bot/demo/loop.py", "from github_sandbox.harness import make_seed",
+     "bot.demo.loop -> github_sandbox.harness"),
     ("the bot imports the tests", "bot/results.py", "import tests.git_helpers",
      "bot.results -> tests"),
 ]
@@ -70,8 +73,9 @@ def test_a_wrong_import_breaks_a_contract_and_is_named(throwaway_tree: Path, mod
     assert named in after.stdout, after.stdout
 
 
-def test_no_module_in_bot_is_over_500_lines() -> None:
-    long = {str(p.relative_to(ROOT)): n for p in sorted((ROOT / "bot").rglob("*.py"))
+def test_no_module_in_bot_or_the_sandbox_is_over_500_lines() -> None:
+    modules = [*(ROOT / "bot").rglob("*.py"), *(ROOT / "sandbox" / "github_sandbox").rglob("*.py")]
+    long = {str(p.relative_to(ROOT)): n for p in sorted(modules)
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
     assert long == {}, f"split these modules (500 lines at most): {long}"
 

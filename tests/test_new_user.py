@@ -15,7 +15,7 @@ from tests import synthetic
 from git_helpers import git
 
 ROOT = Path(__file__).resolve().parents[1]
-SUBCOMMANDS = ("handle", "plan", "run", "report", "sandbox", "demo", "slurm-cancel")
+SUBCOMMANDS = ("handle", "plan", "run", "report", "demo", "slurm-cancel")
 
 
 def invoke(*args: str, env: dict[str, str] | None = None):
@@ -101,8 +101,6 @@ def test_a_number_no_field_bounds_is_refused_before_the_plan_json(recipes_repo):
     pytest.param(["demo", "--port", "99999"], "99999 is not in the range 1<=x<=65535", "不在范围 1<=x<=65535 内",
                  id="demo-port"),
     pytest.param(["demo", "--port", "0"], "0 is not in the range 1<=x<=65535", "不在范围", id="demo-port-zero"),
-    pytest.param(["sandbox", "--seed", "x.yaml", "--port", "70000"], "70000 is not in the range 0<=x<=65535",
-                 "不在范围 0<=x<=65535 内", id="sandbox-port"),
     pytest.param(["serve", "--port", "-1"], "-1 is not in the range 0<=x<=65535", "不在范围", id="serve-port"),
     pytest.param(["demo", "--command", "x" * 65537], "a comment must have from 1 to 65536 characters (got 65537)",
                  "评论的长度必须在 1 到 65536 个字符之间（实际为 65537）", id="demo-command-too-long"),

@@ -73,7 +73,7 @@ def test_no_tracked_file_is_a_third_party_copy() -> None:
 
 
 @pytest.mark.parametrize("path, text, reason", [
-    ("bot/sandbox/spec/api.json", '{"openapi": "3.0.3", "info": {"title": "GitHub v3 REST API"}}', "REST description"),
+    ("sandbox/github_sandbox/spec/api.json", '{"openapi": "3.0.3", "info": {"title": "GitHub v3 REST API"}}', "REST description"),
     ("x/issue_comment/created.payload.json", "{}", "example payload file name"),
     ("x/data.json", '{"repository": {"full_name": "Codertocat/Hello-World"}}', "webhook example payload"),
     ("x/common/user.schema.json", "{}", "schema file name"),

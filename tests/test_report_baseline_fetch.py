@@ -11,7 +11,7 @@ from bot.github import GitHubClient
 from tests import synthetic
 from bot.report.cli import report_cmd
 from bot.report.fetch import BaselineFetchError, extract_safely, fetch_baseline
-from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES
+from github_sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_WORKFLOW = (ROOT / ".github" / "workflows" / "gpu.yml").read_text(encoding="utf-8")

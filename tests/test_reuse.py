@@ -3,7 +3,7 @@ same at both commits; kept after a push of other files, ended by a push that cha
 import pytest
 
 from bot.control import reuse
-from bot.sandbox.harness import make_seed
+from github_sandbox.harness import make_seed
 from handle_helpers import BOT, PULLS, Harness, bilingual
 from test_gate_events import CHECK, MAIN, recipe
 

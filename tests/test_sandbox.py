@@ -15,7 +15,7 @@ import pytest
 import yaml
 from github import Auth, Github
 
-from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, SandboxProcess, make_seed
+from github_sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, SandboxProcess, make_seed
 
 BOT = "recipe-bot[bot]"
 WORKFLOW = """name: GPU benchmarks

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from bot import i18n
-from bot.sandbox.harness import SandboxProcess
-from bot.sandbox.seed import load_seed
+from github_sandbox.harness import SandboxProcess
+from github_sandbox.seed import load_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "demo" / "seed.yaml"
@@ -65,7 +65,7 @@ def test_a_comment_posted_as_curl_posts_it_is_created_as_github_creates_it(sandb
                  "expected an http:// or https:// URL", "应为 http:// 或 https:// 开头的 URL", id="not-a-url"),
 ])
 def test_deliver_refuses_what_cannot_work_in_both_languages(args, env, english, chinese) -> None:
-    done = subprocess.run([sys.executable, "-m", "bot", "sandbox", "--seed", str(SEED), "--port", "0", *args],
+    done = subprocess.run([sys.executable, "-m", "github_sandbox", "serve", "--seed", str(SEED), "--port", "0", *args],
                           env={**os.environ, **env}, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert english in done.stderr and chinese in done.stderr

@@ -1,7 +1,7 @@
 """The sandbox's POST /graphql: queries validated against GitHub's published schema, answered from its state."""
 from __future__ import annotations
 
-from bot.sandbox import graphql, upstream
+from github_sandbox import graphql, upstream
 from handle_helpers import BOT, seed
 
 HISTORY = """query($ids: [ID!]!) { nodes(ids: $ids) { __typename ... on IssueComment { databaseId

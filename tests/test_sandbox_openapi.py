@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.api import HANDLERS, Reply
-from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, describe, make_seed
-from bot.sandbox import upstream
-from bot.sandbox.openapi import (SpecValidator, UnknownAPI, accept_documented_bare_arrays, allow_null_in_nullable_enums,
+from github_sandbox.api import HANDLERS, Reply
+from github_sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, describe, make_seed
+from github_sandbox import upstream
+from github_sandbox.openapi import (SpecValidator, UnknownAPI, accept_documented_bare_arrays, allow_null_in_nullable_enums,
                                  available_apis, description_path, drop_unresolvable_discriminators, load_spec,
                                  require_documented_conclusion)
-from bot.sandbox.trim import OPERATIONS, TrimError, trim
-from bot.sandbox.seed import load_seed
-from bot.sandbox.server import Sandbox
-from bot.sandbox.wire import RawRequest
+from github_sandbox.trim import OPERATIONS, TrimError, trim
+from github_sandbox.seed import load_seed
+from github_sandbox.server import Sandbox
+from github_sandbox.wire import RawRequest
 
 VALIDATOR = SpecValidator()
 

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot.sandbox.cli import sandbox_cmd
-from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, make_seed
-from bot.sandbox.seed import SeedError, load_seed
-from bot.sandbox.state import SandboxState
+from github_sandbox.cli import serve_cmd
+from github_sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, make_seed
+from github_sandbox.seed import SeedError, load_seed
+from github_sandbox.state import SandboxState
 
 GOOD = """\
 repository: acme/bench
@@ -106,6 +106,6 @@ def test_a_bad_seed_gets_one_error_naming_file_line_and_field(seed_dir: Path, te
 
 def test_the_command_reports_a_bad_seed_and_exits_non_zero(seed_dir: Path) -> None:
     path = write(seed_dir, GOOD.replace("head: feature", "head: nope"))
-    result = CliRunner().invoke(sandbox_cmd, ["--seed", str(path), "--port", "0"])
+    result = CliRunner().invoke(serve_cmd, ["--seed", str(path), "--port", "0"])
     assert result.exit_code == 1
     assert "pulls[0].head: no branch 'nope'" in result.output and "listening on" not in result.output

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox import upstream
-from bot.sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, make_seed
-from bot.sandbox.seed import load_seed
-from bot.sandbox.server import Sandbox
-from bot.sandbox.wire import RawRequest
-from bot.sandbox.webhooks import TEMPLATES, Example, WebhookError, example_payload, examples
+from github_sandbox import upstream
+from github_sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, make_seed
+from github_sandbox.seed import load_seed
+from github_sandbox.server import Sandbox
+from github_sandbox.wire import RawRequest
+from github_sandbox.webhooks import TEMPLATES, Example, WebhookError, example_payload, examples
 from tests.octokit_data import schema_errors, used_examples
 
 URL = "http://127.0.0.1:9"

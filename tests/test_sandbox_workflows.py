@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.workflows import WorkflowFileError, parse, resolve_inputs, run_name
+from github_sandbox.workflows import WorkflowFileError, parse, resolve_inputs, run_name
 
 WORKFLOW = b"""
 name: gpu

@@ -11,7 +11,7 @@ import pytest
 from bot.control import budget, dispatch, estimate, reuse
 from bot.github import GitHubClient
 from bot.report import gate
-from bot.sandbox.harness import make_seed
+from github_sandbox.harness import make_seed
 from handle_helpers import BOT, PULLS, Harness, bilingual
 from test_checklist_sandbox import benchmarks_passed, gpu_run_ends, hc, latest_check, pushed, signoff  # noqa: F401
 from test_gate_events import CHECK, MAIN, recipe, regressed_run

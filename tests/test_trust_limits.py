@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from bot.control import dispatch
-from bot.sandbox.harness import SandboxProcess, make_seed
+from github_sandbox.harness import SandboxProcess, make_seed
 from handle_helpers import BOT, ROOT, Harness, bilingual
 from test_handle_budget import RECIPE, RUNNERS
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from bot.control import dispatch
 from tests import synthetic
 from bot.report.cli import report_cmd
-from bot.sandbox.harness import make_seed
+from github_sandbox.harness import make_seed
 from handle_helpers import BOT, PULLS, Harness, bilingual
 from test_checklist_sandbox import hc, signoff  # noqa: F401  (hc is a fixture)
 from test_checklist_sandbox import latest_check as signoff_check

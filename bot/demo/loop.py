@@ -16,7 +16,7 @@ from rich.console import Console
 from bot.demo import sample
 from bot.report import marker
 from bot.runner import retry
-from bot.sandbox.harness import SandboxProcess, make_seed
+from bot.demo.sandbox import Sandbox, SandboxError, build_seed
 
 
 class DemoError(RuntimeError):
@@ -101,17 +101,25 @@ def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
 
     started = step("Building a sample benchmark repository with the tiny-cpu recipe and a PR that tunes it")
     main_files, feature_files = files or (sample.main_files(), sample.feature_files())
-    seed = make_seed(work_dir, main_files, feature_files, sample.seed_overrides())
-    step.done(started, f"{seed.parent / 'repo'}")
+    try:
+        seed = build_seed(work_dir, main_files, feature_files, sample.seed_overrides())
+        step.done(started, f"{seed.parent / 'repo'}")
+        return _run_against_sandbox(seed, out_dir, work_dir, console, step, log, command=command, engine=engine,
+                                    serve=serve)
+    except SandboxError as exc:
+        raise DemoError(str(exc)) from exc
 
+
+def _run_against_sandbox(seed: Path, out_dir: Path, work_dir: Path, console: Console, step: Step, log: Path, *,
+                         command: str, engine: dict[str, str], serve: bool) -> DemoOutcome:
+    """Steps 2 to 7: the sandbox GitHub as a process, the bot's stages against it."""
     started = step("Starting the sandbox GitHub (a local REST API checked against GitHub's OpenAPI description)")
-    with SandboxProcess(seed) as sandbox:
+    with Sandbox(seed) as sandbox:
         step.done(started, sandbox.url)
         env = {**os.environ, **sandbox.env(), **engine}
         repo_name = env["GITHUB_REPOSITORY"]
 
         started = step(f"{sample.MAINTAINER} comments `{command}` on PR #{sample.PR_NUMBER}; the bot handles the event")
-        pull = sandbox.github(sample.MAINTAINER).get_repo(repo_name).get_pull(sample.PR_NUMBER)
         if serve:  # App mode: the sandbox sends the signed webhook to `recipe-bot serve` (bot/demo/serve_mode.py)
             from bot.demo.serve_mode import ServeError, serving, wait_for_dispatch
 
@@ -119,13 +127,13 @@ def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
                 with serving(sandbox, env, work_dir, log) as url:
                     console.print(f"      recipe-bot serve at {url} receives the sandbox's signed webhooks",
                                   highlight=False)
-                    pull.create_issue_comment(command)
+                    sandbox.comment(sample.MAINTAINER, repo_name, sample.PR_NUMBER, command)
                     wait_for_dispatch(sandbox, "gpu.yml")
             except ServeError as exc:
                 raise DemoError(str(exc)) from exc
         else:
-            comment = pull.create_issue_comment(command)
-            event = sandbox.write_event(work_dir / "event.json", "issue_comment", "created", comment_id=comment.id)
+            comment = sandbox.comment(sample.MAINTAINER, repo_name, sample.PR_NUMBER, command)
+            event = sandbox.write_event(work_dir / "event.json", "issue_comment", "created", comment_id=comment["id"])
             recipe_bot(["handle", "--event-name", "issue_comment", "--event-path", str(event)], env, work_dir, log)
         state = sandbox.state()
         runs = [run for run in state["workflow_runs"] if run["workflow"] == "gpu.yml"]
@@ -190,7 +198,7 @@ def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
         summary = json.loads((report_dir / "summary.json").read_text(encoding="utf-8"))
         sandbox.set_run(run["id"], conclusion="success" if summary.get("verdict") == "success" else "failure")
         state = sandbox.state()
-        (out_dir / "sandbox-log.json").write_text(json.dumps(sandbox.log(all=True), indent=1), encoding="utf-8")
+        (out_dir / "sandbox-log.json").write_text(json.dumps(sandbox.log(), indent=1), encoding="utf-8")
         (out_dir / "sandbox-state.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
         step.done(started, f"verdict {summary.get('verdict')}")
 

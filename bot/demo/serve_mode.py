@@ -10,9 +10,15 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from bot.sandbox.harness import SandboxProcess
+
+class Sandbox(Protocol):
+    """What this step needs of a sandbox GitHub: where to send webhooks, and its state (bot/demo/sandbox.py)."""
+
+    def deliver_to(self, url: str | None, secret: str = "") -> None: ...
+
+    def state(self) -> dict[str, Any]: ...
 
 
 class ServeError(RuntimeError):
@@ -20,7 +26,7 @@ class ServeError(RuntimeError):
 
 
 @contextlib.contextmanager
-def serving(sandbox: SandboxProcess, env: dict[str, str], work_dir: Path, log: Path) -> Iterator[str]:
+def serving(sandbox: Sandbox, env: dict[str, str], work_dir: Path, log: Path) -> Iterator[str]:
     """`recipe-bot serve` on a free port with a fresh secret, registered as the sandbox's webhook target."""
     secret = secrets.token_hex(16)
     env = {**env, "RECIPE_BOT_WEBHOOK_SECRET": secret}
@@ -34,10 +40,10 @@ def serving(sandbox: SandboxProcess, env: dict[str, str], work_dir: Path, log: P
         url = _listening(proc, out)
         # serve's JSON log lines keep going to the demo log, so a full pipe never blocks it
         threading.Thread(target=_copy, args=(proc, out), daemon=True).start()
-        sandbox.request("POST", "/_sandbox/webhooks/target", {"url": url, "secret": secret})
+        sandbox.deliver_to(url, secret)
         yield url
     finally:
-        sandbox.request("POST", "/_sandbox/webhooks/target", {"url": None})
+        sandbox.deliver_to(None)
         proc.terminate()
         try:
             proc.wait(30)
@@ -67,7 +73,7 @@ def _copy(proc: subprocess.Popen[str], out: Any) -> None:
             out.flush()
 
 
-def wait_for_dispatch(sandbox: SandboxProcess, workflow: str, timeout: float = 60.0) -> float:
+def wait_for_dispatch(sandbox: Sandbox, workflow: str, timeout: float = 60.0) -> float:
     """Seconds until the sandbox holds a run of `workflow`; ServeError after `timeout`."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from bot.sandbox.harness import SandboxProblem
+from github_sandbox.harness import SandboxProblem
 
 from .run import BOT, MAINTAINER, ActRun, Rehearsal
 from .stage import Edits, StageError

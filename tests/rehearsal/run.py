@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import yaml
 
-from bot.sandbox.harness import DEFAULT_SEED, SandboxProcess
+from github_sandbox.harness import DEFAULT_SEED, SandboxProcess
 from .stage import (WORKFLOWS, Edits, StageError, act_directory, build_repository, local_actions, locked_dependencies,
                     wheelhouse)
 

@@ -135,7 +135,7 @@ class Seed(_Strict):
     issues: list[SeedIssue] = []
     workflow_runs: list[SeedRun] = []
     # Instead of `git`: branch -> {path: text, or {from: file relative to the seed}, or null}; the
-    # sandbox builds the repository at start (bot/sandbox/seedrepo.py).
+    # sandbox builds the repository at start (sandbox/github_sandbox/seedrepo.py).
     branches: dict[str, dict[str, str | dict[Literal["from"], str] | None]] | None = None
 
     @field_validator("repository")

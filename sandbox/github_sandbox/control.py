@@ -12,10 +12,10 @@
     POST /_sandbox/pulls/{n}              {title?, body?, draft?, state?, merged?, merged_by?}
     POST /_sandbox/webhook                {event, action, sender?, comment_id?, pull?, label?, before?, after?,
                                            review_id?, run_id?, changes_from?, deliver?}  → the payload
-    POST /_sandbox/webhooks/target        {url, secret}: send signed webhooks there (bot/sandbox/deliver.py)
+    POST /_sandbox/webhooks/target        {url, secret}: send signed webhooks there (sandbox/github_sandbox/deliver.py)
     GET  /_sandbox/webhooks/deliveries    what was sent, with the receiver's status
     GET  /_sandbox/artifacts/{id}.zip     an artifact's archive (where download-artifact redirects)
-    POST /_sandbox/faults                 {rules: [rule...]} or one rule (bot/sandbox/faults.py) → active rules
+    POST /_sandbox/faults                 {rules: [rule...]} or one rule (sandbox/github_sandbox/faults.py) → active rules
     GET  /_sandbox/faults, DELETE /_sandbox/faults   list / remove every rule
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ class App(Protocol):
     """What the control endpoints need of the sandbox app: its state and its request log."""
 
     state: SandboxState
-    deliverer: Any  # bot.sandbox.deliver.Deliverer
+    deliverer: Any  # github_sandbox.deliver.Deliverer
 
     def log(self, *, everything: bool, since: int) -> Any: ...
 
@@ -100,7 +100,7 @@ class WebhookBody(_Strict):
     review_id: int | None = None
     run_id: int | None = None
     changes_from: str | None = None
-    deliver: bool = False  # also send it, signed, to the registered webhook target (bot/sandbox/deliver.py)
+    deliver: bool = False  # also send it, signed, to the registered webhook target (sandbox/github_sandbox/deliver.py)
 
 
 class WebhookTarget(_Strict):
@@ -148,7 +148,7 @@ class Control:
                         return RawResponse(200, {"Content-Type": "application/zip"}, result)
                     return RawResponse(200, {"Content-Type": "application/json; charset=utf-8"},
                                        json.dumps(result).encode())
-            raise ControlError(404, f"no control endpoint {method} {path}; see bot/sandbox/control.py")
+            raise ControlError(404, f"no control endpoint {method} {path}; see sandbox/github_sandbox/control.py")
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(map(str, err["loc"])) or "body"

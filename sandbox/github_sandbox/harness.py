@@ -7,7 +7,7 @@
         mallory none, team acme/core [alice], pull #7 feature→main by bob, no comments. `seed_overrides`
         replace top-level keys (e.g. {"pulls": [...]}); commits have fixed dates, so SHAs are reproducible.
 
-    with SandboxProcess(seed_path) as sb:        # `recipe-bot sandbox --seed F --port 0 [extra_args]` in a subprocess
+    with SandboxProcess(seed_path) as sb:        # `github-sandbox serve --seed F --port 0 [extra_args]`, a subprocess
         sb.url, sb.seed_path, sb.env()           # env(): {"GITHUB_API_URL": sb.url, ...} for `recipe-bot handle`
         sb.github("alice")                       # a PyGithub client whose token acts as alice
         sb.log(all=False, since=0), sb.state()   # GET /_sandbox/log, GET /_sandbox/state
@@ -17,6 +17,7 @@
         sb.add_review(pull, user, state, body=""), sb.update_pull(number, **fields)
         sb.event(event, action, **selectors)     # a webhook payload consistent with the state
         sb.write_event(path, event, action, **selectors) -> Path   # for `recipe-bot handle --event-path`
+        sb.deliver_to(url, secret)               # signed webhooks to a receiver, e.g. `recipe-bot serve`
         sb.add_faults(rule, ...), sb.clear_faults()   # fault injection (docs/sandbox.md)
         sb.problems()                            # responses that broke the OpenAPI description, unknown calls
     Leaving the block sends SIGTERM and waits; with check=True (the default) it then raises SandboxProblem
@@ -112,7 +113,7 @@ def make_seed(tmpdir: str | Path, files_main: dict[str, str], files_feature: dic
 
 
 class SandboxProcess:
-    """The sandbox as a subprocess, exactly as users start it (`recipe-bot sandbox --seed F --port 0`)."""
+    """The sandbox as a subprocess, exactly as users start it (`github-sandbox serve --seed F --port 0`)."""
 
     def __init__(self, seed_path: str | Path, *, check: bool = True, start_timeout: float = 30.0,
                  extra_args: list[str] | None = None):
@@ -127,8 +128,7 @@ class SandboxProcess:
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> "SandboxProcess":
-        code = "import sys; from bot.cli import main; main(prog_name='recipe-bot')"
-        cmd = [sys.executable, "-c", code, "sandbox", "--seed", str(self.seed_path), "--port", "0", *self.extra_args]
+        cmd = [sys.executable, "-m", "github_sandbox", "serve", "--seed", str(self.seed_path), "--port", "0", *self.extra_args]
         # Same process group as the caller: Ctrl-C on a test run stops its sandboxes too.
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         sel = selectors.DefaultSelector()
@@ -233,8 +233,12 @@ class SandboxProcess:
         path.write_text(json.dumps(self.event(event, action, **selectors_), indent=2), encoding="utf-8")
         return path
 
+    def deliver_to(self, url: str | None, secret: str = "") -> None:
+        """POST /_sandbox/webhooks/target: send each new comment as a signed webhook to `url` (None stops it)."""
+        self.request("POST", "/_sandbox/webhooks/target", {"url": url, "secret": secret})
+
     def add_faults(self, *rules: dict[str, Any]) -> list[dict[str, Any]]:
-        """POST /_sandbox/faults: make GitHub misbehave (bot/sandbox/faults.py); returns the active rules."""
+        """POST /_sandbox/faults: make GitHub misbehave (sandbox/github_sandbox/faults.py); returns the active rules."""
         return self.request("POST", "/_sandbox/faults", {"rules": list(rules)})
 
     def clear_faults(self) -> None:

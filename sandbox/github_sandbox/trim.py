@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# (method, path) pairs served by the sandbox; bot/sandbox/api has one handler per operation.
+# (method, path) pairs served by the sandbox; sandbox/github_sandbox/api has one handler per operation.
 OPERATIONS: tuple[tuple[str, str], ...] = (
     ("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("patch", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),

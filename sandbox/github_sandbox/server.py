@@ -169,12 +169,12 @@ class Sandbox:
         entry["ms"] = round((time.perf_counter() - started) * 1000, 2)
         entry["validation_ms"] = round(validation_ms, 2)
         self.record(entry)
-        if route is not None:  # GitHub sends the event after the write (bot/sandbox/deliver.py)
+        if route is not None:  # GitHub sends the event after the write (sandbox/github_sandbox/deliver.py)
             self.deliverer.after_write(route.operation_id, status, reply.body, server)
         return RawResponse(status, headers, data), entry
 
     def _graphql(self, req: RawRequest, path: str, server: str) -> RawResponse:
-        """POST /graphql (bot/sandbox/graphql.py): logged like a REST call; `valid` says the schema took it."""
+        """POST /graphql (sandbox/github_sandbox/graphql.py): logged like a REST call; `valid` says the schema took it."""
         from . import graphql
 
         started = time.perf_counter()

@@ -1,8 +1,8 @@
 """GitHub's REST description as the sandbox's router and judge: match paths, validate both directions with openapi-core.
 
-The description is read at start from the pinned `@octokit/openapi` package (bot/sandbox/upstream.py):
+The description is read at start from the pinned `@octokit/openapi` package (sandbox/github_sandbox/upstream.py):
 `api.github.com` by default, or one of the GitHub Enterprise descriptions it ships (`ghes-3.19`, `ghec`),
-then trimmed to the operations the sandbox serves (bot/sandbox/trim.py).
+then trimmed to the operations the sandbox serves (sandbox/github_sandbox/trim.py).
 """
 from __future__ import annotations
 

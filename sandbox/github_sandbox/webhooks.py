@@ -1,6 +1,6 @@
 """Webhook payloads for sandbox actions, cut from octokit's example payloads so they keep GitHub's exact shape.
 
-Each payload starts from an example of the pinned `@octokit/webhooks-examples` package (bot/sandbox/upstream.py)
+Each payload starts from an example of the pinned `@octokit/webhooks-examples` package (sandbox/github_sandbox/upstream.py)
 and keeps exactly the example's keys; the values come from the sandbox state through the same builders the
 REST API uses. Supported:
 

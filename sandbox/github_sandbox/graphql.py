@@ -135,7 +135,7 @@ def connection(info: Any, items: list[Any], first: int | None = None, last: int 
 
 
 def decode_node_id(value: str) -> tuple[str, str] | None:
-    """(type, id) of a node id the sandbox wrote (bot/sandbox/shapes/base.py node_id), else None."""
+    """(type, id) of a node id the sandbox wrote (sandbox/github_sandbox/shapes/base.py node_id), else None."""
     try:
         text = base64.b64decode(value, validate=True).decode()
         size, rest = text.split(":", 1)

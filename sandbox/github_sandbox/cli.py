@@ -1,4 +1,4 @@
-"""`recipe-bot sandbox --seed F [--port P] [--api ghes-3.19] [--deliver URL]`: serve the local GitHub stand-in until SIGTERM or Ctrl-C."""
+"""`github-sandbox serve|seed|deliver`: serve the local GitHub stand-in, build a seed repository, deliver an event."""
 from __future__ import annotations
 
 import json
@@ -10,12 +10,25 @@ from pathlib import Path
 
 import click
 
-from bot.cli_guard import HELP_OPTIONS
-
 from .seed import SeedError, load_seed
+from .tools import deliver_cmd, seed_cmd
+
+# Every command takes -h as well as --help (each says so itself: click keeps the help option of the
+# first context a command ran in).
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
 
-@click.command(name="sandbox", context_settings=HELP_OPTIONS)
+@click.group(name="github-sandbox", context_settings=HELP_OPTIONS)
+def main() -> None:
+    """A local stand-in for GitHub's REST and GraphQL API, for tests, demos and trying a bot by hand.
+
+    serve: run it on a seed file; seed: build a seed repository (main and a feature branch) and its
+    seed file; deliver: ask a running sandbox for a webhook event (to a file, or signed to its receiver).
+    Documentation: docs/sandbox.md.
+    """
+
+
+@main.command(name="serve", context_settings=HELP_OPTIONS)
 @click.option("--seed", "seed_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Seed YAML: repository, users, teams, pulls, comments (docs/sandbox.md).")
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
@@ -32,7 +45,7 @@ from .seed import SeedError, load_seed
                    "`recipe-bot serve` (docs/sandbox.md).")
 @click.option("--secret-env", default="RECIPE_BOT_WEBHOOK_SECRET", show_default=True,
               help="With --deliver: the variable holding the webhook secret (the same one serve reads).")
-def sandbox_cmd(seed_path: Path, port: int, host: str, log_out: Path | None, api: str,
+def serve_cmd(seed_path: Path, port: int, host: str, log_out: Path | None, api: str,
                 deliver_url: str | None, secret_env: str) -> None:
     """Serve a local stand-in for GitHub's REST API, backed by a git repository and a seed file.
 
@@ -83,3 +96,23 @@ def sandbox_cmd(seed_path: Path, port: int, host: str, log_out: Path | None, api
         log_out.write_text(json.dumps(entries, indent=1, ensure_ascii=False), encoding="utf-8")
     bad = [e for e in entries if not e["response_valid"]]
     click.echo(f"sandbox stopped: {len(entries)} requests, {len(bad)} invalid responses")
+
+
+main.add_command(seed_cmd)
+main.add_command(deliver_cmd)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """The console script: an error without a Chinese line (click's own usage errors, the seed file's) gets one."""
+    try:
+        main.main(args=argv, prog_name="github-sandbox", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted. / 已中止。", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        if not any("\u4e00" <= ch <= "\u9fff" for ch in exc.format_message()):
+            usage = isinstance(exc, click.UsageError)
+            click.echo("错误：命令行参数有误，详见上一行英文说明；`github-sandbox 子命令 -h` 列出可用的选项。" if usage
+                       else "错误：详见上一行英文说明（sandbox 的这条消息尚无中文版本）。", err=True)
+        sys.exit(exc.exit_code)
