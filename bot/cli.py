@@ -6,7 +6,6 @@ import importlib
 import click
 
 from bot.cli_guard import HELP_OPTIONS
-from bot.gcpause import gc_paused
 
 # Subcommands are imported only when called, so `recipe-bot plan` never pays for matplotlib
 # and a runner host never imports the control plane.
@@ -84,8 +83,7 @@ class LazyGroup(click.Group):
             return None
         module_name, attr = SUBCOMMANDS[name]
         try:
-            with gc_paused():  # a subcommand's imports make thousands of objects that live on: no garbage to find
-                module = importlib.import_module(module_name)
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.startswith("bot"):
                 return _unavailable(name, f"{module_name} is not part of this build")

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 import requests
+from github import Auth, Github, GithubException
 
 from bot import github_retry
-from bot.github_import import GithubException, requester
 from bot.control.events import Pull, pull_from_json
 from bot.markers import opens_with_marker
 from bot.github_records import (  # noqa: F401  (the client's records: bot.github.Comment etc.)
@@ -72,8 +72,9 @@ class BotLoginMismatch(GitHubError):
 class GitHubClient:
     """Reads go to GitHub; writes go to GitHub, or, with dry_run, become one JSON line each on `out`.
 
-    Built on PyGithub's Requester (auth, base URL, retries, error types): every method is one
-    request, or one per page of a list, so a handler's request budget is plain to see.
+    Built on PyGithub's Requester (`Github.requester`, PyGithub's way to call endpoints it has no
+    object for: auth, base URL, error types): every method is one request, or one per page of a
+    list, so a handler's request budget is plain to see.
     """
 
     def __init__(self, *, base_url: str, token: str, repository: str, dry_run: bool = False,
@@ -90,7 +91,9 @@ class GitHubClient:
         # One handle makes a handful of writes: PyGithub's default 1 s pause between writes
         # would dominate its wall time, and GitHub's secondary limits are far away. PyGithub's
         # own retry (urllib3's) is off: it would repeat POSTs; _call owns the policy.
-        self._requester = requester(base_url=self.base_url, token=token, per_page=100, timeout=self.policy.timeout_s)
+        self._requester = Github(auth=Auth.Token(token), base_url=self.base_url, per_page=100,
+                                 timeout=self.policy.timeout_s, retry=None, seconds_between_requests=None,
+                                 seconds_between_writes=None, lazy=True).requester
         self._repo_path = "/repos/" + "/".join(urllib.parse.quote(p, safe="") for p in repository.split("/"))
 
     @classmethod

@@ -12,7 +12,6 @@ import click
 from bot.cli_guard import HELP_OPTIONS
 from bot.control import approvals as approval_sources
 from bot.control import budget, commands, dispatch, dispatch_once, gate_events, github_failures, pr_actions
-from bot.control import warmup
 from bot.checklist import hooks as checklist_hooks
 from bot.control.commands import Command, CommandError
 from bot.control.reply import Reply
@@ -33,7 +32,6 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     if error := h.load_config():
         _reply_config_error(h, event.number, event.key, event.body, error)
         return
-    h.warmup = warmup.start_for(parsed.commands, event)  # joined in handle_event
     bot = h.bot_login()
     if bot in (event.author, event.sender):
         h.log("the bot's own comment")
@@ -259,9 +257,6 @@ def handle_event(event_name: str, payload: Any, client: GitHubClient,
             handle_pull_request(h, event)
     except GitHubError as exc:
         github_failures.report(h, event, exc)
-    finally:
-        if h.warmup is not None:
-            h.warmup.join()
     return h.outcome
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from bot import i18n
 from bot.control import approvals as approval_sources
 from bot.control import budget, dispatch, dispatch_once, trust
-from bot.control import limits, warmup
+from bot.control import limits
 from bot.control.commands import Command
 from bot.control.reply import Reply
 from bot.config import ConfigError, RepoConfig, read_repo_config
@@ -51,7 +51,6 @@ class Handler:
         self.ledger = dispatch.Ledger()
         self.request_key: str | None = None  # the request being decided (its own run is no cooldown)
         self.request_sha: str | None = None  # ...at this head only (a label's key runs once per head)
-        self.warmup: warmup.Warmup | None = None  # a GPU command's imports, made while GitHub answers
         self.checkout_commit: tuple | None = None  # the checkout's verified commit (checkout.verified_commit)
         self.estimates: dict[tuple[str, str], Any] = {}  # (command line, head SHA) → its estimate (budget.py)
         # Claim-then-check (bot/control/limits.py): once the claim is written, runs and older claims count.

@@ -3,21 +3,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
 from bot.inferencex.append_only import (
     SCENARIO_TYPES, AppendOnlyError, append_only_delta, check_scope, recipe_fingerprint_once,
 )
 from bot.inferencex.contract import matrix_row
 from bot.inferencex.generate import ConfigKeyError, expand_config_keys, generate_keyed, trim_conc_keyed
 from bot.inferencex.repo import InferenceXRepo
-from bot.inferencex.quickcheck import LogEntry, changelog_entry
+from bot.inferencex.schema import ChangelogEntry
 from bot.recipes.errors import RecipeError, RecipeProblem
 from bot.recipes.loader import validate
 from bot.recipes.yamlsrc import load_yaml
-
-if TYPE_CHECKING:
-    from bot.inferencex.schema import ChangelogEntry
 
 THROUGHPUT_BUCKETS = ("1k1k", "8k1k", "agentic")
 EVAL_BUCKETS = ("evals", "agentic_evals", "multinode_evals", "multinode_agentic_evals")
@@ -25,7 +20,7 @@ EVAL_BUCKETS = ("evals", "agentic_evals", "multinode_evals", "multinode_agentic_
 
 @dataclass
 class AppendedEntry:
-    entry: ChangelogEntry | LogEntry  # LogEntry: an entry that passed the quick check
+    entry: ChangelogEntry
     line: int  # line of the entry in the head changelog
     keys: list[str]  # config keys after wildcard expansion
 
@@ -156,11 +151,7 @@ def appended_entries(repo: InferenceXRepo, base: bytes | None, head: bytes | Non
     out = []
     available = [*repo.configs, *repo.invalid]
     for index, raw in enumerate(located.data):
-        entry = changelog_entry(raw)
-        if entry is None:  # the schema's verdict, and its wording of the error
-            from bot.inferencex.schema import ChangelogEntry
-
-            entry = validate(ChangelogEntry, raw, lambda loc, i=index: locate((i, *loc)))
+        entry = validate(ChangelogEntry, raw, lambda loc, i=index: locate((i, *loc)))
         try:
             keys = expand_config_keys(entry.config_keys, available)
         except ConfigKeyError as exc:
@@ -288,7 +279,8 @@ def default_rows(repo: InferenceXRepo, keys: list[str], *, all_evals: bool = Fal
     """Keys planned without a changelog entry: as if one plain entry named them."""
     if not keys:
         return ChangelogRows()
-    entry = LogEntry({"config-keys": keys, "description": ["planned without an entry"], "pr-link": ""})
+    entry = ChangelogEntry.model_validate({"config-keys": keys, "description": ["planned without an entry"],
+                                           "pr-link": ""})
     rows = changelog_rows(repo, [AppendedEntry(entry, 0, keys)], all_evals=all_evals, evals_only=evals_only,
                           trim=trim)
     rows.entries = []

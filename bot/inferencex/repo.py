@@ -4,7 +4,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from bot.inferencex.quickcheck import entry_passes, runners_pass
+from bot.inferencex.schema import MultiNodeEntry, RunnersFile, SingleNodeEntry
 from bot.recipes.errors import RecipeError, RecipeProblem
 from bot.recipes.loader import validate
 from bot.recipes.sources import Source
@@ -86,10 +86,7 @@ def load_inferencex(source: Source) -> InferenceXRepo | None:
     duplicates: list = []
     runners_doc = load_yaml(raw_runners, repo.runners_path, duplicates)
     repo.note_duplicates(repo.runners_path, duplicates)
-    if not runners_pass(runners_doc.data):  # the schema's verdict and wording when the quick check is unsure
-        from bot.inferencex.schema import RunnersFile
-
-        validate(RunnersFile, runners_doc.data, lambda loc: (repo.runners_path, runners_doc.line_of(loc)))
+    validate(RunnersFile, runners_doc.data, lambda loc: (repo.runners_path, runners_doc.line_of(loc)))
     repo.runners = runners_doc.data
     _read_scripts(repo, source)
     for path in paths:
@@ -146,10 +143,6 @@ def _check_entry(path: str, located: Located, key: str, entry: object) -> None:
 
     if not isinstance(entry, dict):
         raise RecipeError.single(path, located.line_of((key,)), key, "must be a mapping")
-    if entry_passes(entry):
-        return
-    from bot.inferencex.schema import MultiNodeEntry, SingleNodeEntry  # the verdict and the error's wording
-
     model = MultiNodeEntry if entry.get("multinode") is True else SingleNodeEntry
     try:
         validate(model, entry, locate)

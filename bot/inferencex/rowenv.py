@@ -137,7 +137,7 @@ def server_envs(rows: list[dict], runner_name: str) -> tuple[list[dict[str, str]
     own (`generate.POINT_FIELDS`: conc, exp-name, run-eval, eval-only, eval-conc, eval-all-concs), as
     `launches.launch_groups` groups them. For fixed-seq-len rows the first row's environment is made in
     full and the others change only what those fields feed, POINT_ENV, which is returned as the only
-    keys that can differ (None: any key can). tests/test_ix_quickcheck.py checks every point field
+    keys that can differ (None: any key can). tests/test_ix_strict_rows.py checks every point field
     against the full environment."""
     first = rows[0]
     if "prefill" in first or first.get("scenario-type") == "agentic-coding":

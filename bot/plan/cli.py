@@ -1,9 +1,6 @@
 """`recipe-bot plan`: which recipes a change touches and the GPU jobs it needs, as a table or JSON."""
 from __future__ import annotations
 
-import atexit
-import functools
-import gc
 import json
 import sys
 from pathlib import Path
@@ -11,20 +8,11 @@ from pathlib import Path
 import click
 
 from bot.cli_guard import HELP_OPTIONS
-from bot.gcpause import gc_paused
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
 from bot.plan.planner import plan_change
 from bot.plan.render import dump_json, errors_markdown, plan_document, plan_markdown, print_table, write_jobs
 from bot.recipes.errors import RecipeError
-
-
-@functools.cache  # registered once; in a long-lived process (tests) it runs only when that process ends
-def _skip_final_collection() -> None:
-    """A plan leaves ~10^5 objects alive until the process ends; the collector's last pass over them at
-    interpreter exit finds nothing to free (they hold no cycles) yet costs more than writing the plan.
-    Frozen at exit, they are left to the exit itself."""
-    atexit.register(gc.freeze)
 
 
 def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
@@ -79,13 +67,11 @@ def _command_filters(text: str) -> dict:
               help="Fail unless every runner label and image is allowed by this revision (the default branch).")
 @click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write each job as DIR/<job_id>.json; the JSON then names the files.")
-@gc_paused()  # everything the command makes lives until it prints: no garbage for the collector before that
 def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tuple[str, ...], scope: str,
              recipes: tuple[str, ...], cases: tuple[str, ...], kind: str, command: str | None,
              labels: tuple[str, ...], canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool,
              no_pack: bool, jobs_dir: Path | None, allowed_from: str | None = None, compare: bool = False) -> None:
     """Show which recipes a change touches and the GPU jobs it needs."""
-    _skip_final_collection()
     try:
         filters = PlanFilters(
             recipes=recipes, cases=cases, conc=_concurrencies(conc), scope=scope, kind=kind,

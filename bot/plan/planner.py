@@ -5,7 +5,6 @@ import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.gcpause import gc_paused
 from bot.plan.ids import check_globs, job_id
 from bot.plan.inferencex_plan import plan_inferencex
 from bot.plan.matrix import matrices_for
@@ -164,11 +163,6 @@ def plan_catalog(catalog: Catalog, filters: PlanFilters | None = None) -> Plan:
 
 
 def plan_change_sources(catalog: Catalog, base: Source | None, filters: PlanFilters) -> Plan:
-    with gc_paused():
-        return _plan_change_sources(catalog, base, filters)
-
-
-def _plan_change_sources(catalog: Catalog, base: Source | None, filters: PlanFilters) -> Plan:
     native_names = catalog.names()
     ix_names = sorted(catalog.inferencex.configs) if catalog.inferencex else []
     check_globs(filters.recipes, [*native_names, *ix_names], "recipe")

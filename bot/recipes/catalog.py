@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.gcpause import gc_paused
 from bot.recipes.errors import RecipeError, RecipeProblem, dotted
 from bot.recipes.loader import Resolved, YamlCache, resolve, validate
 from bot.recipes.sources import Source, open_source
@@ -219,11 +218,6 @@ def load_catalog(repo: Path | str | Source, rev: str | None = None, *, inference
 
     Raises RecipeError listing one problem per broken file; nothing is half-loaded.
     """
-    with gc_paused():
-        return _load_catalog(repo, rev, inferencex)
-
-
-def _load_catalog(repo: Path | str | Source, rev: str | None, inferencex: bool) -> Catalog:
     source = repo if not isinstance(repo, (str, Path)) else open_source(Path(repo), rev)
     folder = recipes_dir_of(source)
     paths = recipe_paths(source, folder)

@@ -21,7 +21,6 @@ from bot.report.model import (
     Report,
     Verdict,
 )
-from bot.report.frozen import made
 from bot.report.sources import reproduce, source_of
 from bot.results import CaseResult, CleanupProof, JobResult
 
@@ -73,14 +72,13 @@ def _point_rows(job: CollectedJob, baseline: Baseline,
                     metrics, baseline.lookup(result.recipe_fingerprint, point.point_id),
                     thresholds, engine_version=result.engine_version, gpus=gpus,
                     head_repeats=tuple(point.repeats), client_process=point.client_process)
-            rows.append(made(PointRow, {
-                **base, "arm": arm, "case": case.name,
-                "point_id": point.point_id, "concurrency": point.concurrency,
-                "status": point.status, "reason": point.reason, "isl": point.isl, "osl": point.osl,
-                "tput_per_gpu": metrics.tput_per_gpu, "interactivity": metrics.interactivity,
-                "ttft_p50": metrics.ttft_ms.get("median"), "ttft_p99": metrics.ttft_ms.get("p99"),
-                "tpot_p50": metrics.tpot_ms.get("median"), "comparison": comparison,
-                "requests": metrics.completed, "reproduce": command}))
+            rows.append(PointRow(
+                **base, arm=arm, case=case.name, point_id=point.point_id, concurrency=point.concurrency,
+                status=point.status, reason=point.reason, isl=point.isl, osl=point.osl,
+                tput_per_gpu=metrics.tput_per_gpu, interactivity=metrics.interactivity,
+                ttft_p50=metrics.ttft_ms.get("median"), ttft_p99=metrics.ttft_ms.get("p99"),
+                tpot_p50=metrics.tpot_ms.get("median"), comparison=comparison,
+                requests=metrics.completed, reproduce=command))
     # Planned points with no result (a lost or cancelled job, a runner that stopped early) still
     # show, as lost, cancelled or skipped: never silently dropped, never passed.
     seen = {row.point_id for row in rows}

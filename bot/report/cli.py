@@ -13,11 +13,7 @@ import click
 import orjson
 
 from bot.cli_guard import HELP_OPTIONS
-from bot.gcpause import gc_paused
-
-# The report's own modules (pydantic's models, the renderer) are imported by report_cmd once its
-# chart child is forked, so that child starts loading matplotlib as early as it can.
-from bot.report import alongside, post
+from bot.report import post
 
 if TYPE_CHECKING:
     from bot.report import render
@@ -168,9 +164,6 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
               help="Post the merge gate of the head SHA: this run merged with every earlier run on it.")
 @click.option("--required", "required_dir", type=click.Path(path_type=pathlib.Path),
               help="With --gate: plan JSON file(s) of what the PR requires (a file or a folder).")
-# A large report allocates millions of objects and no garbage cycles, yet the collector would walk
-# them all again and again (a sixth of a 5,000-point report's time).
-@gc_paused()
 def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                baseline_dir: pathlib.Path | None, base_branch: str | None, workflow: str,
                config_path: pathlib.Path | None,
@@ -180,8 +173,6 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                required_dir: pathlib.Path | None = None) -> None:
     """Collect results, compare with the base branch, render English then 简体中文, and post."""
     check_name = _check_name(check_name, gate_on)
-    chart_child = alongside.ChartChild()  # forked first: matplotlib loads while the results are read
-    click.get_current_context().call_on_close(chart_child.wait)  # waited for on every way out
     from bot import i18n
     from bot.report import build, chart, collect, compare, render
     from bot.report.model import Meta
@@ -212,11 +203,10 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         baseline = dataclasses.replace(baseline, unreadable=tuple(skipped) + baseline.unreadable)
     report = build.build_report(collection, baseline, thresholds, meta)
     out_dir.mkdir(parents=True, exist_ok=True)
-    # The chart first: drawing it in the child is the longest of the work left.
     cpu_only = bool(report.recipes) and all(section.gpus == 0 for section in report.recipes)
-    chart_child.draw(chart.plotted(report), out_dir / "chart.png",
-                     f"{'Throughput (CPU)' if cpu_only else 'Throughput per GPU'} vs interactivity · "
-                     f"{(sha or 'unknown')[:12]}")
+    chart.write_png(chart.plotted(report), out_dir / "chart.png",
+                    f"{'Throughput (CPU)' if cpu_only else 'Throughput per GPU'} vs interactivity · "
+                    f"{(sha or 'unknown')[:12]}")
     # Compact on purpose: with thousands of points an indented file is several times larger.
     _write(out_dir / "full-results.json", orjson.dumps(
         {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys, "report": report},
@@ -253,7 +243,6 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         summary["posted"] = _post(report, rendered, meta, check_name, bot_login, config,
                                   dry_run, gated)
     _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
-    chart_child.wait()
     counts = report.counts
     click.echo(f"verdict: {report.verdict.conclusion} · jobs {counts.jobs_total} · "
                f"points {counts.points_total} · regressions {counts.regressions} · "

@@ -22,7 +22,6 @@ import pydantic
 
 from bot.report import noise
 from bot.report.collect import RESULT_FILE, InputError
-from bot.report.frozen import made
 from bot.results import JobResult, PointMetrics, PointResult
 
 
@@ -225,32 +224,6 @@ def _judge(worse: float, interval: noise.Interval | None, threshold: float | Non
     return "within-noise" if interval is not None else "inconclusive"
 
 
-_METRIC_LIST = tuple(METRICS.values())
-_REQUIRED = {key: noise.required_samples(key) for key in METRICS}  # what noise.supported checks
-
-
-def _median(values: list[float]) -> float:
-    """statistics.median's figure (the mean of the two middle values when even), without its
-    per-call overhead."""
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return (ordered[middle - 1] + ordered[middle]) / 2
-
-
-_EXTRACTS = tuple(metric.extract for metric in _METRIC_LIST)
-# (metric, its index in a _vector, key, higher is better, requests each side needs to judge it)
-_METRIC_FACTS = tuple((metric, index, metric.key, metric.higher_is_better, _REQUIRED[metric.key])
-                      for index, metric in enumerate(_METRIC_LIST))
-
-
-def _vector(metrics: PointMetrics) -> list[float | None]:
-    """Every metric of one run in METRICS order, as Metric.value reads each."""
-    return [None if (value := extract(metrics)) is None or not math.isfinite(value) else float(value)
-            for extract in _EXTRACTS]
-
-
 @functools.lru_cache(maxsize=256)
 def _gpu_label(gpus: tuple[str, ...]) -> str:
     """The GPU models of a host, once each and sorted: what an environment change names."""
@@ -259,6 +232,36 @@ def _gpu_label(gpus: tuple[str, ...]) -> str:
 
 def _requests(metrics: PointMetrics) -> int:
     return metrics.requests.count if metrics.requests is not None else metrics.completed
+
+
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    """One metric of a point with a base to compare with, before its interval is formed."""
+    metric: Metric
+    head: float
+    base_values: tuple[float, ...]  # the base runs' finite values
+    base: float  # their median
+    change: float
+    worse: float
+    threshold: float | None
+    supported: bool  # enough requests on both sides to judge it
+
+
+def _measure(metric: Metric, metrics: PointMetrics, base_metrics: list[PointMetrics],
+             thresholds: Mapping[str, float], head_n: int, base_n: int) -> _Measured | None:
+    head = metric.value(metrics)
+    if head is None:
+        return None
+    values = tuple(v for m in base_metrics if (v := metric.value(m)) is not None)
+    if not values:
+        return None
+    base = statistics.median(values)
+    if base == 0:
+        return None
+    change = (head - base) / abs(base) * 100
+    return _Measured(metric, head, values, base, change, -change if metric.higher_is_better else change,
+                     thresholds.get(metric.key),
+                     noise.supported(metric.key, head_n) and noise.supported(metric.key, base_n))
 
 
 def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
@@ -275,59 +278,26 @@ def compare_point(metrics: PointMetrics, samples: tuple[BaseSample, ...],
     head_n = min(_requests(m) for m in head_runs)
     base_metrics = [s.metrics for s in samples]
     base_n = min(_requests(m) for m in base_metrics)
-    # Written for speed (the report runs this for every point of every recipe), with the same
-    # figures as Metric.value, noise.spread_pct, noise.from_runs and statistics.median: every
-    # metric of a run is read once, and the values are finite floats.
-    head_vector = _vector(metrics)
-    base_columns = list(zip(*map(_vector, base_metrics)))  # one tuple of base values a metric
-    measured = []  # (metric, index, head, base values, base, change, worse, threshold, supported)
-    for metric, index, key, higher_is_better, required in _METRIC_FACTS:
-        head = head_vector[index]
-        if head is None:
-            continue
-        values = base_columns[index]
-        if None in values:
-            values = tuple(value for value in values if value is not None)
-            if not values:
-                continue
-        if len(values) == 1:
-            base = values[0]
-        elif len(values) == 2:  # what _median gives for two, without sorting
-            base = (values[0] + values[1]) / 2
-        else:
-            base = _median(values)
-        if base == 0:
-            continue
-        change = (head - base) / abs(base) * 100
-        measured.append((metric, index, head, values, base, change,
-                         -change if higher_is_better else change, thresholds.get(key),
-                         head_n >= required and base_n >= required))
+    measured = [m for metric in METRICS.values()
+                if (m := _measure(metric, metrics, base_metrics, thresholds, head_n, base_n)) is not None]
     # One bootstrap for every gated metric of the point: the same replicates serve them all
     # (none without per-request data on both sides, which noise.bootstrap would also answer).
     intervals: dict[str, noise.Interval] = {}
     if all(m.requests is not None for m in head_runs) and all(m.requests is not None for m in base_metrics):
         intervals = noise.bootstrap(
-            [noise.Wanted(m.key, m.higher_is_better, worse)
-             for m, _, _, _, _, _, worse, threshold, ok in measured if threshold is not None and ok],
+            [noise.Wanted(m.metric.key, m.metric.higher_is_better, m.worse)
+             for m in measured if m.threshold is not None and m.supported],
             [m.requests for m in head_runs], [m.requests for m in base_metrics])
-    head_vectors = [_vector(m) for m in head_runs] if head_repeats else None
     deltas = []
-    for metric, index, head, values, base, change, worse, threshold, ok in measured:
-        # noise.spread_pct(values): the median of `values` is `base`, never 0 here
-        spread = None if len(values) < 2 else (max(values) - min(values)) / abs(base) * 100
-        interval = intervals.get(metric.key)
-        if interval is None and threshold is not None and ok:
-            if head_vectors is not None:
-                head_values = [vector[index] for vector in head_vectors if vector[index] is not None]
-                interval = noise.from_runs(worse, head_values, values)
-            elif spread is not None:  # one head run: the base runs' spread alone
-                interval = noise.from_runs(worse, (head,), values)
-        delta = made(Delta, {
-            "metric": metric.key, "head": head, "base": base, "change_pct": change, "worse_pct": worse,
-            "noise_pct": spread, "threshold_pct": threshold,
-            "verdict": _judge(worse, interval, threshold, ok), "interval": interval,
-            "head_samples": head_n, "base_samples": base_n})
-        deltas.append(delta)
+    for m in measured:
+        interval = intervals.get(m.metric.key)
+        if interval is None and m.threshold is not None and m.supported:
+            head_values = [v for run in head_runs if (v := m.metric.value(run)) is not None] if head_repeats \
+                else [m.head]
+            interval = noise.from_runs(m.worse, head_values, m.base_values)
+        deltas.append(Delta(m.metric.key, m.head, m.base, m.change, m.worse, noise.spread_pct(m.base_values),
+                            m.threshold, _judge(m.worse, interval, m.threshold, m.supported), interval,
+                            head_n, base_n))
     env = []
     base_engines = sorted({s.engine_version for s in samples if s.engine_version})
     if engine_version and base_engines and base_engines != [engine_version]:
