@@ -40,19 +40,21 @@ class Sandbox:
 
     def __init__(self, seed: Path):
         self.seed = seed
+        self.stderr = seed.parent / "sandbox-stderr.log"  # a file, not a pipe: nothing reads it while it runs
         self.url = ""
         self._proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> "Sandbox":
-        self._proc = subprocess.Popen([*SANDBOX, "serve", "--seed", str(self.seed), "--port", "0"],
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
+        with self.stderr.open("w", encoding="utf-8") as err:
+            self._proc = subprocess.Popen([*SANDBOX, "serve", "--seed", str(self.seed), "--port", "0"],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True)
         assert self._proc.stdout is not None
         first = self._proc.stdout.readline()  # `listening on URL`, or nothing when it exits with an error
         if not first.startswith("listening on "):
             self._proc.kill()
-            _, err = self._proc.communicate()
-            raise SandboxError(f"the sandbox did not start: {first.strip()} {err.strip()}".strip())
+            self._proc.communicate()
+            why = self.stderr.read_text(encoding="utf-8").strip()
+            raise SandboxError(f"the sandbox did not start: {first.strip()} {why}".strip())
         self.url = first.removeprefix("listening on ").strip()
         return self
 
