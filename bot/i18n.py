@@ -1,4 +1,4 @@
-"""Paired English and 简体中文 templates: every user-visible message is rendered from both."""
+"""One template set rendered per language through gettext catalogs (English, then 简体中文)."""
 from __future__ import annotations
 
 import functools
@@ -10,9 +10,10 @@ if TYPE_CHECKING:  # jinja2 is imported when a message is first rendered, not wi
     import jinja2  # every command imports bot.i18n, and most runs render nothing
 
 from bot import messages_zh
+from bot.core import catalogue, messages
 
 TEMPLATES = pathlib.Path(__file__).parent / "templates"
-LANGUAGES = ("en", "zh")
+LANGUAGES = ("en", "zh")  # the order of a bilingual comment
 SEPARATOR = "\n\n---\n\n"
 
 
@@ -39,7 +40,7 @@ def inert(value: object) -> str:
     return inline_code(neutral(value))
 
 
-_OPTIONS = {"trim_blocks": True, "lstrip_blocks": True, "keep_trailing_newline": False,
+_OPTIONS = {"extensions": ("jinja2.ext.i18n",), "trim_blocks": True, "lstrip_blocks": True, "keep_trailing_newline": False,
             "autoescape": False}  # Markdown, not HTML; untrusted text goes through |code
 
 
@@ -77,8 +78,23 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
         return None
 
 
+def _message_filter(lang: str):
+    """`|msg`: a catalogue message in `lang`; text still built in English gets its Chinese form from
+    bot/messages_zh.py (until each such message is a catalogue entry)."""
+    def render(value: object) -> str:
+        if isinstance(value, messages.Message):
+            return value.render(lang)
+        return messages_zh.translate(value) if lang == "zh" else str(value)
+    return render
+
+
+def environment(lang: str = "en", locale_dir: pathlib.Path | None = None) -> jinja2.Environment:
+    """The templates with `lang`'s catalog installed; one environment per language and catalog folder."""
+    return _environment(lang, str(locale_dir or catalogue.LOCALE_DIR))
+
+
 @functools.cache
-def environment() -> jinja2.Environment:
+def _environment(lang: str, locale_dir: str) -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(
@@ -90,16 +106,19 @@ def environment() -> jinja2.Environment:
     env.filters["code"] = inline_code
     env.filters["neutral"] = neutral
     env.filters["inert"] = inert
-    env.filters["zh"] = messages_zh.translate  # the Chinese form of a message built in English
+    env.filters["msg"] = _message_filter(lang)
+    env.globals["lang"] = lang
+    env.install_gettext_translations(catalogue.translations(lang, pathlib.Path(locale_dir)), newstyle=False)
     return env
 
 
-def template_path(name: str, lang: str) -> str:
-    return f"{lang}/{name}.md.j2"
+def template_path(name: str, lang: str | None = None) -> str:
+    """The one template of `name` (every language renders the same file)."""
+    return f"{name}.md.j2"
 
 
-def render(name: str, lang: str, **context: object) -> str:
-    return environment().get_template(template_path(name, lang)).render(**context).strip()
+def render(name: str, lang: str, *, locale_dir: pathlib.Path | None = None, **context: object) -> str:
+    return environment(lang, locale_dir).get_template(template_path(name)).render(**context).strip()
 
 
 def render_bilingual(name: str, **context: object) -> str:
@@ -107,14 +126,13 @@ def render_bilingual(name: str, **context: object) -> str:
     return SEPARATOR.join(render(name, lang, **context) for lang in LANGUAGES)
 
 
-def template_names(lang: str = "en") -> list[str]:
-    root = TEMPLATES / lang
-    return sorted(str(p.relative_to(root))[: -len(".md.j2")] for p in root.rglob("*.md.j2"))
+def template_names() -> list[str]:
+    return sorted(str(p.relative_to(TEMPLATES))[: -len(".md.j2")] for p in TEMPLATES.rglob("*.md.j2"))
 
 
-def placeholders(name: str, lang: str) -> set[str]:
+def placeholders(name: str, lang: str | None = None) -> set[str]:
     import jinja2.meta
 
     env = environment()
-    source = env.loader.get_source(env, template_path(name, lang))[0]
+    source = env.loader.get_source(env, template_path(name))[0]
     return jinja2.meta.find_undeclared_variables(env.parse(source))

@@ -35,7 +35,7 @@ def h200_report(tmp_path, sha=None):
 
 
 def macro(lang: str, name: str, *args) -> str:
-    module = i18n.environment().get_template(f"{lang}/report/_sources.md.j2").module
+    module = i18n.environment(lang).get_template("report/_sources.md.j2").module
     return str(getattr(module, name)(*args)).strip()
 
 

@@ -361,7 +361,7 @@ class _Sizer:
         room = self.limit - len(self.head) - 1 - len(i18n.SEPARATOR) * (len(i18n.LANGUAGES) - 1)
         parts = []
         for lang in i18n.LANGUAGES:
-            part = _within(i18n.environment().get_template(i18n.template_path(TEMPLATE, lang)),
+            part = _within(i18n.environment(lang).get_template(i18n.template_path(TEMPLATE)),
                            context, room)
             if part is None:
                 return None
