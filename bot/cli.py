@@ -6,6 +6,7 @@ import importlib
 import click
 
 from bot.cli_guard import HELP_OPTIONS
+from bot.core.messages import Message, msg
 
 # Subcommands are imported only when called, so `recipe-bot plan` never pays for matplotlib
 # and a runner host never imports the control plane.
@@ -35,20 +36,24 @@ SHORT_HELP = {
 
 
 def _in_both_languages(exc: click.ClickException) -> click.ClickException:
-    """The error with its Chinese line under the English one (bot/messages_zh.py), unless it has one.
+    """The error with its Chinese line under the English one, unless it has one.
 
-    Commands raise their refusals in English where the fact is found; every one of them has a Chinese
-    form (tests/test_cli_errors.py), added here once for all of them, click's own usage errors too.
+    Commands raise their refusals where the fact is found, as a catalogue message (bot.core.messages)
+    or, until each is converted, as English text whose Chinese form bot/messages_zh.py gives; click's
+    own usage errors too (tests/test_cli_errors.py). The Chinese line is added here once for all.
     """
     if type(exc).show not in (click.ClickException.show, click.UsageError.show):
         return exc  # an error that shows something else (click's help for a bare command)
-    english = exc.format_message()
-    from bot.messages_zh import CJK, translate  # only on the way out with an error
+    if isinstance(exc.message, Message):
+        english, chinese = exc.message.render("en"), exc.message.render("zh")
+    else:
+        from bot.messages_zh import CJK, translate  # only on the way out with an error
 
-    chinese = translate(english)
-    if CJK.search(english) or chinese == english:
-        return exc
-    both = f"{english}\n错误：{chinese}"
+        english = exc.format_message()
+        chinese = translate(english)
+        if CJK.search(english) or chinese == english:
+            return exc
+    both = english + "\n" + msg("Error: %(message)s", message=chinese).render("zh")
     out = click.UsageError(both, exc.ctx) if isinstance(exc, click.UsageError) else click.ClickException(both)
     out.exit_code = exc.exit_code
     return out

@@ -5,6 +5,8 @@ import os
 import re
 import sys
 
+from bot.core.messages import Message, msg
+
 DEBUG_ENV = "RECIPE_BOT_DEBUG"
 # Every command takes -h. Each command says so itself: click keeps a command's help option from the
 # first context it ran in, so a command first run on its own (a test, a library caller) would
@@ -34,38 +36,35 @@ def _is(exc: BaseException, module: str, names: tuple[str, ...]) -> bool:
     return bool(classes) and isinstance(exc, classes)
 
 
-def _network_reason(exc: BaseException) -> str:
+def _network_reason(exc: BaseException) -> str | Message:
     found = _ERRNO.search(str(exc))
     if found:
-        return found.group(0).strip()
-    return "timed out" if "Timeout" in type(exc).__name__ else type(exc).__name__
+        return found.group(0).strip()  # the operating system's own words
+    return msg("timed out") if "Timeout" in type(exc).__name__ else type(exc).__name__
 
 
-def explain(exc: BaseException, environ: dict[str, str] | None = None) -> tuple[str, str]:
-    """(English, 简体中文) for an exception that escaped a subcommand; never more than one line each."""
+def explain(exc: BaseException, environ: dict[str, str] | None = None) -> Message:
+    """What went wrong with an exception that escaped a subcommand; one line in every language."""
     env = environ if environ is not None else os.environ
     api = env.get("GITHUB_API_URL") or "https://api.github.com"
     for link in _chain(exc):
         if _is(link, "requests.exceptions", ("ConnectionError", "Timeout")):
-            reason = _network_reason(link)
-            return (f"cannot reach the GitHub API at {api} ({reason}); check the network and GITHUB_API_URL",
-                    f"无法连接 GitHub API（{api}，{reason}）；请检查网络和 GITHUB_API_URL")
+            return msg("cannot reach the GitHub API at %(api)s (%(reason)s); check the network and GITHUB_API_URL",
+                       api=api, reason=_network_reason(link))
         if _is(link, "github.GithubException", ("GithubException",)):
             status = getattr(link, "status", "?")
             data = getattr(link, "data", None)
             message = data.get("message", "") if isinstance(data, dict) else ""
-            return (f"the GitHub API answered HTTP {status}" + (f": {message}" if message else ""),
-                    f"GitHub API 返回 HTTP {status}" + (f"：{message}" if message else ""))
+            if message:
+                return msg("the GitHub API answered HTTP %(status)s: %(message)s", status=status, message=message)
+            return msg("the GitHub API answered HTTP %(status)s", status=status)
         if isinstance(link, UnicodeDecodeError):
-            return (f"an input file is not UTF-8 text (byte {link.start}); save it as UTF-8",
-                    f"输入文件不是 UTF-8 文本（第 {link.start} 字节）；请以 UTF-8 编码保存")
+            return msg("an input file is not UTF-8 text (byte %(byte)s); save it as UTF-8", byte=link.start)
     detail = " ".join(str(exc).split())[:300] or type(exc).__name__
-    return (f"unexpected error: {type(exc).__name__}: {detail}",
-            f"意外错误：{type(exc).__name__}：{detail}")
+    return msg("unexpected error: %(kind)s: %(detail)s", kind=type(exc).__name__, detail=detail)
 
 
 def one_line(exc: BaseException, environ: dict[str, str] | None = None) -> str:
     """What the user sees: the English line, then the Chinese line, each pointing at the traceback switch."""
-    en, zh = explain(exc, environ)
-    return (f"{en} (run with {DEBUG_ENV}=1 for the traceback)\n"
-            f"错误：{zh}（设置 {DEBUG_ENV}=1 可查看完整的回溯信息）")
+    line = msg("%(why)s (run with %(switch)s=1 for the traceback)", why=explain(exc, environ), switch=DEBUG_ENV)
+    return f"{line.render('en')}\n{line.render('zh')}"

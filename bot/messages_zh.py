@@ -236,8 +236,6 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("List should have at least {} items after validation, not {}", "列表至少应有 {0} 项，实际为 {1} 项"),
     ("String should match pattern {}", "字符串应符合模式 {0}"),
     # the command line's refusals (bot/*/cli.py, report inputs, GitHub events), shown by bot/cli.py
-    ("cannot read the event: {}", "无法读取事件文件：{0}"),
-    ("the event is not JSON: {}", "事件文件不是 JSON：{0}"),
     ("the event payload has no field workflow_run or repository", "事件数据中没有 workflow_run 或 repository 字段"),
     ("the event payload has no field {}", "事件数据中没有字段 {0}"),
     ("the event payload must be a JSON object", "事件数据必须是 JSON 对象"),

@@ -178,10 +178,15 @@ KEPT = {"GPU", "GPUs", "PR", "CPU", "TTFT", "TPOT", "p50", "p99", "SHA", "ID", "
 
 
 @pytest.fixture(scope="module")
-def pseudo_renders(tmp_path_factory):
+def pseudo_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("locale")
     write_catalog(root, "qps", pseudo)
-    return render_all("qps", root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def pseudo_renders(pseudo_root):
+    return render_all("qps", pseudo_root)
 
 
 @pytest.mark.parametrize("name", i18n.template_names())
@@ -200,6 +205,27 @@ def test_a_templates_own_text_is_all_in_the_catalogue(name):
     tree = env.parse(env.loader.get_source(env, i18n.template_path(name))[0])
     left = {word for node in tree.find_all(jinja2.nodes.TemplateData) for word in latin_words(node.data)} - KEPT
     assert left == set(), f"{name}: prose outside the catalogue: {sorted(left)}"
+
+
+PYTHON_MESSAGES = sorted({key for key, where in MESSAGES.items() if any(w.endswith(".py") or ".py:" in w for w in where)},
+                         key=lambda key: key[1])
+
+
+def test_the_code_raises_catalogue_messages():
+    assert len(PYTHON_MESSAGES) >= 10
+
+
+@pytest.mark.parametrize("key", PYTHON_MESSAGES, ids=[key[1][:60] for key in PYTHON_MESSAGES])
+def test_the_pseudo_locale_render_of_a_refusal_has_no_untranslated_text(pseudo_root, key):
+    """Each message the code builds (refusals, errors, notes), rendered as the edge renders it."""
+    from bot.core.messages import Message
+
+    _context, message_id = key
+    names = {name for name in PLACEHOLDER.findall(message_id) if name}
+    text = Message(message_id, tuple((name, Anything()) for name in sorted(names))).render("qps", pseudo_root)
+    translations = catalogue.translations("qps", pseudo_root)
+    assert translations.gettext(message_id) != message_id
+    assert latin_words(text) - KEPT == set(), text
 
 
 def test_a_new_language_is_one_catalog_file(tmp_path):

@@ -55,6 +55,32 @@ def refusals() -> list[tuple[str, str]]:
 REFUSALS = refusals()
 
 
+def catalogue_refusals() -> list[tuple[str, str]]:
+    """(where, message id) for every refusal raised as a catalogue message: msg("...") where it is raised."""
+    found = []
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            message = _message_of(node, path) if isinstance(node, ast.Call) else None
+            if isinstance(message, ast.Call) and getattr(message.func, "id", "") == "msg" and message.args \
+                    and isinstance(message.args[0], ast.Constant):
+                found.append((f"{path.relative_to(ROOT)}:{node.lineno}", message.args[0].value))
+    return found
+
+
+CATALOGUE_REFUSALS = catalogue_refusals()
+
+
+def test_the_scan_finds_the_refusals_raised_as_catalogue_messages():
+    assert "%(path)s: cannot read the event: %(reason)s" in {text for _, text in CATALOGUE_REFUSALS}
+
+
+@pytest.mark.parametrize("where, message_id", CATALOGUE_REFUSALS, ids=[where for where, _ in CATALOGUE_REFUSALS])
+def test_every_catalogue_refusal_has_its_chinese_translation(where, message_id):
+    from bot.core import catalogue
+
+    assert messages_zh.CJK.search(catalogue.translations("zh").gettext(message_id)), where
+
+
 def test_the_scan_finds_the_refusals_it_should():
     texts = {text for _, text in REFUSALS}
     assert {"X: the results directory does not exist", "X is not a positive integer",

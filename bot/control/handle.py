@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from bot.core.messages import msg
 from bot.cli_guard import HELP_OPTIONS
 from bot.control import approvals as approval_sources
 from bot.control import budget, commands, dispatch, dispatch_once, gate_events, github_failures, pr_actions
@@ -277,13 +278,14 @@ def handle_cmd(event_name: str, event_path: str, dry_run: bool, checkout: str | 
         with open(event_path, encoding="utf-8") as handle:
             payload = json.load(handle)
     except OSError as exc:
-        raise click.ClickException(f"{event_path}: cannot read the event: {exc.strerror}") from None
+        raise click.ClickException(msg("%(path)s: cannot read the event: %(reason)s",
+                                       path=event_path, reason=exc.strerror)) from None
     except json.JSONDecodeError as exc:
-        raise click.ClickException(f"{event_path}:{exc.lineno}: the event is not JSON: {exc.msg}") from None
+        raise click.ClickException(msg("%(path)s:%(line)s: the event is not JSON: %(reason)s",
+                                       path=event_path, line=exc.lineno, reason=exc.msg)) from None
     except UnicodeDecodeError as exc:
-        raise click.ClickException(f"{event_path}: the event is not UTF-8 text (byte {exc.start}); GitHub writes "
-                                   f"UTF-8 JSON\n错误：{event_path}：事件文件不是 UTF-8 文本（第 {exc.start} 字节）；"
-                                   "GitHub 写出的事件是 UTF-8 编码的 JSON") from None
+        raise click.ClickException(msg("%(path)s: the event is not UTF-8 text (byte %(byte)s); GitHub writes UTF-8 JSON",
+                                       path=event_path, byte=exc.start)) from None
     try:
         client = GitHubClient.from_env(dry_run=dry_run)
         outcome = handle_event(event_name, payload, client, checkout=checkout)

@@ -8,6 +8,7 @@ English sentence; the comment, the check and the terminal render it per language
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 
 from bot.core import catalogue
 
@@ -21,13 +22,13 @@ class Message:
     plural_id: str | None = None
     count: int | None = None
 
-    def render(self, lang: str = "en") -> str:
-        translations = catalogue.translations(lang)
+    def render(self, lang: str = "en", locale_dir: pathlib.Path = catalogue.LOCALE_DIR) -> str:
+        translations = catalogue.translations(lang, locale_dir)
         if self.plural_id is None:
             text = translations.gettext(self.id)
         else:
             text = translations.ngettext(self.id, self.plural_id, self.count or 0)
-        values = {name: render(value, lang) for name, value in self.params}
+        values = {name: render(value, lang, locale_dir) for name, value in self.params}
         if self.count is not None:
             values.setdefault("count", self.count)
         return text % values  # every message id is %-formatted: a literal % is written %%
@@ -45,6 +46,6 @@ def plural(singular: str, plural_id: str, count: int, /, **params: object) -> Me
     return Message(singular, tuple(params.items()), plural_id, count)
 
 
-def render(value: object, lang: str) -> str:
+def render(value: object, lang: str, locale_dir: pathlib.Path = catalogue.LOCALE_DIR) -> str:
     """A message in `lang`; any other value as it is."""
-    return value.render(lang) if isinstance(value, Message) else str(value)
+    return value.render(lang, locale_dir) if isinstance(value, Message) else str(value)
