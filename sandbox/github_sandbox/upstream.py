@@ -10,6 +10,8 @@ import json
 import os
 from pathlib import Path
 
+# The repository that holds sandbox/github_sandbox/ (scripts/dev installs it editable, so this is the checkout);
+# installed from a wheel, the package is elsewhere: set RECIPE_BOT_UPSTREAM_DIR.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV_VAR = "RECIPE_BOT_UPSTREAM_DIR"
 OPENAPI = "@octokit/openapi"
