@@ -32,7 +32,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench.common import ROOT, command_line, load_average, machine_info, write_result  # noqa: E402
-from bot.jobs import Case, Job, LoadPoint, ServerSpec  # noqa: E402
+from bot.core.jobs import Case, Job, LoadPoint, ServerSpec  # noqa: E402
 
 ENGINE = pathlib.Path(os.environ.get("RECIPE_BOT_ENGINE_DIR") or ROOT / ".engine")
 ORDER = ("in-process", "per-point", "in-process")

@@ -69,20 +69,20 @@ import time, json, sys
 t0 = time.perf_counter()
 import bot.cli
 t1 = time.perf_counter()
-import bot.control.handle, bot.github
+import bot.control.handle, bot.core.github
 t2 = time.perf_counter()
 spent = []
-original = bot.github.GitHubClient._call
+original = bot.core.github.GitHubClient._call
 def timed_call(self, *args, **kwargs):
     start = time.perf_counter()
     try:
         return original(self, *args, **kwargs)
     finally:
         spent.append(time.perf_counter() - start)
-bot.github.GitHubClient._call = timed_call
+bot.core.github.GitHubClient._call = timed_call
 payload = json.load(open(sys.argv[1], encoding="utf-8"))
 t3 = time.perf_counter()
-client = bot.github.GitHubClient.from_env()
+client = bot.core.github.GitHubClient.from_env()
 import os, pathlib
 outcome = bot.control.handle.handle_event("issue_comment", payload, client,
                                           checkout=pathlib.Path(os.environ["RECIPE_BOT_CHECKOUT"]))
@@ -261,7 +261,7 @@ def in_process_profile(sb: SandboxProcess, workdir: pathlib.Path, bench: Bench) 
     import pstats
 
     from bot.control import handle
-    from bot.github import GitHubClient
+    from bot.core.github import GitHubClient
 
     event = bench.prepare("sweep")
     payload = json.loads(event.read_text(encoding="utf-8"))

@@ -39,9 +39,9 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench.common import command_line, load_average, machine_info, write_result  # noqa: E402
-from bot.jobs import SearchSpec  # noqa: E402
+from bot.core.jobs import SearchSpec  # noqa: E402
 from bot.report.plausible import MAX_INTERACTIVITY  # noqa: E402
-from bot.results import JobResult  # noqa: E402
+from bot.core.results import JobResult  # noqa: E402
 from bot.runner.search import cliff_of, dense_grid, fitted_knee, knee_of, knee_scores, run_search  # noqa: E402
 from bot.runner.search_run import measurements  # noqa: E402
 from tests.search_surfaces import SURFACES  # noqa: E402

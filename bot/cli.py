@@ -5,7 +5,7 @@ import importlib
 
 import click
 
-from bot.cli_guard import HELP_OPTIONS
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.messages import Message, msg
 
 # Subcommands are imported only when called, so `recipe-bot plan` never pays for matplotlib
@@ -39,7 +39,7 @@ def _in_both_languages(exc: click.ClickException) -> click.ClickException:
     """The error with its Chinese line under the English one, unless it has one.
 
     Commands raise their refusals where the fact is found, as a catalogue message (bot.core.messages)
-    or, until each is converted, as English text whose Chinese form bot/messages_zh.py gives; click's
+    or, until each is converted, as English text whose Chinese form bot/core/messages_zh.py gives; click's
     own usage errors too (tests/test_cli_errors.py). The Chinese line is added here once for all.
     """
     if type(exc).show not in (click.ClickException.show, click.UsageError.show):
@@ -47,7 +47,7 @@ def _in_both_languages(exc: click.ClickException) -> click.ClickException:
     if isinstance(exc.message, Message):
         english, chinese = exc.message.render("en"), exc.message.render("zh")
     else:
-        from bot.messages_zh import CJK, translate  # only on the way out with an error
+        from bot.core.messages_zh import CJK, translate  # only on the way out with an error
 
         english = exc.format_message()
         chinese = translate(english)
@@ -74,7 +74,7 @@ class LazyGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:
-            from bot.cli_guard import debug_enabled, one_line
+            from bot.core.cli_guard import debug_enabled, one_line
 
             if debug_enabled():
                 raise

@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from bot.cli import main
-from bot.results import JobResult
+from bot.core.results import JobResult
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "afd_shaped"
 NODE = "tests/e2e/test_fixture.py::test_fixture[{}]"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from typing import Any
 
-from bot import i18n
+from bot.core import i18n
 from github_sandbox.harness import SandboxProcess, make_seed
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -8,8 +8,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from bot.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
-from bot.results import (
+from bot.core.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
+from bot.core.results import (
     AccuracyResult,
     CaseResult,
     CleanupProof,

@@ -135,7 +135,7 @@ def test_cases_come_from_the_harness_own_collection(repo, tmp_path):
 
 
 def test_a_run_stopped_after_its_report_was_written_still_fails_by_node_id():
-    from bot.results import NodeOutcome
+    from bot.core.results import NodeOutcome
     from bot.runner.junit import verdict
 
     node = NODE.format("plugin-tiny")

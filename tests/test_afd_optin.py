@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from bot.results import JobResult
+from bot.core.results import JobResult
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = "qwen3.5-122b-a10b-afd"
@@ -76,7 +76,7 @@ def test_the_comparison_counts_every_gpu_each_arm_holds(compare_file):
                  id="inside-an-allocation"),
 ])
 def test_the_afd_devices_opt_in_decides_each_servers_gpus(compare_file, devices_value, runner_visible, expected):
-    from bot.jobs import Job
+    from bot.core.jobs import Job
     from bot.runner.engines import server_env
 
     job = Job.model_validate_json(compare_file.read_text(encoding="utf-8"))
@@ -94,7 +94,7 @@ def test_the_afd_devices_opt_in_decides_each_servers_gpus(compare_file, devices_
                  id="not-numbers"),
 ])
 def test_a_bad_afd_devices_value_is_a_clear_problem(compare_file, devices_value, message):
-    from bot.jobs import Job
+    from bot.core.jobs import Job
     from bot.runner.engines import server_env
     from bot.runner.environment import EnvironmentProblem
 

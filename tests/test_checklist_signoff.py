@@ -11,7 +11,7 @@ from bot.checklist.diffscan import FileChange
 from bot.checklist.owners import CodeownersError, parse_codeowners
 from bot.checklist.signoff import find
 from bot.checklist.template import TemplateError, load_templates
-from bot.config import Checklist
+from bot.core.config import Checklist
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EN = (ROOT / "checklists/PR_REVIEW_CHECKLIST.md").read_text(encoding="utf-8")
@@ -207,7 +207,7 @@ def test_any_codeowners_text_parses_or_names_a_line(text):
         assert 1 <= error.line <= max(1, len(text.splitlines()))
 
 
-from bot.config import ConfigError, load_config  # noqa: E402
+from bot.core.config import ConfigError, load_config  # noqa: E402
 
 CONFIG_ERRORS = [
     ("registry with a scheme", "checklist:\n  allowed_registries: [https://quay.io]\n", 2, "checklist.allowed_registries.0"),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot import messages_zh
+from bot.core import messages_zh
 from bot.cli import main
 from message_scan import sample
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLICK_ERRORS = {"ClickException", "BadParameter", "UsageError"}
 DOMAIN_ERRORS = {"InputError", "EventError", "SeedError", "DemoError", "JobFileError", "GitHubError", "SourceError",
                  "CheckoutError", "SlurmUnavailable"}
-# A PR command's usage errors: the control plane's reply shows them in both halves (bot/control/registry.py).
+# A PR command's usage errors: the control plane's reply shows them in both halves (bot/core/registry.py).
 COMMAND_ERRORS = {"UsageError", "ArgumentTypeError"}
 # `f"{path}: {exc}"`, `f"--required: {exc}"`: the words come from the error wrapped (scanned where raised)
 WRAPPER = re.compile(r"^(\S+: )?[X:;\s]*$")
@@ -31,7 +31,7 @@ def _message_of(call: ast.Call, path: Path) -> ast.AST | None:
         return call.args[0]
     if name in DOMAIN_ERRORS and call.args:
         return call.args[0]
-    if name in COMMAND_ERRORS and owner != "click" and path.parent.name == "control" and call.args:
+    if name in COMMAND_ERRORS and owner != "click" and path.parent.name in ("control", "core") and call.args:
         return call.args[0]
     if name == "ConfigError" and len(call.args) >= 4:  # (source, line, field, message)
         return call.args[3]
@@ -92,7 +92,7 @@ def test_the_scan_finds_the_refusals_it_should():
 def test_every_refusal_has_its_chinese_form(where, text):
     if messages_zh.CJK.search(text):
         return  # written in both languages where it is raised
-    assert messages_zh.known(text), f"{where}: {text!r} has no Chinese form in bot/messages_zh.py"
+    assert messages_zh.known(text), f"{where}: {text!r} has no Chinese form in bot/core/messages_zh.py"
     assert messages_zh.CJK.search(messages_zh.translate(text))
 
 
@@ -158,7 +158,7 @@ PR_COMMANDS = {
 
 @pytest.mark.parametrize("line, chinese", PR_COMMANDS.values(), ids=PR_COMMANDS.keys())
 def test_a_pr_commands_usage_error_has_its_chinese_form(line, chinese):
-    from bot.control.commands import parse_comment
+    from bot.core.commands import parse_comment
 
     (error,) = parse_comment(line).errors
     assert messages_zh.translate(error.message).startswith(chinese)

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot import i18n
-from bot.control import commands
-from bot.control.commands import parse_comment
+from bot.core import i18n
+from bot.core import commands
+from bot.core.commands import parse_comment
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -226,7 +226,7 @@ def test_a_body_answered_without_the_markdown_parse_reads_as_the_parse_reads_it(
 
 
 def test_inferencex_flags_parse_normalize_and_reach_the_planner():
-    from bot.control.commands import parse_single
+    from bot.core.commands import parse_single
 
     command = parse_single("/sweep --scope full --all-evals --agentx-fast --no-canary")
     assert command.normalized() == "/sweep --scope full --all-evals --agentx-fast --no-canary"
@@ -235,7 +235,7 @@ def test_inferencex_flags_parse_normalize_and_reach_the_planner():
 
 
 def test_inferencex_label_names_are_in_the_default_label_map():
-    from bot.config import RepoConfig
+    from bot.core.config import RepoConfig
 
     config = RepoConfig()
     assert config.label_command("full-sweep-enabled").normalized() == "/sweep --scope full"
@@ -247,8 +247,8 @@ def test_inferencex_label_names_are_in_the_default_label_map():
 
 
 def test_several_labels_on_a_pr_combine_into_one_run():
-    from bot.config import RepoConfig
-    from bot.control.commands import combine_label_commands
+    from bot.core.config import RepoConfig
+    from bot.core.commands import combine_label_commands
 
     config = RepoConfig()
     labels = ["sweep-enabled", "full-sweep-fail-fast", "all-evals", "agentx-fast"]
@@ -258,15 +258,15 @@ def test_several_labels_on_a_pr_combine_into_one_run():
 
 
 def test_one_label_and_an_e2e_label_stay_as_they_are():
-    from bot.control.commands import combine_label_commands, parse_single
+    from bot.core.commands import combine_label_commands, parse_single
 
     triggers = [("sweep-enabled", parse_single("/sweep --scope lowest")), ("e2e", parse_single("/e2e"))]
     assert combine_label_commands(triggers) == triggers
 
 
 def test_a_new_label_runs_together_with_the_labels_already_on_the_pr():
-    from bot.config import RepoConfig
-    from bot.control.commands import label_triggers
+    from bot.core.config import RepoConfig
+    from bot.core.commands import label_triggers
 
     config = RepoConfig()
     ((label, command),) = label_triggers(config, ["full-sweep-enabled", "bug"], "all-evals")

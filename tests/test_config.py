@@ -3,7 +3,7 @@ import pathlib
 
 import pytest
 
-from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_config, read_repo_config
+from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, load_config, read_repo_config
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -8,9 +8,9 @@ import pathlib
 
 import pytest
 
-from bot import i18n
+from bot.core import i18n
 from bot.control import queue_view, reuse
-from bot.github_records import RunJob
+from bot.core.github_records import RunJob
 from golden_helpers import assert_golden
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "control"

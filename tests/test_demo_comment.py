@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 from rich.markdown import Markdown
 
-from bot import i18n
+from bot.core import i18n
 from bot.demo.cli import comment_width
 from bot.demo.preview import render_html
 from bot.report import chart

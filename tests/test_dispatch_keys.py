@@ -6,7 +6,7 @@ import datetime as dt
 import pytest
 
 from bot.control import dispatch
-from bot.github import Comment, Run
+from bot.core.github import Comment, Run
 
 SHA = "c" * 40
 BOT = "recipe-bot[bot]"

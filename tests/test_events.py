@@ -3,7 +3,7 @@ import copy
 
 import pytest
 
-from bot.control.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
+from bot.core.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
 from tests.octokit_data import payload
 
 

@@ -1,4 +1,4 @@
-"""Every rule of bot/failure_classes.py recognises a log excerpt of the kind it was written for.
+"""Every rule of bot/core/failure_classes.py recognises a log excerpt of the kind it was written for.
 
 The excerpts are written in the shape vLLM, SGLang, Slurm, NCCL, the NVIDIA driver and the
 runner itself print (the kept runs in docs/gpu-runs/ show the real vLLM/SGLang prefixes); one
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot import failure_classes as fc
-from bot.results import CaseResult, CleanupProof, FailureClass, JobResult, SlurmInfo
+from bot.core import failure_classes as fc
+from bot.core.results import CaseResult, CleanupProof, FailureClass, JobResult, SlurmInfo
 
 VLLM = "(APIServer pid=881) INFO 11-30 04:46:59 [api_utils.py:345] "
 ENGINE = "(EngineCore pid=1010) ERROR 11-30 04:47:37 [core.py:708] "

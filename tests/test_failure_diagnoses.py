@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bot import failure_classes
-from bot.jobs import Job
+from bot.core import failure_classes
+from bot.core.jobs import Job
 from bot.report.collect import collect
-from bot.results import CaseResult, JobResult
+from bot.core.results import CaseResult, JobResult
 from handle_helpers import BOT, Harness, bilingual, seed
 
 

@@ -17,9 +17,9 @@ import pytest
 
 from click.testing import CliRunner
 
-from bot.jobs import Job
+from bot.core.jobs import Job
 from bot.report.cli import report_cmd
-from bot.results import JobResult
+from bot.core.results import JobResult
 from bot.runner import retry
 from fake_servers import FAKE_VLLM, REPO, fake_job, recipe_bot
 

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.control import commands
-from bot.control.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
+from bot.core import commands
+from bot.core.events import CommentEvent, EventError, Ignored, PullRequestEvent, parse_event
 from bot.report import build, chart, collect, compare, render
 from tests import synthetic
 from bot.report.fetch import ArtifactRejected, Limits, extract_safely

@@ -225,7 +225,7 @@ def test_baseline_from_a_maintainer_runs_the_default_branch_on_its_own_tip(world
     main = h.sb.state()["repository"]["default_branch_sha"]
     [run] = h.dispatches()
     assert run["inputs"]["pr"] == "0" and run["inputs"]["sha"] == main and run["inputs"]["command"] == "/baseline"
-    from bot.github import Run
+    from bot.core.github import Run
     from bot.report.fetch import baseline_sha
     seen = Run(run["id"], run["display_title"], "completed", "success", None, "", run["head_sha"],
                event=run["event"], head_branch=run["head_branch"])
@@ -245,7 +245,7 @@ def test_a_broken_config_fails_the_gate_with_the_file_and_field(world):
 
 def test_accept_regression_next_to_a_sweep_keeps_the_dispatch_ack_readable(world):
     from bot.control import dispatch
-    from bot.github import Comment
+    from bot.core.github import Comment
 
     h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
     comment_id = h.comment(7, "alice", "/accept-regression tiny-cpu known\n/sweep")

@@ -1,11 +1,11 @@
-"""The retry policy (bot/github_retry.py): what is repeated, how long it waits, and where it stops."""
+"""The retry policy (bot/core/github_retry.py): what is repeated, how long it waits, and where it stops."""
 from __future__ import annotations
 
 import random
 
 import pytest
 
-from bot.github_retry import RetryPolicy, decide, rate_limit_wait
+from bot.core.github_retry import RetryPolicy, decide, rate_limit_wait
 
 POLICY = RetryPolicy(attempts=4, budget_s=60, base_s=1, cap_s=20)
 NOW = 1_700_000_000.0

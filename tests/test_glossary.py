@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot import i18n, messages_zh
+from bot.core import i18n, messages_zh
 from bot.plan.render import errors_markdown, plan_markdown
 from bot.recipes.errors import RecipeProblem
 from message_scan import sample
@@ -73,7 +73,7 @@ def test_the_message_scan_finds_the_messages_it_should():
 
 @pytest.mark.parametrize("where, text", MESSAGES, ids=[where for where, _ in MESSAGES])
 def test_every_message_the_code_writes_has_a_chinese_form(where, text):
-    assert messages_zh.known(text), f"{where}: {text!r} has no Chinese form in bot/messages_zh.py"
+    assert messages_zh.known(text), f"{where}: {text!r} has no Chinese form in bot/core/messages_zh.py"
     assert CJK.search(messages_zh.translate(text))
 
 
@@ -166,7 +166,7 @@ def test_the_chinese_half_of_a_plan_has_its_notes_in_chinese(tmp_path):
 
 
 def test_the_command_registry_speaks_the_glossary_in_chinese():
-    from bot.control.commands import REGISTRY
+    from bot.core.commands import REGISTRY
 
     for name, spec in REGISTRY.items():
         assert CJK.search(spec.summary_zh), name

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import Job
+from bot.core.jobs import Job
 from bot.report.collect import collect, load_plan
-from bot.results import JobResult
+from bot.core.results import JobResult
 from bot.runner.evidence import missing_files, not_kept, resolve
 
 RUNS = Path(__file__).resolve().parents[1] / "docs" / "gpu-runs"

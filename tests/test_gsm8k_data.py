@@ -157,8 +157,8 @@ def test_the_real_gsm8k_test_split_scores_its_own_references_as_correct() -> Non
                          ids=["hub-not-reachable", "datasets-not-installed"])
 def test_without_gsm8k_the_gate_fails_with_the_reason_never_on_other_problems(
         monkeypatch: pytest.MonkeyPatch, hub_error: Exception) -> None:
-    from bot.failure_classes import classify_lines
-    from bot.messages_zh import translate
+    from bot.core.failure_classes import classify_lines
+    from bot.core.messages_zh import translate
 
     monkeypatch.setenv(gsm8k.DATA_ENV, "")
 

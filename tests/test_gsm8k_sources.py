@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot import i18n, provenance
-from bot.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
+from bot.core import i18n, provenance
+from bot.core.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
 from tests import synthetic
-from bot.results import AccuracyResult
+from bot.core.results import AccuracyResult
 
 SAMPLE = "recipe-bot-sample-problems:/x/bot/data/sample_problems/test.jsonl (not GSM8K: recipe-bot's own sample problems, named by RECIPE_BOT_GSM8K_DIR)"
 

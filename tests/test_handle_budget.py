@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from bot import i18n
+from bot.core import i18n
 from bot.control import budget, estimate
 from github_sandbox.harness import SandboxProcess, make_seed
 from handle_helpers import BOT, ROOT, Harness, bilingual
@@ -158,7 +158,7 @@ def test_the_per_pr_day_budget_counts_the_runs_already_started(open_harness):
 
 
 def _comment(raw: dict):
-    from bot.github import Comment
+    from bot.core.github import Comment
 
     return Comment(id=raw["id"], user=raw["user"], body=raw["body"], created_at=None)
 
@@ -200,7 +200,7 @@ def test_estimate_and_budget_messages_match_their_golden_files(name, template, c
     ((500.0, 100.0), 40.0, 72.0, ("day", 100.0)),
 ], ids=["no-budget", "at-command-limit", "over-command", "day-exactly-full", "over-day", "day-under-command"])
 def test_the_budget_check_names_the_limit_it_is_over(limits, hours, spent, expected):
-    from bot.config import Budget
+    from bot.core.config import Budget
 
     verdict = budget.check(Budget(gpu_hours_per_command=limits[0], gpu_hours_per_pr_per_day=limits[1]), hours, spent)
     assert (verdict.reason, verdict.limit) == expected if expected else verdict is None

@@ -1,11 +1,11 @@
-"""bot/github.py against the sandbox: the operations the control plane and the report share."""
+"""bot/core/github.py against the sandbox: the operations the control plane and the report share."""
 import io
 import json
 import zipfile
 
 import pytest
 
-from bot.github import GitHubClient, GitHubError
+from bot.core.github import GitHubClient, GitHubError
 from handle_helpers import BOT, seed
 
 

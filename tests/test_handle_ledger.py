@@ -4,7 +4,7 @@ import datetime as dt
 import pytest
 
 from bot.control import dispatch
-from bot.github import Comment, Run
+from bot.core.github import Comment, Run
 from bot.control.trust import Approval
 
 BOT = "recipe-bot[bot]"

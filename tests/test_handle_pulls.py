@@ -5,7 +5,7 @@ import json
 import pytest
 
 from bot.control import handle
-from bot.github import GitHubClient
+from bot.core.github import GitHubClient
 from handle_helpers import Harness, bilingual, dry_run_lines
 
 

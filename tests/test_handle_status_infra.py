@@ -1,7 +1,7 @@
 """`/status` shows infrastructure failures per runner host, read back from the bot's own report
 comments (the hidden second line the report writes); a look-alike from anyone else is ignored."""
 from tests import synthetic
-from bot.failure_classes import record_line
+from bot.core.failure_classes import record_line
 from handle_helpers import BOT, bilingual
 
 REPORT = f"<!-- recipe-bot:report sha={synthetic.HEAD_SHA} failures=- -->\n"

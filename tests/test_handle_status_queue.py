@@ -3,7 +3,7 @@ across the repository, read from the sandbox's runs (validated against GitHub's 
 import datetime as dt
 
 from bot.control import queue_view
-from bot.github_records import RunJob
+from bot.core.github_records import RunJob
 from handle_helpers import bilingual
 
 SHA = "0" * 40

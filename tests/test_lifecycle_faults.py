@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import AccuracySpec
+from bot.core.jobs import AccuracySpec
 from bot.runner import gsm8k
 from bot.runner.procs import pick_free_port
 from fake_servers import FAKE_VLLM, MARKER_VAR, fake_job, live_marked_processes, recipe_bot, run_cli

@@ -297,7 +297,7 @@ def test_github_unreachable_is_one_bilingual_line(tmp_path, monkeypatch, how):
     result = invoke(*args, env=_unreachable_env())
     assert result.exit_code != 0 and "Traceback" not in result.output
     lines = result.output.splitlines()
-    # bot/github.py names the API it could not reach; the CLI says so in English and in Chinese
+    # bot/core/github.py names the API it could not reach; the CLI says so in English and in Chinese
     assert any("cannot reach the GitHub API at http://127.0.0.1:" in line for line in lines), result.output
     assert any(re.search("[\u4e00-\u9fff]", line) and "GitHub" in line for line in lines), result.output
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from bot.jobs import Job
+from bot.core.jobs import Job
 from git_helpers import GIT_ENV, git  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]

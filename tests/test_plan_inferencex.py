@@ -192,7 +192,7 @@ def test_an_append_only_entry_runs_only_the_rows_the_base_did_not_have(repo):
 
 
 def test_the_infra_note_and_the_deletion_refusal_read_in_chinese(repo):
-    from bot import messages_zh
+    from bot.core import messages_zh
     from bot.inferencex.changelog import deletion_message
 
     base = git(repo, "rev-parse", "HEAD")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import Job
+from bot.core.jobs import Job
 from bot.plan import PlanError, PlanFilters, plan_catalog
 from bot.recipes import load_catalog
 from bot.recipes.errors import RecipeError

@@ -16,7 +16,7 @@ def block(name: str) -> str:
 
 def test_command_reference_is_generated_from_the_registry():
     english = render_docs().split("## English", 1)[1].split("## 简体中文", 1)[0].strip()
-    assert block("commands") == english, "README's command reference is stale: regenerate it from bot.control.commands"
+    assert block("commands") == english, "README's command reference is stale: regenerate it from bot.core.commands"
 
 
 def test_configuration_reference_is_the_shipped_config():

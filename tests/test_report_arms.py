@@ -2,7 +2,7 @@
 import pytest
 
 from bot.report.arms import judge, section
-from bot.results import CaseResult, JobResult, PointMetrics, PointResult
+from bot.core.results import CaseResult, JobResult, PointMetrics, PointResult
 
 
 def metrics(tput: float, ttft: float, tpot: float) -> PointMetrics:
@@ -47,7 +47,7 @@ def test_results_without_a_comparison_add_nothing():
 
 
 def samples(ttft: list[float]):
-    from bot.results import RequestSamples
+    from bot.core.results import RequestSamples
 
     n = len(ttft)
     return RequestSamples(ttft_ms=ttft, tpot_ms=[10.0] * n, e2el_ms=[1000.0] * n, input_tokens=[100] * n,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot.github import GitHubClient
+from bot.core.github import GitHubClient
 from tests import synthetic
 from bot.report.cli import report_cmd
 from bot.report.fetch import BaselineFetchError, extract_safely, fetch_baseline

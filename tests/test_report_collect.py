@@ -5,7 +5,7 @@ import pytest
 
 from bot.report import collect
 from tests import synthetic
-from bot.results import JobResult
+from bot.core.results import JobResult
 
 
 def plan_and_results():

@@ -1,7 +1,7 @@
 """Comparing with the base branch: Δ%, direction per metric, thresholds and noise."""
 import pytest
 
-from bot.config import load_config
+from bot.core.config import load_config
 from bot.report import collect, compare
 from tests import synthetic
 

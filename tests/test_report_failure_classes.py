@@ -12,7 +12,7 @@ from bot.report import build, collect, compare, failure_groups, render
 from tests import synthetic
 from bot.report.cli import check_title, report_cmd
 from bot.report.model import Meta
-from bot.results import JobResult
+from bot.core.results import JobResult
 
 
 @pytest.fixture(autouse=True)

@@ -6,12 +6,12 @@ import shutil
 
 import pytest
 
-from bot import i18n
+from bot.core import i18n
 from bot.report import build, chart, compare, render, sources
 from tests import synthetic
 from bot.report.collect import CollectedJob, Collection, collect, load_plan
 from bot.report.model import Meta
-from bot.results import Provenance
+from bot.core.results import Provenance
 from golden_helpers import assert_golden
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "fidelity"

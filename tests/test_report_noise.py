@@ -8,7 +8,7 @@ import pytest
 from bot.report import build, compare, noise
 from bot.report.collect import collect
 from bot.report.model import Meta
-from bot.results import PointMetrics, RequestSamples
+from bot.core.results import PointMetrics, RequestSamples
 
 SMOKE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "gpu-runs" / "2026-11-30"
 PACKED = ("gpu-smoke-vllm--tp1",)

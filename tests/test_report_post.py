@@ -4,7 +4,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from bot.github import Comment
+from bot.core.github import Comment
 from bot.report import marker, post
 from tests import synthetic
 from bot.report.cli import report_cmd

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot import i18n
+from bot.core import i18n
 from bot.report import build, chart, collect, compare, plausible, render
 from tests import synthetic
 from bot.report.model import Meta

@@ -218,7 +218,7 @@ def test_png_chart_is_written_with_every_arm(tmp_path):
 def test_a_size_attempt_gives_the_render_when_it_fits_and_nothing_when_it_cannot(source, room):
     """render._within stops a language's render once it cannot fit: what it keeps must be exactly
     i18n.render's stripped text, and it must refuse exactly the texts longer than the room."""
-    from bot import i18n
+    from bot.core import i18n
 
     template = i18n.environment().from_string(source)
     whole = template.render(a="abcde").strip()

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from bot.results import JobResult
+from bot.core.results import JobResult
 from bot.runner.cli import write_result
 from fake_servers import fake_job
 

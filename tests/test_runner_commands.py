@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import Case, LoadPoint, ServerSpec
+from bot.core.jobs import Case, LoadPoint, ServerSpec
 from bot.runner.engines import build_launch
 from bot.runner.environment import EnvironmentProblem, check_required, expand, find_vllm, visible_devices
 from bot.runner.load import SGLANG_CLIENT, VLLM_CLIENT, Client, Target, bench_command, choose_client

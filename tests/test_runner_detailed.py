@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
-from bot.jobs import Case, Job, LoadPoint, ServerSpec
+from bot.core.jobs import Case, Job, LoadPoint, ServerSpec
 from bot.recipes.schema import Workload
-from bot.results import PointMetrics, PointResult
+from bot.core.results import PointMetrics, PointResult
 from bot.runner import load, local
 from bot.runner.metrics import parse_requests
 

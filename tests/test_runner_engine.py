@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
+from bot.core.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
 from bot.runner import gsm8k, procs
 from fake_servers import REPO, live_marked_processes, run_cli
 

@@ -134,7 +134,7 @@ def test_teardown_proof_passes_when_the_mapped_gpus_are_back(host: FakeHost) -> 
 
 
 def _gpu_job(gpus: int = 1) -> "Job":
-    from bot.jobs import Case, Job, LoadPoint, ServerSpec
+    from bot.core.jobs import Case, Job, LoadPoint, ServerSpec
 
     server = ServerSpec(engine="sglang", model="/models/m")
     point = LoadPoint(point_id="c1", concurrency=1, dataset="random", isl=8, osl=8, num_prompts=1)
@@ -144,8 +144,8 @@ def _gpu_job(gpus: int = 1) -> "Job":
 
 def test_preflight_refuses_a_busy_gpu_naming_the_pids_and_memory_before_any_server(
         host: FakeHost, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    from bot import failure_classes
-    from bot.messages_zh import translate
+    from bot.core import failure_classes
+    from bot.core.messages_zh import translate
     from bot.runner import local
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
@@ -196,7 +196,7 @@ def test_preflight_without_nvidia_gpus_checks_nothing(monkeypatch: pytest.Monkey
 
 
 def test_a_bad_idle_bound_is_refused_in_both_languages(host: FakeHost) -> None:
-    from bot.messages_zh import translate
+    from bot.core.messages_zh import translate
     from bot.runner.preflight import check_idle
 
     with pytest.raises(ValueError) as err:

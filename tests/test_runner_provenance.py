@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from bot import provenance as sources
-from bot.jobs import Case, Job, LoadPoint, ServerSpec
+from bot.core import provenance as sources
+from bot.core.jobs import Case, Job, LoadPoint, ServerSpec
 from bot.runner import provenance
 from bot.runner.local import run_job_local
 from tests.git_helpers import git

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot import i18n
+from bot.core import i18n
 from github_sandbox.harness import SandboxProcess
 from github_sandbox.seed import load_seed
 

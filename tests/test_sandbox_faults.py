@@ -11,8 +11,8 @@ import urllib.request
 
 import pytest
 
-from bot.github import GitHubClient, GitHubError
-from bot.github_retry import RetryPolicy
+from bot.core.github import GitHubClient, GitHubError
+from bot.core.github_retry import RetryPolicy
 
 FAST = RetryPolicy(attempts=3, budget_s=3, base_s=0.01, timeout_s=1)
 COMMENTS = "/repos/acme/bench/issues/7/comments"

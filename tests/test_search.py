@@ -6,7 +6,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from bot.jobs import SearchBound, SearchSpec
+from bot.core.jobs import SearchBound, SearchSpec
 from bot.runner import search
 from bot.runner.search import (STOP_BOUND, STOP_BUDGET, STOP_RESOLVED, Measurement, answer_of,
                                cliff_of, dense_grid, fitted_knee, knee_of, log_spaced, next_point, run_search,

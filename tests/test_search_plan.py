@@ -101,7 +101,7 @@ def test_a_search_cannot_go_with_one_launch_per_point(tmp_path):
 
 
 def test_sweep_search_flag_reaches_the_planner_and_the_normalized_line():
-    from bot.control import commands
+    from bot.core import commands
     command = commands.parse_single("/sweep searching --search")
     assert command.plan_filters()["search"] is True
     assert command.normalized() == "/sweep searching --search"

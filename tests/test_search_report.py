@@ -6,7 +6,7 @@ from tests import synthetic
 from bot.report.collect import CollectedJob, Collection
 from bot.report.model import Meta
 from bot.report.render import render_comment
-from bot.results import SearchChoice, SearchTrace
+from bot.core.results import SearchChoice, SearchTrace
 
 TRACE = SearchTrace(target="knee", range=(1, 64), budget=6, tolerance=0.15,
                     choices=[SearchChoice(concurrency=c, why="log-spaced bracket") for c in (1, 4, 16, 64)]

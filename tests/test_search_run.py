@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from bot.jobs import Case, LoadPoint, SearchSpec
-from bot.results import PointMetrics, PointResult
+from bot.core.jobs import Case, LoadPoint, SearchSpec
+from bot.core.results import PointMetrics, PointResult
 from bot.runner.search import next_point
 from bot.runner.search_run import (case_points, measurements, own_points, point_at, search_points,
                                    search_trace)

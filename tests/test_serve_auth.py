@@ -16,7 +16,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from bot.github import GitHubError
+from bot.core.github import GitHubError
 from bot.serve.auth import AppTokenSource, ClientFactory, TokenSource
 
 APP_ID = 4242

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import Case, Job, LoadPoint, ServerSpec, SlurmSpec
-from bot.results import JobResult
+from bot.core.jobs import Case, Job, LoadPoint, ServerSpec, SlurmSpec
+from bot.core.results import JobResult
 from bot.runner.slurm import backend as slurm, query as slurm_query
 from bot.runner.slurm import commands as sc
 from bot.runner.provenance import checkout_head

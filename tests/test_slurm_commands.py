@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import Case, Job, ServerSpec, SlurmSpec
+from bot.core.jobs import Case, Job, ServerSpec, SlurmSpec
 from bot.runner.slurm import cluster as slurm_cluster
 from bot.runner.slurm import commands as sc
 
@@ -214,7 +214,7 @@ def test_cancel_refuses_a_keep_sha_that_is_not_a_commit_sha(keep):
 
 
 def test_a_host_without_slurm_fails_the_job_with_the_reason_and_writes_its_result(tmp_path, monkeypatch):
-    from bot.results import JobResult
+    from bot.core.results import JobResult
     from bot.runner.slurm.backend import run_job_slurm
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no sbatch, squeue, scontrol, scancel

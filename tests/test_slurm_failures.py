@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.results import JobResult
+from bot.core.results import JobResult
 from bot.runner.slurm import backend as slurm
 from test_slurm import (  # noqa: F401 - cluster and cancel_after are fixtures used here
     POLL_S,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-RENDER = ("from bot import i18n\n"
+RENDER = ("from bot.core import i18n\n"
           "print(i18n.render_bilingual('report/check-title', verdict='failure',"
           " reasons=[{'code': 'regressions', 'count': 2}], calls=[]))")
 

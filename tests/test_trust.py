@@ -3,8 +3,8 @@ import datetime as dt
 
 import pytest
 
-from bot.control.events import Pull
-from bot import i18n
+from bot.core.events import Pull
+from bot.core import i18n
 from bot.control.trust import REFUSALS, Actor, Approval, Permission, check_ok_to_test, decide
 
 HEAD = "a" * 40
@@ -71,7 +71,7 @@ CASES = [
 @pytest.mark.parametrize("command, who, overrides, author_trusted, approvals, extra, expected",
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_decision_table(command, who, overrides, author_trusted, approvals, extra, expected):
-    from bot.control import commands
+    from bot.core import commands
     needed = Permission.parse(commands.REGISTRY[command].min_permission)
     decision = decide(command, actor=who, pull=pull(**overrides), author_trusted=author_trusted,
                       approvals=approvals, min_permission=needed, **extra)
@@ -154,6 +154,6 @@ def test_every_refusal_has_a_reply_in_both_languages(code):
     (None, False),
 ], ids=["full", "39", "41", "newline-after", "upper-case", "not-hex", "space-before", "none"])
 def test_a_full_sha_is_exactly_40_lower_case_hex(text, full):
-    from bot.markers import is_full_sha
+    from bot.core.markers import is_full_sha
 
     assert is_full_sha(text) is full

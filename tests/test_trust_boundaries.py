@@ -94,7 +94,7 @@ HIDDEN = [
 
 @pytest.mark.parametrize("body", [body for _, body in HIDDEN], ids=[name for name, _ in HIDDEN])
 def test_a_command_hidden_from_the_rendered_page_is_not_read(body):
-    from bot.control.commands import parse_comment
+    from bot.core.commands import parse_comment
 
     parsed = parse_comment(body)
     assert parsed.commands == () and parsed.errors == ()
@@ -110,7 +110,7 @@ VISIBLE = [
 
 @pytest.mark.parametrize("body, line", [case[1:] for case in VISIBLE], ids=[case[0] for case in VISIBLE])
 def test_a_command_a_reader_sees_is_read_with_its_line(body, line):
-    from bot.control.commands import parse_comment
+    from bot.core.commands import parse_comment
 
     [command] = parse_comment(body).commands
     assert command.normalized() == "/sweep --scope full" and command.line == line
@@ -366,7 +366,7 @@ def test_zizmor_as_an_auditor_finds_nothing_unjustified():
     (None, "recipe-bot[bot]", True),                # an API that does not say: kept, as before
 ], ids=["own-app", "github-actions-impostor", "other-app", "app-unknown"])
 def test_only_the_bots_own_app_check_run_is_completed(app, bot_login, own):
-    from bot.github import CheckRun
+    from bot.core.github import CheckRun
     from bot.report.post import own_check_runs
 
     run = CheckRun(1, "recipe-bot / benchmarks", "a" * 40, "in_progress", None, "", app=app)

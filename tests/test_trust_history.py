@@ -15,8 +15,8 @@ import zipfile
 import pytest
 from click.testing import CliRunner
 
-from bot import i18n
-from bot.control import commands
+from bot.core import i18n
+from bot.core import commands
 from tests import synthetic
 from bot.report.cli import report_cmd
 from handle_helpers import bilingual

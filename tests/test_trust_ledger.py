@@ -9,7 +9,7 @@ import time
 import pytest
 
 from bot.control import budget, dispatch, estimate, reuse
-from bot.github import GitHubClient
+from bot.core.github import GitHubClient
 from bot.report import gate
 from github_sandbox.harness import make_seed
 from handle_helpers import BOT, PULLS, Harness, bilingual
@@ -240,7 +240,7 @@ def test_the_client_reads_who_edited_a_comment_only_when_one_was_edited_or_holds
     before = h.seq()
     c.list_issue_comments(7)  # nothing saved since: the client asks GraphQL once per text it has not seen
     assert [e["operation"] for e in h.requests(before)] == ["issues/list-comments"]
-    from bot.markers import header_markers
+    from bot.core.markers import header_markers
     assert list(header_markers(listed.values(), BOT)) == ["<!-- recipe-bot:reply comment=1 digest=z -->"]
     assert [x.id for x in writer.list_issue_comments(7) if x.id == theirs and "carol" in x.editors] == [theirs]
 
@@ -250,8 +250,8 @@ def test_the_client_reads_who_edited_a_comment_only_when_one_was_edited_or_holds
     (True, (), False), (True, ("recipe-bot[bot]", ""), False),
 ], ids=["unedited", "edited-by-the-bot", "edited-by-a-writer", "history-unknown", "editor-unknown"])
 def test_a_bot_comment_counts_only_while_every_edit_is_the_bots(edited, editors, counts):
-    from bot.github import Comment
-    from bot.markers import written_by
+    from bot.core.github import Comment
+    from bot.core.markers import written_by
 
     comment = Comment(1, BOT, "<!-- recipe-bot:ack comment=1 sha=x -->", None, edited=edited, editors=editors)
     assert written_by(comment, BOT) is counts
@@ -260,7 +260,7 @@ def test_a_bot_comment_counts_only_while_every_edit_is_the_bots(edited, editors,
 
 def test_a_writers_edit_within_the_second_the_bot_wrote_its_comment_still_voids_its_markers(h):
     """REST shows updated_at == created_at for an edit made within the same second: the edit history decides."""
-    from bot.markers import header_markers
+    from bot.core.markers import header_markers
 
     c = GitHubClient(base_url=h.sb.url, token=BOT, repository="acme/bench")
     forged = "<!-- recipe-bot:ok-to-test sha=" + "a" * 40 + " by=alice -->\nhello"

@@ -70,7 +70,7 @@ def writing_jobs_of(name):
 
 @pytest.mark.parametrize(("bot_login", "says_so"), [("github-actions[bot]", True), ("recipe-bot[bot]", False)])
 def test_the_gate_says_plainly_that_a_github_token_check_can_be_forged(bot_login, says_so):
-    from bot import i18n
+    from bot.core import i18n
     from bot.report import gate
     from bot.report.gate_runs import render
 

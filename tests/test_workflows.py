@@ -81,7 +81,7 @@ def test_control_plane_checks_out_only_the_default_branch():
 
 
 def test_control_plane_listens_to_the_events_the_bot_parses():
-    from bot.control.events import COMMENT_ACTIONS, PULL_ACTIONS, REVIEW_ACTIONS
+    from bot.core.events import COMMENT_ACTIONS, PULL_ACTIONS, REVIEW_ACTIONS
     on = load("recipe-bot.yml")["on"]
     assert set(on["issue_comment"]["types"]) == COMMENT_ACTIONS
     assert set(on["pull_request_review"]["types"]) == REVIEW_ACTIONS
@@ -171,7 +171,7 @@ def test_the_planners_json_for_a_command_becomes_runnable_job_files(tmp_path):
     outputs = dispatch.actions_outputs(json.loads(planned.stdout), str(tmp_path / "jobs"))
     include = json.loads(outputs["matrix"])["include"] + json.loads(outputs["canary"])["include"]
     assert include and all(entry["recipe"].startswith("tiny-") for entry in include)
-    from bot.jobs import Job
+    from bot.core.jobs import Job
     for entry in include:
         job = Job.model_validate_json((tmp_path / "jobs" / f"{entry['job_id']}.json").read_text(encoding="utf-8"))
         assert job.runner_label == entry["runner_label"]

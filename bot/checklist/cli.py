@@ -5,10 +5,10 @@ import sys
 
 import click
 
-from bot.cli_guard import HELP_OPTIONS
-from bot.config import ConfigError
-from bot.github import GitHubClient, GitHubError
-from bot.markers import is_full_sha
+from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.config import ConfigError
+from bot.core.github import GitHubClient, GitHubError
+from bot.core.markers import is_full_sha
 
 
 def _fail(english: str, chinese: str) -> None:

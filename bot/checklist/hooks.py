@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bot.control import dispatch
-from bot.config import read_repo_config
-from bot.control.events import EventError
-from bot.github import GitHubClient, GitHubError
+from bot.core.config import read_repo_config
+from bot.core.events import EventError
+from bot.core.github import GitHubClient, GitHubError
 
 if TYPE_CHECKING:  # verifying a sign-off is imported when a comment may be one: every event
     from bot.checklist import verify  # imports this module, few need the checklist's machinery

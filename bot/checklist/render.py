@@ -6,7 +6,7 @@ import hashlib
 import re
 from typing import Any
 
-from bot import i18n
+from bot.core import i18n
 from bot.checklist.rules import Check, Source
 
 CHECK_NAME = "recipe-bot / sign-off"

@@ -8,7 +8,7 @@ from bot.checklist import diffscan
 from bot.checklist.owners import CodeownersError, teams_in, users_in
 from bot.checklist.signoff import SignOff
 from bot.checklist.template import Templates
-from bot.config import Checklist
+from bot.core.config import Checklist
 
 Status = Literal["pass", "fail", "na"]
 CHECKS = ("template", "boxes", "codeowner", "signed", "signer", "benchmarks", "engine", "images")

@@ -20,9 +20,9 @@ from bot.checklist.diffscan import FileChange
 from bot.checklist.render import CHECK_NAME, Verdict
 from bot.checklist.signoff import Found, find
 from bot.checklist.template import Templates, TemplateError, load_templates
-from bot.config import Checklist, RepoConfig
-from bot.github import GitHubClient
-from bot.markers import written_by
+from bot.core.config import Checklist, RepoConfig
+from bot.core.github import GitHubClient
+from bot.core.markers import written_by
 
 BENCHMARKS = "recipe-bot / benchmarks"
 PUSHED_AT = "pushed-at:"  # the sign-off check's external_id: when its head SHA was pushed

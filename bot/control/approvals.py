@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from bot.control.trust import Approval, Decision
-from bot.github import Review
+from bot.core.github import Review
 
 
 def from_reviews(reviews: Iterable[Review], head_sha: str, may_approve: Callable[[str], bool]) -> list[Approval]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from bot.control import estimate as estimates
 from bot.control import trust
-from bot.markers import written_by
+from bot.core.markers import written_by
 
 WAIT_MARKER = "<!-- recipe-bot:budget-wait comment={key} sha={sha} by={by} gpu_hours={hours} cmd={cmd}{label} -->"
 _WAIT = re.compile(r"^<!-- recipe-bot:budget-wait comment=(\S+) sha=([0-9a-f]{40}) by=(\S+) gpu_hours=([0-9.]+) "

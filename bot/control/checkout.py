@@ -14,8 +14,8 @@ import pathlib
 import subprocess
 from typing import Any
 
-from bot.config import CONFIG_PATH, RepoConfig, load_config
-from bot.markers import is_full_sha
+from bot.core.config import CONFIG_PATH, RepoConfig, load_config
+from bot.core.markers import is_full_sha
 
 
 class CheckoutError(Exception):

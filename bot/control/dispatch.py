@@ -8,9 +8,9 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
-from bot.github import Comment, DispatchedRun, GitHubClient, Run
+from bot.core.github import Comment, DispatchedRun, GitHubClient, Run
 from bot.control.trust import Approval
-from bot.markers import written_by
+from bot.core.markers import written_by
 
 # The GPU workflow's `run-name:` renders exactly this, so runs can be matched to a PR, a commit and
 # the request key that asked for them (the REST API does not return a run's inputs): the key is how

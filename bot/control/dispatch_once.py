@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from bot.control import dispatch
-from bot.config import CONFIG_PATH
-from bot.github import BotLoginMismatch, DispatchedRun, GitHubClient, GitHubError, Run
-from bot.markers import written_by
+from bot.core.config import CONFIG_PATH
+from bot.core.github import BotLoginMismatch, DispatchedRun, GitHubClient, GitHubError, Run
+from bot.core.markers import written_by
 
 # Runs are listed newest first; a run of a claim cannot be older than the claim (clocks aside).
 CLOCK_SLACK = dt.timedelta(minutes=10)
@@ -254,7 +254,7 @@ def claim_comment(h: Any, event: Any, parsed: Any, reply: Any) -> Any:
     if not gpu or not event.on_pull or h.client.dry_run:
         h.comments = h.client.list_issue_comments(event.number)
         return None
-    from bot import i18n
+    from bot.core import i18n
 
     pull = event.pull or h.client.get_pull(event.number)
     line = gpu[0].normalized()

@@ -127,7 +127,7 @@ class Unavailable(Exception):
 def plan_command(h: Any, command_line: str, pull: Any) -> Estimate:
     """Plan `command_line` at the PR's head as the plan job will. Raises Unavailable."""
     from bot.control import checkout as local
-    from bot.control.commands import UsageError, parse_single
+    from bot.core.commands import UsageError, parse_single
     from bot.plan.model import PlanError, PlanFilters
     from bot.plan.planner import plan_change_sources
     from bot.recipes.catalog import load_catalog

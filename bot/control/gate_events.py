@@ -11,9 +11,10 @@ import re
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from bot import i18n
-from bot.control import commands, reuse
-from bot.markers import SHA, foreign_edits, is_full_sha
+from bot.core import i18n
+from bot.core import commands
+from bot.control import reuse
+from bot.core.markers import SHA, foreign_edits, is_full_sha
 
 if TYPE_CHECKING:  # annotations only
     from bot.plan.model import PlanFilters
@@ -76,7 +77,7 @@ def on_pull_request(h, event) -> None:
 
     A GitHub failure here is reported (exit 1) but does not stop the rest of the event's handling
     (cancelling superseded runs, label runs)."""
-    from bot.github import GitHubError
+    from bot.core.github import GitHubError
 
     try:
         _on_pull_request(h, event)
@@ -323,7 +324,7 @@ def on_merge_group(make_handler, payload, client, now=None):
     Handler class in, so that this module needs nothing above it (bot/checklist/hooks.py does the same)."""
     import datetime as dt
 
-    from bot.control.events import EventError
+    from bot.core.events import EventError
 
     if not isinstance(payload, dict) or not isinstance(payload.get("repository"), dict):
         raise EventError("the merge_group event has no field 'repository'")
@@ -382,7 +383,7 @@ def plan_problems(path: pathlib.Path) -> list[str]:
 
 def _poster_login(client) -> str:
     """Who this token posts as: GET /user, which GITHUB_TOKEN may not call (it posts as github-actions[bot])."""
-    from bot.github import GitHubError
+    from bot.core.github import GitHubError
     from bot.report.post import ACTIONS_BOT
 
     try:
@@ -395,7 +396,7 @@ def _main(argv: list[str]) -> int:
     """`python -m bot.control.gate_events plan-failed SHA PLAN_JSON [RUN_URL]`: fail the gate with the reason."""
     import sys
 
-    from bot.github import GitHubClient, GitHubError
+    from bot.core.github import GitHubClient, GitHubError
 
     if len(argv) not in (3, 4) or argv[0] != "plan-failed" or not is_full_sha(argv[1]):
         print("usage: python -m bot.control.gate_events plan-failed SHA(40 hex) PLAN_JSON [RUN_URL]", file=sys.stderr)

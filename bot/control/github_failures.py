@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import i18n
-from bot.control.events import CommentEvent, PullRequestEvent
-from bot.config import CONFIG_PATH as CONFIG_FILE
-from bot.github import BotLoginMismatch, GitHubError
+from bot.core import i18n
+from bot.core.events import CommentEvent, PullRequestEvent
+from bot.core.config import CONFIG_PATH as CONFIG_FILE
+from bot.core.github import BotLoginMismatch, GitHubError
 
 
 def wait_text(seconds: float | None) -> str:

@@ -10,16 +10,17 @@ from typing import Any
 import click
 
 from bot.core.messages import msg
-from bot.cli_guard import HELP_OPTIONS
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.control import approvals as approval_sources
-from bot.control import budget, commands, dispatch, dispatch_once, gate_events, github_failures, pr_actions
+from bot.core import commands
+from bot.control import budget, dispatch, dispatch_once, gate_events, github_failures, pr_actions
 from bot.checklist import hooks as checklist_hooks
-from bot.control.commands import Command, CommandError
+from bot.core.commands import Command, CommandError
 from bot.control.reply import Reply
-from bot.config import ConfigError
-from bot.control.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
-from bot.github import GitHubClient, GitHubError
-from bot.markers import foreign_edits
+from bot.core.config import ConfigError
+from bot.core.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
+from bot.core.github import GitHubClient, GitHubError
+from bot.core.markers import foreign_edits
 from bot.control.trust import Actor, Approval, Permission
 from bot.control.handler import FALLBACK_BOT_LOGIN, Handler, Outcome  # noqa: F401  (callers' names)
 

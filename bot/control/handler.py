@@ -8,15 +8,15 @@ from collections.abc import Callable
 from typing import Any
 
 
-from bot import i18n
+from bot.core import i18n
 from bot.control import approvals as approval_sources
 from bot.control import budget, dispatch, dispatch_once, trust
 from bot.control import limits
-from bot.control.commands import Command
+from bot.core.commands import Command
 from bot.control.reply import Reply
-from bot.config import ConfigError, RepoConfig, read_repo_config
-from bot.control.events import Pull
-from bot.github import GitHubClient, GitHubError
+from bot.core.config import ConfigError, RepoConfig, read_repo_config
+from bot.core.events import Pull
+from bot.core.github import GitHubClient, GitHubError
 from bot.control.trust import Actor, Approval, Decision, Permission
 
 FALLBACK_BOT_LOGIN = "github-actions[bot]"  # what GITHUB_TOKEN acts as; it may not call GET /user

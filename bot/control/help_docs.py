@@ -1,9 +1,9 @@
 """docs/commands.md, written from the command registry and the default repository config."""
 from __future__ import annotations
 
-from bot import i18n
-from bot.config import RepoConfig
-from bot.control import commands
+from bot.core import i18n
+from bot.core.config import RepoConfig
+from bot.core import commands
 
 
 def render_docs() -> str:
@@ -14,7 +14,7 @@ def render_docs() -> str:
                "head_sha": None}
     return (
         "# recipe-bot commands\n\n"
-        "<!-- Generated from bot/control/commands.py by `python -m bot.control.help_docs > docs/commands.md`; "
+        "<!-- Generated from bot/core/commands.py by `python -m bot.control.help_docs > docs/commands.md`; "
         "tests/test_commands.py checks it is current. -->\n\n"
         "Permissions shown are the defaults; `.github/recipe-bot.yaml` (`permissions:`, `labels:`) "
         "changes them per repository, and `/help` on a PR shows that repository's values.\n\n"

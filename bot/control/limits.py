@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from bot.control import budget, commands, dispatch
-from bot.control.commands import Command
+from bot.core import commands
+from bot.control import budget, dispatch
+from bot.core.commands import Command
 
 
 def command_that_starts(h: Any, command: Command, pull: Any) -> Command | None:

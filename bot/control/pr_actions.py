@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bot import failure_classes
-from bot.control import commands, dispatch, queue_view, trust
-from bot.control.commands import Command
-from bot.control.events import Pull
+from bot.core import failure_classes
+from bot.core import commands
+from bot.control import dispatch, queue_view, trust
+from bot.core.commands import Command
+from bot.core.events import Pull
 from bot.control.trust import Actor, Approval
-from bot.markers import written_by
+from bot.core.markers import written_by
 
 
 def rerun_failed(h: Any, reply: Any, line: str, actor: Actor, pull: Pull,

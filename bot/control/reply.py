@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bot import i18n
+from bot.core import i18n
 from bot.control import trust
 
 

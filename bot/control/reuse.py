@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bot import i18n
-from bot.markers import header_markers
+from bot.core import i18n
+from bot.core.markers import header_markers
 
 _MARKER = re.compile(r"^<!-- recipe-bot:reuse sha=([0-9a-f]{40}) run=(\d+) run_sha=([0-9a-f]{40}) by=(\S+) "
                      r"state=(applies|ended) -->$")
@@ -126,7 +126,7 @@ def judge(client: Any, *, run_id: int, pull: Any, by: str, bot_login: str, workf
           check_name: str, default_branch: str) -> Judgement:
     """Accept run_id for pull's head, or say why not (reads the run, the gate at its commit, both fingerprints)."""
     from bot.control.dispatch import parse_run_title, started_by_bot
-    from bot.github import GitHubError
+    from bot.core.github import GitHubError
     from bot.report.post import own_check_runs
 
     base = {"run_id": run_id, "head_sha": pull.head_sha}
@@ -200,7 +200,7 @@ def carry(client: Any, *, pull: Any, bot_login: str, comments: Iterable[Any] | N
 
 
 def _run_url(client: Any, run_id: int) -> str:
-    from bot.github import GitHubError
+    from bot.core.github import GitHubError
 
     try:
         return client.get_run(run_id).html_url

@@ -5,9 +5,9 @@ import dataclasses
 import datetime as dt
 import enum
 
-from bot.control import commands
-from bot.control.events import Pull
-from bot.markers import is_full_sha
+from bot.core import commands
+from bot.core.events import Pull
+from bot.core.markers import is_full_sha
 
 
 class Permission(enum.IntEnum):

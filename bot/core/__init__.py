@@ -1,1 +1,1 @@
-"""What every stage shares."""
+"""What every stage shares: events, commands, markers, jobs, results, config, the GitHub client, messages."""

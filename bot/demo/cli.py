@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.rule import Rule
 
-from bot.cli_guard import HELP_OPTIONS
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.demo import sample
 from bot.demo.loop import DemoError, run_demo
 from bot.runner import gsm8k

@@ -70,7 +70,7 @@ def _required_plans(checkout: Path, base: str, sha: str, default_branch: str, fo
                     env: dict[str, str], cwd: Path, log: Path) -> Path:
     """As gpu.yml's plan job: each command of gate.required (the default branch's config) planned for the
     head, so the gate requires what the PR requires, not what the command happened to run."""
-    from bot.config import load_config
+    from bot.core.config import load_config
     from bot.report.gate_runs import required_commands
 
     shutil.rmtree(folder, ignore_errors=True)

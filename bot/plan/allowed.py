@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from bot.config import CONFIG_PATH, ConfigError, load_config
+from bot.core.config import CONFIG_PATH, ConfigError, load_config
 from bot.plan.model import Plan, PlanError
 from bot.recipes.catalog import RUNNERS_FILE, load_runners
 from bot.recipes.errors import RecipeError

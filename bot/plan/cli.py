@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bot.cli_guard import HELP_OPTIONS
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
 from bot.plan.planner import plan_change
@@ -30,7 +30,7 @@ def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
 
 def _command_filters(text: str) -> dict:
     """The filters a /sweep or /e2e command line asks for (parsed by the control plane's grammar)."""
-    from bot.control.commands import UsageError, parse_single
+    from bot.core.commands import UsageError, parse_single
 
     try:
         command = parse_single(text)

@@ -1,7 +1,7 @@
 """A suite's `compare:` as one job: both arms on the same host, the same load points and repeats."""
 from __future__ import annotations
 
-from bot.jobs import Case, Job
+from bot.core.jobs import Case, Job
 from bot.plan.expand import Expanded, server_specs
 from bot.plan.ids import job_id, slurm_spec
 from bot.plan.model import PlanFilters

@@ -4,7 +4,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
-from bot.jobs import AccuracySpec, Case, CommandSpec, Job, SearchSpec, ServerSpec
+from bot.core.jobs import AccuracySpec, Case, CommandSpec, Job, SearchSpec, ServerSpec
 from bot.plan.ids import check_globs, job_id, slurm_spec
 from bot.plan.limits import chunk_sizes, limit_for
 from bot.plan.model import PlanFilters

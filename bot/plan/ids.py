@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from bot.plan.model import PlanError
 
 if TYPE_CHECKING:
-    from bot.jobs import SlurmSpec
+    from bot.core.jobs import SlurmSpec
     from bot.recipes.schema import RunnerSpec
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -14,7 +14,7 @@ _SHOWN = 8  # config keys named in a note before "... N more"
 def infra_rule(base: Source) -> str:
     """`plan.infra` of the repository's config on the base revision (a PR cannot change its base);
     "note" for an InferenceX repository when unset or unreadable."""
-    from bot.config import CONFIG_PATH, ConfigError, load_config
+    from bot.core.config import CONFIG_PATH, ConfigError, load_config
 
     raw = base.read(CONFIG_PATH)
     if raw is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bot.jobs import Job, SlurmSpec
+    from bot.core.jobs import Job, SlurmSpec
 
 PLAN_SCHEMA_VERSION = 1
 MAX_MATRIX_JOBS = 256  # GitHub Actions' limit of jobs per matrix

@@ -14,7 +14,7 @@ from bot.recipes.catalog import Catalog, load_catalog
 from bot.recipes.sources import Source, SourceError, changed_paths, open_source
 
 if TYPE_CHECKING:
-    from bot.jobs import Job
+    from bot.core.jobs import Job
 
 # Native recipes' models (pydantic) are imported where a native recipe is planned, never for an
 # InferenceX-only repository: its plan needs none of them.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 
-from bot.jobs import Job
+from bot.core.jobs import Job
 from bot.plan.model import PlanFilters
 from bot.plan.planner import plan_native
 from bot.plan.touched import touched_native
@@ -15,7 +15,7 @@ from bot.recipes.catalog import Catalog, load_catalog  # noqa: F401  (gate_event
 
 
 class ApiSource:
-    """The files of one commit, read lazily through bot.github.GitHubClient (a Source for the loader)."""
+    """The files of one commit, read lazily through bot.core.github.GitHubClient (a Source for the loader)."""
 
     def __init__(self, client, ref: str) -> None:
         self.client, self.ref, self.label = client, ref, ref[:12]

@@ -161,7 +161,7 @@ def _print_limits(plan: Plan, console: Console, shown: int = 20) -> None:
 
 def plan_markdown(plan: Plan) -> str:
     """The bilingual Markdown summary (for a job summary or a comment)."""
-    from bot.i18n import render_bilingual
+    from bot.core.i18n import render_bilingual
 
     return render_bilingual(
         "plan/summary", head=plan.head, base=plan.base, summary=plan.summary(),
@@ -171,7 +171,7 @@ def plan_markdown(plan: Plan) -> str:
 
 
 def errors_markdown(problems: list[RecipeProblem]) -> str:
-    from bot.i18n import render_bilingual
+    from bot.core.i18n import render_bilingual
 
     return render_bilingual("plan/recipe-error", problems=[p.as_dict() for p in problems])
 

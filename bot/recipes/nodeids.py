@@ -5,7 +5,7 @@ import re
 
 import click
 
-from bot.cli_guard import HELP_OPTIONS
+from bot.core.cli_guard import HELP_OPTIONS
 
 _NODE = re.compile(r"^(?P<path>[^\s:]+\.py)::(?P<rest>\S+)$")
 _NAME = re.compile(r"[^a-z0-9._-]+")

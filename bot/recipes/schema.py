@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from bot.jobs import SlurmSpec
+from bot.core.jobs import SlurmSpec
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -4,9 +4,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from bot import i18n
+from bot.core import i18n
 from bot.report import noise
-from bot.results import JobResult, PointMetrics, RequestSamples
+from bot.core.results import JobResult, PointMetrics, RequestSamples
 
 # (key, label, how to read it from a run's metrics, higher is better, the metric bot.report.noise
 # recomputes from per-request data: output tokens per request-second, TTFT and TPOT medians)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from bot.jobs import Job
+from bot.core.jobs import Job
 from bot.report.collect import Collection, CollectedJob
 from bot.report import failure_groups
 from bot.report.compare import Baseline, compare_point
@@ -22,7 +22,7 @@ from bot.report.model import (
     Verdict,
 )
 from bot.report.sources import reproduce, source_of
-from bot.results import CaseResult, CleanupProof, JobResult
+from bot.core.results import CaseResult, CleanupProof, JobResult
 
 # A case of an unpacked sweep carries its concurrency in its name; the arm is the rest.
 _CONCURRENCY_SUFFIX = re.compile(r"[-_.](?:c|conc|concurrency)[-_]?\d+$", re.IGNORECASE)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 import orjson
 
-from bot.cli_guard import HELP_OPTIONS
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.report import post
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def _load_thresholds(config_path: pathlib.Path | None) -> tuple[dict[str, float]
     path = config_path or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
     if path is None:
         return compare.thresholds_from(None), None
-    from bot.config import ConfigError, load_config
+    from bot.core.config import ConfigError, load_config
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -101,7 +101,7 @@ def summary_of(report: Report, rendered: render.Rendered) -> dict:
 
 
 def check_title(report: Report) -> str:
-    from bot import i18n
+    from bot.core import i18n
     from bot.report import failure_groups
 
     context = {"verdict": report.verdict.conclusion,
@@ -112,7 +112,7 @@ def check_title(report: Report) -> str:
 
 
 def _bot_login(explicit: str | None, config: object | None, client: object) -> str:
-    from bot.github import GitHubError
+    from bot.core.github import GitHubError
 
     login = explicit or getattr(config, "bot_login", None)
     if login:
@@ -173,7 +173,7 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
                required_dir: pathlib.Path | None = None) -> None:
     """Collect results, compare with the base branch, render English then 简体中文, and post."""
     check_name = _check_name(check_name, gate_on)
-    from bot import i18n
+    from bot.core import i18n
     from bot.report import build, chart, collect, compare, render
     from bot.report.model import Meta
 
@@ -272,7 +272,7 @@ def _check_name(given: str | None, gate_on: bool) -> str:
 
 def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
                     skipped: list[str]) -> tuple[pathlib.Path, list]:
-    from bot.github import GitHubClient, GitHubError
+    from bot.core.github import GitHubClient, GitHubError
     from bot.report.fetch import BaselineFetchError, fetch_baseline
 
     dest.mkdir(parents=True, exist_ok=True)
@@ -291,7 +291,7 @@ def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
 
 def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str,
           bot_login: str | None, config: object | None, dry_run: bool, gated=None) -> dict:
-    from bot.github import GitHubClient, GitHubError
+    from bot.core.github import GitHubClient, GitHubError
     from bot.report import marker, render
 
     if meta.pr is None or not meta.sha:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pydantic
 
-from bot.jobs import Job
-from bot.results import JobResult
+from bot.core.jobs import Job
+from bot.core.results import JobResult
 
 RESULT_FILE = "result.json"
 

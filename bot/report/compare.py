@@ -22,7 +22,7 @@ import pydantic
 
 from bot.report import noise
 from bot.report.collect import RESULT_FILE, InputError
-from bot.results import JobResult, PointMetrics, PointResult
+from bot.core.results import JobResult, PointMetrics, PointResult
 
 
 @dataclass(frozen=True)

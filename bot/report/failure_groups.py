@@ -1,4 +1,4 @@
-"""The report's failures grouped by class (bot/failure_classes.py), every attempt of a job shown.
+"""The report's failures grouped by class (bot/core/failure_classes.py), every attempt of a job shown.
 
 Whom to call: an infrastructure failure goes to whoever runs the hosts (and was retried once
 automatically), a recipe failure to the PR's author. Each group names its rule in both
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.failure_classes import (  # noqa: F401 - the record's line format, re-exported
+from bot.core.failure_classes import (  # noqa: F401 - the record's line format, re-exported
     INFRASTRUCTURE,
     RECORD_PREFIX,
     annotate,
@@ -18,7 +18,7 @@ from bot.failure_classes import (  # noqa: F401 - the record's line format, re-e
     rule,
 )
 from bot.report.collect import CollectedJob
-from bot.results import FailureClass, JobResult
+from bot.core.results import FailureClass, JobResult
 
 _HOST_SAFE = re.compile(r"[^A-Za-z0-9._-]")
 

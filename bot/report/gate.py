@@ -15,8 +15,8 @@ import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from bot.jobs import Job
-from bot.markers import header_markers
+from bot.core.jobs import Job
+from bot.core.markers import header_markers
 from bot.report.collect import Collection
 from bot.report.model import Report
 

@@ -10,7 +10,7 @@ import os
 import pathlib
 from collections.abc import Mapping, Sequence
 
-from bot import i18n
+from bot.core import i18n
 from bot.control.dispatch import parse_run_title, started_by_bot
 from bot.report import build, collect, gate
 from bot.report.compare import Baseline
@@ -164,7 +164,7 @@ def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | Non
     """`recipe-bot report --gate`: reads GitHub only when it will post (GITHUB_* as in Actions)."""
     import click
 
-    from bot.github import GitHubClient, GitHubError
+    from bot.core.github import GitHubClient, GitHubError
     from bot.report.fetch import BaselineFetchError
     from bot.report.post import ACTIONS_BOT
 
@@ -201,7 +201,7 @@ def _main(argv: list[str]) -> int:
     """`python -m bot.report.gate_runs required-commands CONFIG`: one required command a line."""
     import sys
 
-    from bot.config import ConfigError, load_config
+    from bot.core.config import ConfigError, load_config
 
     if len(argv) != 2 or argv[0] != "required-commands":
         print("usage: python -m bot.report.gate_runs required-commands CONFIG.yaml", file=sys.stderr)

@@ -7,7 +7,7 @@ from typing import Literal
 from bot.report.compare import Comparison
 from bot.report.failure_groups import FailureGroup
 from bot.report.sources import Source
-from bot.results import AccuracyResult, SearchTrace
+from bot.core.results import AccuracyResult, SearchTrace
 
 Conclusion = Literal["success", "failure", "neutral"]
 # A point row's status: the point's own, or its job's when the job left no point results.

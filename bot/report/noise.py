@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from bot.results import RequestSamples
+from bot.core.results import RequestSamples
 
 if TYPE_CHECKING:  # numpy is imported by the functions that resample: a report whose results
     import numpy as np  # carry no per-request data never needs it (a tenth of its start-up)

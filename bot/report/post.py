@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from bot.markers import written_by
+from bot.core.markers import written_by
 from bot.report import marker
 
 CHECK_NAME = "recipe-bot / benchmarks"  # the merge gate: only `report --gate` posts under it
@@ -47,7 +47,7 @@ def own_check_runs(runs: Sequence[CheckRunLike], bot_login: str) -> list[CheckRu
 
 
 class ReportClient(Protocol):
-    """The part of bot.github.GitHubClient that the report uses."""
+    """The part of bot.core.github.GitHubClient that the report uses."""
 
     def list_issue_comments(self, number: int) -> Sequence[CommentLike]: ...
 

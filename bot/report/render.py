@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from bot import i18n
+from bot.core import i18n
 from bot.report import chart, failure_groups, marker, noise, plausible
 from bot.report.model import E2ERow, Failure, PointRow, RecipeSection, Report
 from bot.report.search_view import search_view

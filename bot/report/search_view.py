@@ -1,7 +1,7 @@
 """What the report shows of an adaptive search: the points it chose, why it stopped, a YAML snippet."""
 from __future__ import annotations
 
-from bot.results import SearchTrace
+from bot.core.results import SearchTrace
 
 
 def yaml_snippet(concurrency: list[int]) -> str:

@@ -12,8 +12,8 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.markers import is_full_sha
-from bot.provenance import dataset_of, weights_of
+from bot.core.markers import is_full_sha
+from bot.core.provenance import dataset_of, weights_of
 from bot.report.collect import CollectedJob
 
 _SAFE_PATH = re.compile(r"[A-Za-z0-9._/-]+")

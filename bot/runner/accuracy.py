@@ -10,8 +10,8 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.jobs import AccuracySpec
-from bot.results import AccuracyResult
+from bot.core.jobs import AccuracySpec
+from bot.core.results import AccuracyResult
 from bot.runner import gsm8k
 from bot.runner.server import InferenceServer
 

@@ -13,10 +13,10 @@ import yaml
 from pydantic import ValidationError
 from rich.console import Console
 
-from bot.cli_guard import HELP_OPTIONS
-from bot.failure_classes import annotate
-from bot.jobs import Job
-from bot.results import JobResult
+from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.failure_classes import annotate
+from bot.core.jobs import Job
+from bot.core.results import JobResult
 from bot.runner import hygiene
 
 RESULT_FILE = "result.json"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from bot.jobs import Case, CommandSpec
-from bot.results import CaseResult, HarnessRun, NodeOutcome
+from bot.core.jobs import Case, CommandSpec
+from bot.core.results import CaseResult, HarnessRun, NodeOutcome
 from bot.runner import procs
 from bot.runner.budget import JobInterrupted
 from bot.runner.environment import EnvironmentProblem, check_opt_in, check_required

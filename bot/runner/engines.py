@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.jobs import Case, ServerSpec
+from bot.core.jobs import Case, ServerSpec
 from bot.runner import procs
 from bot.runner.environment import EnvironmentProblem, expand, visible_devices
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from bot.results import JobResult
+from bot.core.results import JobResult
 
 NOT_KEPT = "NOT-KEPT.txt"
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from bot.results import Hardware
+from bot.core.results import Hardware
 
 
 @contextmanager

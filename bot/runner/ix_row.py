@@ -17,8 +17,8 @@ from rich.console import Console
 from bot.inferencex.aggregate import AggregateError, aggregate, aggregate_multinode, gpus_from_name
 from bot.inferencex.append_only import recipe_fingerprint
 from bot.inferencex.rowenv import benchmark_scripts, launcher_for, template_env
-from bot.jobs import Case, Job, ServerSpec, SlurmSpec
-from bot.results import CaseResult, JobResult, PointMetrics, PointResult
+from bot.core.jobs import Case, Job, ServerSpec, SlurmSpec
+from bot.core.results import CaseResult, JobResult, PointMetrics, PointResult
 from bot.runner import procs
 from bot.runner.budget import Budget
 from bot.runner.hardware import describe_host, git_head

@@ -4,7 +4,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from bot.results import NodeOutcome
+from bot.core.results import NodeOutcome
 
 MESSAGE_CHARS = 300
 

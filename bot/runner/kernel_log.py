@@ -3,7 +3,7 @@
 An Xid (a GPU fallen off the bus, a double-bit ECC error, a driver fault) often shows in the
 server's log only as an unexplained crash; the kernel ring buffer says what happened. The runner
 reads it once per failed GPU case, keeps the NVRM lines logged since the case started, and adds
-them to the case's log tail, where bot/failure_classes.py finds them. Where the ring buffer is
+them to the case's log tail, where bot/core/failure_classes.py finds them. Where the ring buffer is
 not readable (kernel.dmesg_restrict, a container), nothing is added and nothing fails.
 """
 from __future__ import annotations

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.jobs import LoadPoint
-from bot.results import PointResult
+from bot.core.jobs import LoadPoint
+from bot.core.results import PointResult
 from bot.runner.inprocess import DRIVER, DriverGone, InProcessClient
 from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
 from bot.runner.server import OWN_GROUP, InferenceServer, die_with_runner, http_status, tail_lines

@@ -12,9 +12,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from bot.jobs import Case, Job, LoadPoint
-from bot.provenance import dataset_of
-from bot.results import CaseResult, JobResult, PointResult, Provenance
+from bot.core.jobs import Case, Job, LoadPoint
+from bot.core.provenance import dataset_of
+from bot.core.results import CaseResult, JobResult, PointResult, Provenance
 from bot.runner import kernel_log, procs
 from bot.runner.accuracy import run_gsm8k
 from bot.runner.budget import Budget, JobInterrupted

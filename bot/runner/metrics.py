@@ -7,7 +7,7 @@ from typing import Any
 
 import pydantic
 
-from bot.results import PointMetrics, RequestSamples
+from bot.core.results import PointMetrics, RequestSamples
 
 DISTRIBUTIONS = ("ttft", "tpot", "itl", "e2el")
 STATS = ("mean", "median", "p90", "p99")

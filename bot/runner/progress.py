@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from bot.results import CaseResult, JobResult, PointResult
+from bot.core.results import CaseResult, JobResult, PointResult
 
 _STYLE = {"passed": "green", "failed": "bold red", "cancelled": "yellow", "skipped": "dim"}
 

@@ -6,7 +6,7 @@ import signal
 import time
 from collections.abc import Sequence
 
-from bot.results import CleanupProof, GpuMemory
+from bot.core.results import CleanupProof, GpuMemory
 from bot.runner import procs
 from bot.runner.hardware import gpu_memory_used_mib
 from bot.runner.server import StopReport

@@ -8,9 +8,9 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from bot.jobs import Job
-from bot.provenance import dataset_of, weights_of
-from bot.results import Provenance
+from bot.core.jobs import Job
+from bot.core.provenance import dataset_of, weights_of
+from bot.core.results import Provenance
 
 ENGINE_ENV = "RECIPE_BOT_VLLM"  # bot/runner/environment.py: the vllm the runner uses, where set
 

@@ -3,7 +3,7 @@
 gpu.yml's `retry` job runs `python -m bot.runner.retry RESULTS PLAN_JOBS [--fail-fast]` after the
 `run` jobs: it prints GitHub step outputs (`matrix=` and `has_retry=`) naming every planned job
 whose only result is a first attempt that failed for an infrastructure reason
-(bot/failure_classes.py), or that left no result at all (a lost runner). The `retry-run` job then
+(bot/core/failure_classes.py), or that left no result at all (a lost runner). The `retry-run` job then
 runs each once more with `--attempt 2`, on whichever runner of the label takes it. A job that
 already has a second attempt (the Slurm backend retries on its own, without the failed node) is
 never retried again; a recipe failure never is.
@@ -17,9 +17,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from bot.failure_classes import INFRASTRUCTURE, classify_job
-from bot.jobs import Job
-from bot.results import JobResult
+from bot.core.failure_classes import INFRASTRUCTURE, classify_job
+from bot.core.jobs import Job
+from bot.core.results import JobResult
 
 RESULT_FILE = "result.json"
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bot.jobs import SearchSpec
+from bot.core.jobs import SearchSpec
 
 BRACKET_POINTS = 4  # lo, hi and two between them, log-spaced: enough to see where the curve bends
 PLATEAU = 0.95  # `cliff`: throughput counts as stopped rising within 5 % of the best measured

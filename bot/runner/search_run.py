@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bot.jobs import Case, LoadPoint, SearchSpec
-from bot.results import PointResult, SearchChoice, SearchTrace
+from bot.core.jobs import Case, LoadPoint, SearchSpec
+from bot.core.results import PointResult, SearchChoice, SearchTrace
 from bot.runner.search import Measurement, Measurements, next_point, suggested_concurrency
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from github import Auth, GithubIntegration
 
-from bot.github import GitHubClient, GitHubError
+from bot.core.github import GitHubClient, GitHubError
 
 REFRESH_BEFORE = dt.timedelta(minutes=5)  # installation tokens live an hour; renew before they lapse
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from bot.cli_guard import HELP_OPTIONS
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.serve.auth import AppTokenSource, ClientFactory, TokenSource
 from bot.serve.logs import JsonLog
 from bot.serve.queue import DeliveryQueue

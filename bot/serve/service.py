@@ -9,7 +9,7 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
-from bot.control.events import EventError, parse_event
+from bot.core.events import EventError, parse_event
 from bot.serve import signature
 from bot.serve.logs import JsonLog
 from bot.serve.metrics import Metrics

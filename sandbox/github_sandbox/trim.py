@@ -1,6 +1,6 @@
 """GitHub's REST description cut, at load time, to the operations the sandbox serves (pure functions).
 
-The operations below are recipe-bot's choice (what bot/github.py and the runner workflows call); the
+The operations below are recipe-bot's choice (what bot/core/github.py and the runner workflows call); the
 description itself comes from the pinned `@octokit/openapi` package. Trimming keeps each operation under
 its path and method, the transitive closure of the `#/components/...` references they reach (in source
 order), and the tags they use, so openapi-core builds its validators in a fraction of the time.

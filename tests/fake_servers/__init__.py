@@ -1,4 +1,4 @@
-"""Helpers for runner tests: jobs built with bot.jobs, the CLI as a subprocess, leftover checks."""
+"""Helpers for runner tests: jobs built with bot.core.jobs, the CLI as a subprocess, leftover checks."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
+from bot.core.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -33,10 +33,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from bot.cli_guard import HELP_OPTIONS
-from bot.failure_classes import annotate, should_retry
-from bot.jobs import Job
-from bot.results import CaseResult, JobResult, SlurmInfo
+from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.failure_classes import annotate, should_retry
+from bot.core.jobs import Job
+from bot.core.results import CaseResult, JobResult, SlurmInfo
 from bot.runner.slurm import commands as sc
 from bot.runner.slurm.query import (
     SlurmUnavailable,
@@ -213,7 +213,7 @@ def run_job_slurm(job: Job, job_file: Path, out_dir: Path, console: Console | No
                   retry: bool = False) -> JobResult:
     """Run `job` as one Slurm job and return (and write) DIR/result.json with the Slurm fields.
 
-    retry: an infrastructure failure of this first attempt (bot/failure_classes.py) is run once
+    retry: an infrastructure failure of this first attempt (bot/core/failure_classes.py) is run once
     more, with `--exclude` naming the node that failed; the first attempt's files move to
     DIR/attempt-1/ so that the report shows both. A recipe failure is never retried.
     """
@@ -389,7 +389,7 @@ def _merge(job: Job, slurm_id: str, watch: _Watch, tail: _OutputTail, result_pat
                                      tail=tail.last_lines(), started=started, started_mono=started_mono)
         return result.model_copy(update={"slurm": info})
     # The inner run classified what it saw; Slurm's view may change the verdict, so the outer
-    # result is classified again (bot.failure_classes.annotate) from the merged fields.
+    # result is classified again (bot.core.failure_classes.annotate) from the merged fields.
     update: dict[str, object] = {"slurm": info, "failure": None}
     if state not in ("COMPLETED", "FAILED") or watch.lost:
         # Slurm ended the job from outside (cancel, time limit, node failure): that is the verdict,

@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.jobs import Job
+from bot.core.jobs import Job
 
 JOB_NAME_PREFIX = "rb-"
 COMMENT_PREFIX = "recipe-bot"

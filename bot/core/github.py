@@ -15,10 +15,10 @@ from typing import Any, TextIO
 import requests
 from github import Auth, Github, GithubException
 
-from bot import github_retry
-from bot.control.events import Pull, pull_from_json
-from bot.markers import opens_with_marker
-from bot.github_records import (  # noqa: F401  (the client's records: bot.github.Comment etc.)
+from bot.core import github_retry
+from bot.core.events import Pull, pull_from_json
+from bot.core.markers import opens_with_marker
+from bot.core.github_records import (  # noqa: F401  (the client's records: bot.core.github.Comment etc.)
     ACTIVE_RUN_STATES,
     Comment,
     Run,

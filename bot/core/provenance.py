@@ -2,7 +2,7 @@
 synthetic data. Pure: the runner records it in result.json, the report falls back to the plan."""
 from __future__ import annotations
 
-from bot.jobs import Job
+from bot.core.jobs import Job
 
 _DUMMY_FORMATS = {"dummy"}
 

@@ -1,4 +1,4 @@
-"""PR comment commands: the typed Command and the line-anchored parser over the registry (bot.control.registry)."""
+"""PR comment commands: the typed Command and the line-anchored parser over the registry (bot.core.registry)."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
-from bot.control.registry import (  # noqa: F401  (re-exported: the registry's names are part of this API)
+from bot.core.registry import (  # noqa: F401  (re-exported: the registry's names are part of this API)
     GPU_COMMANDS, MAX_CONCURRENCIES, NAME_PATTERN, REGISTRY, SHA_PREFIX, SPECS, CommandSpec, UsageError,
 )
 

@@ -155,10 +155,10 @@ class CleanupProof(Model):
 
 
 class FailureClass(Model):
-    """Why a job or case failed (bot/failure_classes.py): whom to call, and the lines that say so."""
+    """Why a job or case failed (bot/core/failure_classes.py): whom to call, and the lines that say so."""
 
     kind: Literal["infrastructure", "recipe"]
-    rule: str  # a rule id of bot.failure_classes.RULES, or "unclassified"
+    rule: str  # a rule id of bot.core.failure_classes.RULES, or "unclassified"
     evidence: list[str] = Field(default_factory=list)  # the last lines that decided it
 
 

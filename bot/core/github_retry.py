@@ -1,6 +1,6 @@
 """When a failed GitHub request may be sent again, and how long to wait: bounded backoff with jitter.
 
-Pure decisions for bot/github.py. A request is *safe* to repeat when repeating it cannot do a thing
+Pure decisions for bot/core/github.py. A request is *safe* to repeat when repeating it cannot do a thing
 twice: reads, and writes whose second application changes nothing (editing a comment to the same
 text, adding a label or a reaction that is there). Creating a comment or dispatching a workflow is
 never repeated blindly: an answer lost after GitHub did the work would do it twice. Those callers

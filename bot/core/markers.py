@@ -1,7 +1,7 @@
 """The bot's hidden markers: the `<!-- recipe-bot:... -->` lines at the head of comments only the bot wrote.
 
 Anyone with write access may edit any comment, the bot's own included: a marker counts only in a comment
-the bot wrote and nobody else ever edited (`written_by`, over the edit history bot/github.py reads).
+the bot wrote and nobody else ever edited (`written_by`, over the edit history bot/core/github.py reads).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Protocol
 import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from bot.control import commands
+from bot.core import commands
 
 CONFIG_PATH = ".github/recipe-bot.yaml"
 PERMISSIONS = ("none", "read", "triage", "write", "maintain", "admin")

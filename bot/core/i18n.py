@@ -7,12 +7,11 @@ import pathlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # jinja2 is imported when a message is first rendered, not with the module:
-    import jinja2  # every command imports bot.i18n, and most runs render nothing
+    import jinja2  # every command imports bot.core.i18n, and most runs render nothing
 
-from bot import messages_zh
-from bot.core import catalogue, messages
+from bot.core import catalogue, messages, messages_zh
 
-TEMPLATES = pathlib.Path(__file__).parent / "templates"
+TEMPLATES = pathlib.Path(__file__).parent.parent / "templates"
 LANGUAGES = ("en", "zh")  # the order of a bilingual comment
 SEPARATOR = "\n\n---\n\n"
 
@@ -80,7 +79,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
 def _message_filter(lang: str):
     """`|msg`: a catalogue message in `lang`; text still built in English gets its Chinese form from
-    bot/messages_zh.py (until each such message is a catalogue entry)."""
+    bot/core/messages_zh.py (until each such message is a catalogue entry)."""
     def render(value: object) -> str:
         if isinstance(value, messages.Message):
             return value.render(lang)
