@@ -10,8 +10,7 @@ import pytest
 from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
 from babel.messages.pofile import read_po, write_po
 
-from bot import i18n
-from bot.core import catalogue
+from bot.core import catalogue, i18n
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 METHODS = [("bot/templates/**.j2", "jinja2"), ("bot/**.py", "python")]
