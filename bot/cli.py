@@ -20,6 +20,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "checklist": ("bot.checklist.cli", "checklist_cmd"),
     "serve": ("bot.serve.cli", "serve_cmd"),
     "e2e-cases": ("bot.recipes.nodeids", "e2e_cases_cmd"),
+    "ci": ("bot.cli", "ci_cmd"),
+}
+
+# What the shipped workflows (and the docs' generators) call: one step each, never a `python -m` path.
+CI_SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "plan-outputs": ("bot.control.dispatch", "plan_outputs_cmd"),
+    "required-commands": ("bot.report.gate_runs", "required_commands_cmd"),
+    "plan-failed": ("bot.control.gate_events", "plan_failed_cmd"),
+    "retry-matrix": ("bot.runner.retry", "retry_matrix_cmd"),
+    "commands-doc": ("bot.control.help_docs", "commands_doc_cmd"),
 }
 
 SHORT_HELP = {
@@ -32,6 +42,12 @@ SHORT_HELP = {
     "checklist": "Verify a PR's PR_REVIEW_CHECKLIST sign-off (check recipe-bot / sign-off).",
     "serve": "Serve GitHub App webhooks: a durable queue, the same handler as Actions.",
     "e2e-cases": "Print a harness suite's cases from pytest --collect-only -q node ids.",
+    "ci": "The steps the GitHub workflows run (plan outputs, retries, the merge gate's plan failure).",
+    "plan-outputs": "Write a plan's job files and print the GPU workflow's matrix outputs.",
+    "required-commands": "Print the commands the merge gate requires (gate.required), one a line.",
+    "plan-failed": "Fail the merge gate on a commit whose plan job failed, with the planner's reason.",
+    "retry-matrix": "Print the matrix of jobs to run again after an infrastructure failure.",
+    "commands-doc": "Print docs/commands.md from the command registry.",
 }
 
 
@@ -60,6 +76,8 @@ def _in_both_languages(exc: click.ClickException) -> click.ClickException:
 
 
 class LazyGroup(click.Group):
+    subcommands = SUBCOMMANDS
+
     def make_context(self, info_name, args, parent=None, **extra):  # noqa: ANN001, ANN201 - click's signature
         try:
             return super().make_context(info_name, args, parent, **extra)
@@ -81,12 +99,12 @@ class LazyGroup(click.Group):
             raise click.ClickException(one_line(exc)) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(SUBCOMMANDS)
+        return sorted(self.subcommands)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in SUBCOMMANDS:
+        if name not in self.subcommands:
             return None
-        module_name, attr = SUBCOMMANDS[name]
+        module_name, attr = self.subcommands[name]
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -113,3 +131,12 @@ def _unavailable(name: str, why: str) -> click.Command:
 @click.version_option(package_name="recipe-bot")
 def main() -> None:
     """recipe-bot: PR commands to GPU benchmark runs, with one bilingual report."""
+
+
+class CiGroup(LazyGroup):
+    subcommands = CI_SUBCOMMANDS
+
+
+@click.group("ci", cls=CiGroup, context_settings=HELP_OPTIONS)
+def ci_cmd() -> None:
+    """The steps the GitHub workflows run: each reads files the earlier steps wrote and prints what GitHub reads."""

@@ -177,7 +177,7 @@ def test_docs_commands_md_is_generated_from_the_registry():
     from bot.control.help_docs import render_docs
     path = ROOT / "docs" / "commands.md"
     assert path.read_text(encoding="utf-8") == render_docs(), \
-        "docs/commands.md is stale: run `python -m bot.control.help_docs > docs/commands.md`"
+        "docs/commands.md is stale: run `recipe-bot ci commands-doc > docs/commands.md`"
 
 
 # A comment body can be anything a user types; the parser must return, never raise. The pieces

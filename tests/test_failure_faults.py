@@ -153,7 +153,10 @@ def test_fail_fast_jobs_cancelled_after_a_recipe_failure_are_not_retried() -> No
                                                      (False, "fail-fast")]
 
 
-def test_retry_cli_rejects_a_missing_plan_in_both_languages(tmp_path: Path, capsys) -> None:
-    assert retry.main([str(tmp_path), str(tmp_path / "nope.json")]) == 2
-    err = capsys.readouterr().err
+def test_retry_cli_rejects_a_missing_plan_in_both_languages(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    done = CliRunner().invoke(retry.retry_matrix_cmd, [str(tmp_path), str(tmp_path / "nope.json")])
+    assert done.exit_code == 2
+    err = done.stderr
     assert "not a readable plan" in err and "无法读取计划" in err

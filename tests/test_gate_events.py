@@ -309,7 +309,7 @@ def test_a_failed_plan_job_fails_the_gate_with_the_reason(world, tmp_path, error
     path = tmp_path / "plan.json"
     if errors is not None:
         path.write_text(json.dumps(errors), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "bot.control.gate_events", "plan-failed", h.head(7), str(path),
+    result = subprocess.run([sys.executable, "-m", "bot", "ci", "plan-failed", h.head(7), str(path),
                              "https://example.invalid/run/1"], env=h.env, capture_output=True, text=True,
                             timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr

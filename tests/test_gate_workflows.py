@@ -37,4 +37,4 @@ def test_a_failed_pr_plan_fails_the_gate_and_baseline_runs_do_not_post():
     job = load("gpu.yml")["jobs"]["plan-failed"]
     assert job["needs"] == "plan" and job["if"] == "failure() && inputs.pr != '' && inputs.pr != '0'"
     assert job["permissions"] == {"contents": "read", "checks": "write", "actions": "read"}
-    assert "bot.control.gate_events plan-failed" in job["steps"][-1]["run"]
+    assert "recipe-bot\" ci plan-failed" in job["steps"][-1]["run"]

@@ -155,7 +155,7 @@ def test_plan_outputs_write_one_job_file_each_and_a_small_matrix(tmp_path):
 def test_plan_outputs_command_line(tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"matrices": []}), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "bot.control.dispatch", "outputs", str(plan), str(tmp_path / "jobs")],
+    result = subprocess.run([sys.executable, "-m", "bot", "ci", "plan-outputs", str(plan), str(tmp_path / "jobs")],
                             capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
     assert 'matrix={"include": []}' in result.stdout.splitlines()

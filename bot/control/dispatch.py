@@ -4,10 +4,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import pathlib
 import re
 import urllib.parse
 from collections.abc import Iterable
 
+import click
+
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.github import Comment, DispatchedRun, GitHubClient, Run
 from bot.control.trust import Approval
 from bot.core.markers import written_by
@@ -336,27 +340,18 @@ def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
     }
 
 
-def _main(argv: list[str]) -> int:
+@click.command("plan-outputs", context_settings=HELP_OPTIONS)
+@click.argument("plan_json", type=click.Path(dir_okay=False, exists=True, path_type=pathlib.Path))
+@click.argument("jobs_dir", type=click.Path(file_okay=False, path_type=pathlib.Path))
+def plan_outputs_cmd(plan_json: pathlib.Path, jobs_dir: pathlib.Path) -> None:
+    """Write each planned job to JOBS_DIR/<job_id>.json and print the plan job's GitHub outputs (name=value)."""
     import json
-    import sys
 
-    if len(argv) != 3 or argv[0] != "outputs":
-        print("usage: python -m bot.control.dispatch outputs PLAN.json JOBS_DIR  (prints GitHub outputs)",
-              file=sys.stderr)
-        return 2
-    with open(argv[1], encoding="utf-8") as handle:
-        plan = json.load(handle)
+    plan = json.loads(plan_json.read_text(encoding="utf-8"))
     try:
-        outputs = actions_outputs(plan, argv[2])
+        outputs = actions_outputs(plan, str(jobs_dir))
     except PlanTooLarge as exc:
-        print(f"::error title=recipe-bot plan::{exc}", file=sys.stderr)
-        return 1
+        click.echo(f"::error title=recipe-bot plan::{exc}", err=True)
+        raise SystemExit(1) from None
     for name, value in outputs.items():
-        print(f"{name}={value}")
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    raise SystemExit(_main(sys.argv[1:]))
+        click.echo(f"{name}={value}")

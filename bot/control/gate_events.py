@@ -11,7 +11,10 @@ import re
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+import click
+
 from bot.core import i18n
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.core import commands
 from bot.control import reuse
 from bot.core.markers import SHA, foreign_edits, is_full_sha
@@ -392,30 +395,30 @@ def _poster_login(client) -> str:
         return ACTIONS_BOT
 
 
-def _main(argv: list[str]) -> int:
-    """`python -m bot.control.gate_events plan-failed SHA PLAN_JSON [RUN_URL]`: fail the gate with the reason."""
-    import sys
+def _full_sha(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not is_full_sha(value):
+        raise click.BadParameter(f"{value!r} is not a full commit SHA (40 hex characters)\n"
+                                 f"{value!r} 不是完整的提交 SHA（40 个十六进制字符）")
+    return value
 
+
+@click.command("plan-failed", context_settings=HELP_OPTIONS)
+@click.argument("sha", callback=_full_sha)
+@click.argument("plan_json", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@click.argument("run_url", required=False)
+def plan_failed_cmd(sha: str, plan_json: pathlib.Path, run_url: str | None) -> None:
+    """Fail the merge gate on SHA with the planner's reason (PLAN_JSON: its errors, or missing)."""
     from bot.core.github import GitHubClient, GitHubError
 
-    if len(argv) not in (3, 4) or argv[0] != "plan-failed" or not is_full_sha(argv[1]):
-        print("usage: python -m bot.control.gate_events plan-failed SHA(40 hex) PLAN_JSON [RUN_URL]", file=sys.stderr)
-        return 2
-    sha, problems = argv[1], plan_problems(pathlib.Path(argv[2]))
+    problems = plan_problems(plan_json)
     try:
         client = GitHubClient.from_env()
         poster = _poster_login(client)
         title, section = _render(_verdict({}), sha, bot_login=poster, reason="plan-failed", problems=problems)
         _post_check(client, sha, bot_login=poster, conclusion="failure", title=title,
-                    summary=section, details_url=argv[3] if len(argv) == 4 else None)
+                    summary=section, details_url=run_url)
     except GitHubError as exc:
-        print(f"recipe-bot: cannot fail the merge gate on {sha}: {exc}", file=sys.stderr)
-        return 1
-    print(f"recipe-bot: merge gate on {sha[:12]} failed: {problems[0]}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    raise SystemExit(_main(sys.argv[1:]))
+        click.echo(f"recipe-bot: cannot fail the merge gate on {sha}: {exc}\n"
+                   f"recipe-bot：无法将 {sha} 的合并门禁置为失败：{exc}", err=True)
+        raise SystemExit(1) from None
+    click.echo(f"recipe-bot: merge gate on {sha[:12]} failed: {problems[0]}", err=True)

@@ -1,7 +1,10 @@
 """docs/commands.md, written from the command registry and the default repository config."""
 from __future__ import annotations
 
+import click
+
 from bot.core import i18n
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.config import RepoConfig
 from bot.core import commands
 
@@ -14,7 +17,7 @@ def render_docs() -> str:
                "head_sha": None}
     return (
         "# recipe-bot commands\n\n"
-        "<!-- Generated from bot/core/commands.py by `python -m bot.control.help_docs > docs/commands.md`; "
+        "<!-- Generated from bot/core/commands.py by `recipe-bot ci commands-doc > docs/commands.md`; "
         "tests/test_commands.py checks it is current. -->\n\n"
         "Permissions shown are the defaults; `.github/recipe-bot.yaml` (`permissions:`, `labels:`) "
         "changes them per repository, and `/help` on a PR shows that repository's values.\n\n"
@@ -25,5 +28,7 @@ def render_docs() -> str:
     )
 
 
-if __name__ == "__main__":
-    print(render_docs(), end="")
+@click.command("commands-doc", context_settings=HELP_OPTIONS)
+def commands_doc_cmd() -> None:
+    """Print docs/commands.md (`recipe-bot ci commands-doc > docs/commands.md`)."""
+    click.echo(render_docs(), nl=False)

@@ -10,7 +10,10 @@ import os
 import pathlib
 from collections.abc import Mapping, Sequence
 
+import click
+
 from bot.core import i18n
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.control.dispatch import parse_run_title, started_by_bot
 from bot.report import build, collect, gate
 from bot.report.compare import Baseline
@@ -197,27 +200,16 @@ def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | Non
         raise click.ClickException(f"--required: {exc}") from None
 
 
-def _main(argv: list[str]) -> int:
-    """`python -m bot.report.gate_runs required-commands CONFIG`: one required command a line."""
-    import sys
-
+@click.command("required-commands", context_settings=HELP_OPTIONS)
+@click.argument("config_yaml", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+def required_commands_cmd(config_yaml: pathlib.Path) -> None:
+    """Print the commands the merge gate requires (gate.required of CONFIG_YAML), one a line; no file: the defaults."""
     from bot.core.config import ConfigError, load_config
 
-    if len(argv) != 2 or argv[0] != "required-commands":
-        print("usage: python -m bot.report.gate_runs required-commands CONFIG.yaml", file=sys.stderr)
-        return 2
-    path = pathlib.Path(argv[1])
     try:
-        config = load_config(path.read_text(encoding="utf-8"), str(path)) if path.is_file() else None
+        config = load_config(config_yaml.read_text(encoding="utf-8"), str(config_yaml)) if config_yaml.is_file() else None
     except ConfigError as exc:
-        print(f"{exc}\n{exc} (配置无效)", file=sys.stderr)
-        return 1
+        click.echo(f"{exc}\n{exc} (配置无效)", err=True)
+        raise SystemExit(1) from None
     for line in required_commands(config):
-        print(line)
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    raise SystemExit(_main(sys.argv[1:]))
+        click.echo(line)

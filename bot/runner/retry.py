@@ -1,6 +1,6 @@
 """Which jobs of a workflow run get their one automatic retry: infrastructure failures only.
 
-gpu.yml's `retry` job runs `python -m bot.runner.retry RESULTS PLAN_JOBS [--fail-fast]` after the
+gpu.yml's `retry` job runs `recipe-bot ci retry-matrix RESULTS PLAN_JOBS [--fail-fast]` after the
 `run` jobs: it prints GitHub step outputs (`matrix=` and `has_retry=`) naming every planned job
 whose only result is a first attempt that failed for an infrastructure reason
 (bot/core/failure_classes.py), or that left no result at all (a lost runner). The `retry-run` job then
@@ -11,12 +11,13 @@ never retried again; a recipe failure never is.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import click
 from pydantic import ValidationError
 
+from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.failure_classes import INFRASTRUCTURE, classify_job
 from bot.core.jobs import Job
 from bot.core.results import JobResult
@@ -94,25 +95,18 @@ def outputs(decisions: list[RetryDecision]) -> str:
             f"has_retry={'true' if include else 'false'}\n")
 
 
-def main(argv: list[str]) -> int:
-    args = [a for a in argv if a != "--fail-fast"]
-    if len(args) != 2:
-        print("usage: python -m bot.runner.retry RESULTS_DIR PLAN_JOBS_DIR [--fail-fast]\n"
-              "用法：python -m bot.runner.retry 结果目录 计划作业目录 [--fail-fast]",
-              file=sys.stderr)
-        return 2
+@click.command("retry-matrix", context_settings=HELP_OPTIONS)
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("plan_jobs", type=click.Path(path_type=Path))
+@click.option("--fail-fast", is_flag=True, help="The plan stops a matrix at its first failure: its cancelled jobs are not retried.")
+def retry_matrix_cmd(results_dir: Path, plan_jobs: Path, fail_fast: bool) -> None:
+    """Print the retry job's GitHub outputs (matrix=, has_retry=): the infrastructure failures among RESULTS_DIR."""
     try:
-        plan = load_plan(Path(args[1]))
+        plan = load_plan(plan_jobs)
     except (OSError, ValueError) as exc:
-        print(f"{args[1]}: not a readable plan: {exc}\n{args[1]}：无法读取计划：{exc}",
-              file=sys.stderr)
-        return 2
-    decisions = decide(plan, load_results(Path(args[0])), fail_fast="--fail-fast" in argv)
+        click.echo(f"{plan_jobs}: not a readable plan: {exc}\n{plan_jobs}：无法读取计划：{exc}", err=True)
+        raise SystemExit(2) from None
+    decisions = decide(plan, load_results(results_dir), fail_fast=fail_fast)
     for d in decisions:
-        print(f"{d.job_id}: {'retry' if d.retry else 'no retry'} ({d.why})", file=sys.stderr)
-    sys.stdout.write(outputs(decisions))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+        click.echo(f"{d.job_id}: {'retry' if d.retry else 'no retry'} ({d.why})", err=True)
+    click.echo(outputs(decisions), nl=False)

@@ -418,6 +418,3 @@ def slurm_cancel_cmd(pr: int, keep_sha: str | None, repository: str | None, why:
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps({"pr": pr, "keep_sha": keep_sha, "cancelled": cancelled}))
 
-
-if __name__ == "__main__":
-    slurm_cancel_cmd()
