@@ -55,8 +55,12 @@ def test_the_serve_process_turns_a_signed_comment_into_one_dispatch(sandbox, tmp
             "X-Hub-Signature-256": sign(SECRET, raw)})
         with urllib.request.urlopen(request, timeout=30) as answer:
             assert answer.status == 202
+            assert answer.headers["Server"] == "recipe-bot"  # waitress, not werkzeug's development server
         done = serve.until("delivery handled", "delivery failed")
         assert done["msg"] == "delivery handled" and done["delivery"] == "e2e-1"
+        # the access line was written before the 202 left, so it is among the lines read so far
+        assert [(line["method"], line["path"], line["status"]) for line in serve.lines if line["msg"] == "http"] == [
+            ("POST", "/", "202")]
         assert len(h.dispatches()) == 1
     finally:
         assert serve.stop() == 0

@@ -1,10 +1,13 @@
 """`recipe-bot serve`: the webhook server of a GitHub App, configured from flags and environment variables."""
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +16,44 @@ from bot.serve.auth import AppTokenSource, ClientFactory, TokenSource
 from bot.serve.logs import JsonLog
 from bot.serve.queue import DeliveryQueue
 from bot.serve.service import Service
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication
+
+
+HTTP_THREADS = 8  # threads that read requests and answer them; handling is the queue's workers' job
+
+
+def _access_log(app: WSGIApplication, log: JsonLog) -> WSGIApplication:
+    """One JSON line per request (client, method, path, status): waitress itself logs no access lines."""
+
+    def logged(environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        def start(status: str, headers: list, exc_info: object = None) -> object:
+            log("http", client=environ.get("REMOTE_ADDR", "-"), method=environ.get("REQUEST_METHOD", ""),
+                path=environ.get("PATH_INFO", ""), status=status.split(" ", 1)[0])
+            return start_response(status, headers, exc_info)
+
+        return app(environ, start)
+
+    return logged
+
+
+class _JsonLogHandler(logging.Handler):
+    """waitress's own warnings and errors as JSON lines too, so every line on stderr parses."""
+
+    def __init__(self, log: JsonLog) -> None:
+        super().__init__(logging.INFO)
+        self._log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._log("http", level=record.levelname.lower(), line=record.getMessage())
+
+
+def _log_waitress_as_json(log: JsonLog) -> None:
+    logger = logging.getLogger("waitress")
+    logger.handlers[:] = [_JsonLogHandler(log)]
+    logger.setLevel(logging.WARNING)  # its INFO line ("Serving on ...") repeats our `listening`
+    logger.propagate = False
 
 
 def _fail(english: str, chinese: str) -> click.ClickException:
@@ -88,23 +129,16 @@ def serve_cmd(host: str, port: int, queue: str, secret_env: str, token_env: str 
 
     Endpoints: POST / (webhooks), GET /healthz, /readyz, /metrics. Reads GITHUB_API_URL.
     """
-    from werkzeug.serving import WSGIRequestHandler, make_server
+    import waitress
 
     log = JsonLog()
-
-    class JsonRequestHandler(WSGIRequestHandler):
-        """Werkzeug's access and error lines as JSON too, so every line on stderr parses."""
-
-        def log(self, type: str, message: str, *args: object) -> None:  # noqa: A002 (werkzeug's name)
-            log("http", level=type, client=self.address_string(), line=message % args)
-
-        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-            log("http", client=self.address_string(), method=self.command, path=self.path, status=str(code))
-
     service = build_service(queue=queue, secret_env=secret_env, token_env=token_env, app_id_env=app_id_env,
                             key_env=key_env, workers=workers, log=log)
+    _log_waitress_as_json(log)
     try:
-        server = make_server(host, port, service, threaded=True, request_handler=JsonRequestHandler)
+        # waitress: a production WSGI server (threads answer requests; the queue's own workers handle them)
+        server = waitress.create_server(_access_log(service, log), host=host, port=port, threads=HTTP_THREADS,
+                                        ident="recipe-bot", clear_untrusted_proxy_headers=True)
     except OSError as exc:
         raise _fail(f"--host {host} --port {port}: cannot listen: {exc.strerror}",
                     f"--host {host} --port {port}：无法监听：{exc.strerror}") from None
@@ -114,13 +148,12 @@ def serve_cmd(host: str, port: int, queue: str, secret_env: str, token_env: str 
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    log("listening", host=host, port=server.port, url=f"http://{host}:{server.port}/")
+    bound = getattr(server, "effective_port", port)  # one address; a name of several keeps --port
+    log("listening", host=host, port=bound, url=f"http://{host}:{bound}/")
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        server.run()  # returns on KeyboardInterrupt (Ctrl-C or SIGTERM), after stopping its request threads
     finally:
-        server.server_close()
+        server.close()
         service.stop()
         log("stopped", **service.queue.counts())
         service.queue.close()
