@@ -1,18 +1,20 @@
-"""What /proc says about processes and ports: group members, zombies, run tags, port holders."""
+"""Processes and ports as psutil sees them: group members, zombies, run tags, port holders."""
 from __future__ import annotations
 
 import errno
 import os
 import socket
 from dataclasses import dataclass
-from pathlib import Path
 
-PROC = Path("/proc")
+import psutil
+
 # Every process the runner starts carries this variable; children inherit it, so a process that
 # left its group (setsid) is still recognisable as ours, and a recycled PID is never signalled.
 RUN_TAG_VAR = "RECIPE_BOT_RUN_ID"
 
-_TCP_LISTEN = "0A"
+_GONE = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ProcessLookupError, PermissionError)
+# A zombie has exited and only waits to be reaped: it holds no memory, ports or GPU.
+_EXITED = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
 
 
 @dataclass(frozen=True)
@@ -20,41 +22,37 @@ class ProcInfo:
     pid: int
     ppid: int
     pgid: int
-    state: str  # one letter of /proc/PID/stat: R, S, D, Z, T ...
+    state: str  # psutil's status: running, sleeping, disk-sleep, zombie, stopped ...
     cmdline: str
 
     @property
     def zombie(self) -> bool:
-        # A zombie has exited and only waits to be reaped: it holds no memory, ports or GPU.
-        return self.state in ("Z", "X")
+        return self.state in _EXITED
+
+
+def _info(proc: psutil.Process) -> ProcInfo | None:
+    try:
+        with proc.oneshot():
+            state, ppid, name = proc.status(), proc.ppid(), proc.name()
+            try:
+                cmdline = " ".join(proc.cmdline()).strip()
+            except _GONE:
+                cmdline = ""  # a zombie has no command line left
+        pgid = os.getpgid(proc.pid)
+    except _GONE:
+        return None
+    return ProcInfo(pid=proc.pid, ppid=ppid, pgid=pgid, state=state, cmdline=(cmdline or name)[:200])
 
 
 def read_proc(pid: int) -> ProcInfo | None:
     try:
-        stat = (PROC / str(pid) / "stat").read_text()
-    except OSError:
+        return _info(psutil.Process(pid))
+    except _GONE:
         return None
-    # The command name is in parentheses and may itself contain spaces or parentheses.
-    fields = stat[stat.rindex(")") + 2:].split()
-    try:
-        raw = (PROC / str(pid) / "cmdline").read_bytes()
-        cmdline = raw.replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        cmdline = ""
-    if not cmdline:
-        cmdline = stat[stat.index("(") + 1:stat.rindex(")")]
-    return ProcInfo(pid=pid, ppid=int(fields[1]), pgid=int(fields[2]), state=fields[0],
-                    cmdline=cmdline[:200])
 
 
 def all_procs() -> list[ProcInfo]:
-    found = []
-    for entry in PROC.iterdir():
-        if entry.name.isdigit():
-            info = read_proc(int(entry.name))
-            if info is not None:
-                found.append(info)
-    return found
+    return [info for proc in psutil.process_iter() if (info := _info(proc)) is not None]
 
 
 def group_members(pgid: int, *, live_only: bool = True) -> list[ProcInfo]:
@@ -63,10 +61,9 @@ def group_members(pgid: int, *, live_only: bool = True) -> list[ProcInfo]:
 
 def has_tag(pid: int, tag: str) -> bool:
     try:
-        environ = (PROC / str(pid) / "environ").read_bytes()
-    except OSError:
+        return psutil.Process(pid).environ().get(RUN_TAG_VAR) == tag
+    except _GONE:
         return False
-    return f"{RUN_TAG_VAR}={tag}".encode() in environ.split(b"\0")
 
 
 def tagged_live_procs(tag: str) -> list[ProcInfo]:
@@ -104,50 +101,24 @@ def become_subreaper() -> bool:
         return False
 
 
-def _socket_inodes_on_port(port: int) -> set[str]:
-    inodes = set()
-    for table in ("tcp", "tcp6"):
-        try:
-            lines = (PROC / "net" / table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            cols = line.split()
-            local, state, inode = cols[1], cols[3], cols[9]
-            if int(local.rsplit(":", 1)[1], 16) == port and state == _TCP_LISTEN and inode != "0":
-                inodes.add(inode)
-    return inodes
+def _listeners_on_port(port: int) -> list:
+    """Listening TCP sockets (IPv4 and IPv6, any address) on `port`, with their owners' PIDs where visible."""
+    try:
+        found = psutil.net_connections(kind="tcp")
+    except psutil.AccessDenied:
+        return []
+    return [c for c in found if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port]
 
 
 def port_holders(port: int) -> list[ProcInfo]:
     """Processes with a listening socket on `port` (any address)."""
-    inodes = _socket_inodes_on_port(port)
-    if not inodes:
-        return []
-    wanted = {f"socket:[{inode}]" for inode in inodes}
-    holders = []
-    for entry in PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fds = list((entry / "fd").iterdir())
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(fd) in wanted:
-                    info = read_proc(int(entry.name))
-                    if info is not None:
-                        holders.append(info)
-                    break
-            except OSError:
-                continue
-    return holders
+    pids = sorted({c.pid for c in _listeners_on_port(port) if c.pid is not None})
+    return [info for pid in pids if (info := read_proc(pid)) is not None]
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     """True when nothing listens on the port: a bind succeeds (TIME_WAIT leftovers do not count)."""
-    if _socket_inodes_on_port(port):
+    if _listeners_on_port(port):
         return False
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
