@@ -121,3 +121,16 @@ def test_posting_needs_a_pr_and_a_sha(tmp_path):
                     env={"GITHUB_TOKEN": "t", "GITHUB_REPOSITORY": "acme/bench"})
     assert result.exit_code == 1
     assert "--post needs the PR number and the head SHA" in result.output
+
+
+def test_every_report_flag_lands_in_one_group_of_the_typed_options():
+    import pathlib
+
+    from bot.report.cli import report_cmd
+    from bot.report.options import ReportOptions
+
+    values = {param.name: param.default for param in report_cmd.params if param.name != "help"}
+    values["results_dir"], values["pr"], values["dry_run"] = pathlib.Path("r"), 7, True
+    options = ReportOptions.from_cli(**values)
+    assert (options.sources.results_dir, options.identity.pr, options.posting.dry_run) == (pathlib.Path("r"), 7, True)
+    assert options.sources.workflow == "gpu.yml" and options.out_dir == pathlib.Path("report-out")

@@ -14,6 +14,7 @@ import orjson
 
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.report import post
+from bot.report.options import ReportOptions
 
 if TYPE_CHECKING:
     from bot.report import render
@@ -164,40 +165,41 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
               help="Post the merge gate of the head SHA: this run merged with every earlier run on it.")
 @click.option("--required", "required_dir", type=click.Path(path_type=pathlib.Path),
               help="With --gate: plan JSON file(s) of what the PR requires (a file or a folder).")
-def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
-               baseline_dir: pathlib.Path | None, base_branch: str | None, workflow: str,
-               config_path: pathlib.Path | None,
-               out_dir: pathlib.Path, do_post: bool, dry_run: bool, repo: str | None,
-               pr: int | None, sha: str | None, run_url: str | None, command_text: str | None,
-               bot_login: str | None, check_name: str | None, fail_on_failure: bool, gate_on: bool = False,
-               required_dir: pathlib.Path | None = None) -> None:
+def report_cmd(**values: object) -> None:
     """Collect results, compare with the base branch, render English then 简体中文, and post."""
-    check_name = _check_name(check_name, gate_on)
+    run_report(ReportOptions.from_cli(**values))
+
+
+def run_report(options: ReportOptions) -> None:
+    """`recipe-bot report` with its options grouped: the whole report, from results to the posted check."""
+    src, who, posting = options.sources, options.identity, options.posting
+    out_dir, sha, baseline_dir = options.out_dir, who.sha, src.baseline_dir
+    check_name = _check_name(posting.check_name, options.gate_on)
     from bot.core import i18n
     from bot.report import build, chart, collect, compare, render
     from bot.report.model import Meta
 
-    thresholds, config = _load_thresholds(config_path)
+    thresholds, config = _load_thresholds(src.config_path)
     try:
-        plan = collect.load_plan(jobs_path) if jobs_path else []
-        collection = collect.collect(results_dir, plan, sha)
+        plan = collect.load_plan(src.jobs_path) if src.jobs_path else []
+        collection = collect.collect(src.results_dir, plan, sha)
         sha = collection.head_sha
     except collect.InputError as exc:
         raise click.ClickException(str(exc)) from None
     base_runs: list = []
     skipped: list[str] = []
-    if base_branch is not None:
-        baseline_dir, base_runs = _fetch_baseline(base_branch, workflow, baseline_dir or out_dir / "baseline",
+    if src.base_branch is not None:
+        baseline_dir, base_runs = _fetch_baseline(src.base_branch, src.workflow, baseline_dir or out_dir / "baseline",
                                                   skipped)
     if baseline_dir is not None and not baseline_dir.is_dir():
         raise click.ClickException(f"{baseline_dir}: the baseline directory does not exist")
     results = [job.result for job in collection.jobs]
     meta = Meta(
-        sha=sha, repository=repo or os.environ.get("GITHUB_REPOSITORY")
+        sha=sha, repository=who.repo or os.environ.get("GITHUB_REPOSITORY")
         or _most_common([r.repository for r in results]),
-        pr=pr or _most_common([r.pr for r in results]),
-        command=command_text or _most_common([r.command for r in results]),
-        run_url=_run_url(run_url))
+        pr=who.pr or _most_common([r.pr for r in results]),
+        command=who.command_text or _most_common([r.command for r in results]),
+        run_url=_run_url(who.run_url))
     baseline = compare.load_baseline(baseline_dir)
     if skipped:  # artifacts refused at download count as skipped base files, each with its reason
         baseline = dataclasses.replace(baseline, unreadable=tuple(skipped) + baseline.unreadable)
@@ -212,18 +214,19 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         {"conclusion": report.verdict.conclusion, "failure_keys": report.failure_keys, "report": report},
         default=_json_default, option=orjson.OPT_NON_STR_KEYS))
     gated = None
-    if gate_on:
+    if options.gate_on:
         from bot.report import gate_runs
 
-        gated = gate_runs.cli_hook(collection, report, meta, required_dir=required_dir, baseline=baseline,
-                                   thresholds=thresholds, workflow=workflow, out_dir=out_dir,
-                                   bot_login=bot_login, config=config, use_github=do_post and not dry_run)
+        gated = gate_runs.cli_hook(collection, report, meta, required_dir=options.required_dir, baseline=baseline,
+                                   thresholds=thresholds, workflow=src.workflow, out_dir=out_dir,
+                                   bot_login=posting.bot_login, config=config,
+                                   use_github=posting.do_post and not posting.dry_run)
     # Sections after the report: where each baseline came from, and the commit's merge gate. The
     # report is rendered into what is left of the comment budget, so the whole stays postable.
     extra = ""
     if base_runs:
         extra += "\n\n" + i18n.render_bilingual(
-            "report/baseline-runs", runs=[dataclasses.asdict(r) for r in base_runs], branch=base_branch)
+            "report/baseline-runs", runs=[dataclasses.asdict(r) for r in base_runs], branch=src.base_branch)
     if gated is not None:
         extra += "\n\n" + gated.section
     from bot.report import arms  # a compare: job's arms side by side
@@ -239,9 +242,9 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
     summary = summary_of(report, rendered)
     post.append_step_summary(rendered.text)
 
-    if do_post:
-        summary["posted"] = _post(report, rendered, meta, check_name, bot_login, config,
-                                  dry_run, gated)
+    if posting.do_post:
+        summary["posted"] = _post(report, rendered, meta, check_name, posting.bot_login, config,
+                                  posting.dry_run, gated)
     _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     counts = report.counts
     click.echo(f"verdict: {report.verdict.conclusion} · jobs {counts.jobs_total} · "
@@ -252,7 +255,7 @@ def report_cmd(results_dir: pathlib.Path, jobs_path: pathlib.Path | None,
         summary["gate"] = gated.context
         click.echo(f"merge gate: {gated.verdict.conclusion} ({gated.verdict.reason})")
         _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
-    if fail_on_failure and report.verdict.conclusion == "failure":
+    if options.fail_on_failure and report.verdict.conclusion == "failure":
         raise SystemExit(1)
 
 
