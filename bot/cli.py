@@ -25,7 +25,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 # What the shipped workflows (and the docs' generators) call: one step each, never a `python -m` path.
 CI_SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "plan-outputs": ("bot.control.dispatch", "plan_outputs_cmd"),
     "required-commands": ("bot.report.gate_runs", "required_commands_cmd"),
     "plan-failed": ("bot.control.gate_events", "plan_failed_cmd"),
     "retry-matrix": ("bot.runner.retry", "retry_matrix_cmd"),
@@ -42,8 +41,7 @@ SHORT_HELP = {
     "checklist": "Verify a PR's PR_REVIEW_CHECKLIST sign-off (check recipe-bot / sign-off).",
     "serve": "Serve GitHub App webhooks: a durable queue, the same handler as Actions.",
     "e2e-cases": "Print a harness suite's cases from pytest --collect-only -q node ids.",
-    "ci": "The steps the GitHub workflows run (plan outputs, retries, the merge gate's plan failure).",
-    "plan-outputs": "Write a plan's job files and print the GPU workflow's matrix outputs.",
+    "ci": "The steps the GitHub workflows run (required commands, retries, the merge gate's plan failure).",
     "required-commands": "Print the commands the merge gate requires (gate.required), one a line.",
     "plan-failed": "Fail the merge gate on a commit whose plan job failed, with the planner's reason.",
     "retry-matrix": "Print the matrix of jobs to run again after an infrastructure failure.",

@@ -8,14 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from bot.control.dispatch import actions_outputs
 from bot.inferencex.launches import launch_groups
 from bot.plan import PlanFilters, plan_change
 from bot.plan.labels import KNOWN_LABELS, filters_for_labels
 from bot.plan.limits import chunk_sizes, limit_for, slurm_seconds
-from bot.plan.render import plan_document
 from bot.recipes import RecipeError
 from ix_repo_helpers import AGENTIC, append_entry, commit, make_repo
+
+
+def write_outputs(plan, jobs_dir: Path) -> dict[str, str]:
+    """What the plan step of gpu.yml does with a typed plan: every job file, then the matrix outputs."""
+    from bot.plan.outputs import actions_outputs, write_row_files
+    from bot.plan.render import write_jobs
+
+    made = actions_outputs(plan)
+    write_jobs(plan, jobs_dir)
+    write_row_files(made, jobs_dir)
+    return made.outputs
 
 VLLM = "tinyq-bf16-cpu-vllm"
 SGLANG = "tinyq-bf16-cpu-sglang"
@@ -246,7 +255,7 @@ def test_every_row_shows_its_estimate_and_the_limit_it_is_held_to(ix):
 def test_pr_2420_entry_yields_33_runnable_jobs_and_per_label_matrices(ix, tmp_path):
     repo, base = ix
     plan = plan_change(repo, base, append_entry(repo, [AGENTIC, SLURM]), PlanFilters(canary=False))
-    outputs = actions_outputs(json.loads(json.dumps(plan_document(plan))), str(tmp_path / "jobs"))
+    outputs = write_outputs(plan, tmp_path / "jobs")
     labels = json.loads(outputs["labels"])["include"]
     assert [(m["runner_label"], m["backend"], len(json.loads(m["include"])["include"])) for m in labels] == [
         ("cluster:cpu-slurm", "slurm", 2), ("cpu", "local", 33)]
@@ -268,10 +277,16 @@ def test_the_warnings_reach_the_bilingual_plan_summary(ix):
 
 
 def test_an_inferencex_canary_beside_a_native_canary_still_runs(tmp_path):
-    row = {"job_id": "ix-c1", "recipe": "k", "runner_label": "cpu", "row": {"conc": 1}}
-    plan = {"canary": {"job_id": "n-c1", "recipe": "n", "runner_label": "cpu", "job": {"job_id": "n-c1"}},
-            "matrices": [], "inferencex": {"canary": row, "matrices": []}}
-    outputs = actions_outputs(plan, str(tmp_path / "jobs"))
+    from bot.plan.model import InferenceXPlan, MatrixEntry, Plan
+    from bot.plan.outputs import actions_outputs
+    from tests import synthetic
+
+    native = MatrixEntry(job_id="n-c1", recipe="n", runner_label="cpu",
+                         job=synthetic.sweep_plan("n", concurrencies=(1,), runner_label="cpu", job_id="n-c1"))
+    row = MatrixEntry(job_id="ix-c1", recipe="k", runner_label="cpu", row={"conc": 1})
+    plan = Plan(base=None, head="h", filters=PlanFilters(), jobs=[native.job], canary=native,
+                inferencex=InferenceXPlan(canary=row))
+    outputs = actions_outputs(plan).outputs
     assert json.loads(outputs["canary"])["include"][0]["job_id"] == "n-c1"
     assert [e["job_id"] for e in json.loads(outputs["matrix"])["include"]] == ["ix-c1"]
     assert outputs["jobs"] == "2"

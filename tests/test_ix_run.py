@@ -9,13 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from bot.control.dispatch import actions_outputs
 from bot.inferencex.rowenv import result_filename, template_env
 from bot.plan import PlanFilters, plan_change
-from bot.plan.render import plan_document
 from bot.runner.slurm import commands as sc
 from bot.runner.ix_row import RowJob, proxy_job
 from ix_repo_helpers import AGENTIC, FAKE_VLLM, append_entry, make_repo
+
+
+def write_outputs(plan, jobs_dir: Path) -> dict[str, str]:
+    """What the plan step of gpu.yml does with a typed plan: every job file, then the matrix outputs."""
+    from bot.plan.outputs import actions_outputs, write_row_files
+    from bot.plan.render import write_jobs
+
+    made = actions_outputs(plan)
+    write_jobs(plan, jobs_dir)
+    write_row_files(made, jobs_dir)
+    return made.outputs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,7 +37,7 @@ def planned(tmp_path_factory) -> tuple[Path, Path]:
     plan = plan_change(repo, base, append_entry(repo, [AGENTIC, "tinyq-bf16-cpu-vllm", "tinyq-bf16-slurm-vllm",
                                                           "tinyq-fp4-cpu-dynamo-sglang"]),
                        PlanFilters(canary=False))
-    actions_outputs(json.loads(json.dumps(plan_document(plan))), str(tmp / "jobs"))
+    write_outputs(plan, tmp / "jobs")
     return repo, tmp / "jobs"
 
 

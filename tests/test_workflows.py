@@ -131,44 +131,16 @@ def test_gpu_jobs_check_out_the_authorized_sha_never_a_branch():
             assert step["with"]["ref"] == "${{ inputs.sha || github.sha }}", f"{job_name}: check out by SHA"
 
 
-PLAN = {
-    "filters": {"fail_fast": False},
-    "canary": {"job_id": "tiny-c1", "recipe": "tiny", "runner_label": "cpu", "job": {"job_id": "tiny-c1"}},
-    "matrices": [
-        {"runner_label": "cpu", "index": 0, "fail_fast": True, "include": [
-            {"job_id": "tiny-c4", "recipe": "tiny", "runner_label": "cpu", "job": {"job_id": "tiny-c4"}},
-            {"job_id": "ix-row", "recipe": "dsr1", "runner_label": "b200", "row": {"conc": 4}},
-            {"job_id": "../escape", "recipe": "x", "runner_label": "cpu", "job": {"job_id": "../escape"}},
-        ]},
-    ],
-}
-
-
-def test_plan_outputs_write_one_job_file_each_and_a_small_matrix(tmp_path):
-    outputs = dispatch.actions_outputs(PLAN, str(tmp_path / "jobs"))
-    assert json.loads(outputs["canary"]) == {"include": [{"job_id": "tiny-c1", "runner_label": "cpu", "recipe": "tiny"}]}
-    assert json.loads(outputs["matrix"]) == {"include": [{"job_id": "tiny-c4", "runner_label": "cpu", "recipe": "tiny"}]}
-    assert outputs["jobs"] == "2" and outputs["fail_fast"] == "true" and outputs["has_canary"] == "true"
-    assert sorted(p.name for p in (tmp_path / "jobs").iterdir()) == ["tiny-c1.json", "tiny-c4.json"]
-
-
-def test_plan_outputs_command_line(tmp_path):
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"matrices": []}), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "bot", "ci", "plan-outputs", str(plan), str(tmp_path / "jobs")],
-                            capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert 'matrix={"include": []}' in result.stdout.splitlines()
-
-
 def test_the_planners_json_for_a_command_becomes_runnable_job_files(tmp_path):
-    """The plan step of gpu.yml, on this repository's own recipes: plan --command, then the matrix."""
+    """The plan step of gpu.yml, on this repository's own recipes: plan --command with the matrix outputs."""
+    github_output = tmp_path / "github-output"
     planned = subprocess.run(
         [sys.executable, "-c", "from bot.cli import main; main(prog_name='recipe-bot')", "plan", "--repo", str(ROOT),
-         "--command", "/sweep tiny-* --scope lowest", "--format", "json"],
+         "--command", "/sweep tiny-* --scope lowest", "--format", "json", "--jobs-dir", str(tmp_path / "jobs"),
+         "--actions-outputs", str(github_output)],
         capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert planned.returncode == 0, planned.stderr
-    outputs = dispatch.actions_outputs(json.loads(planned.stdout), str(tmp_path / "jobs"))
+    outputs = dict(line.split("=", 1) for line in github_output.read_text(encoding="utf-8").splitlines())
     include = json.loads(outputs["matrix"])["include"] + json.loads(outputs["canary"])["include"]
     assert include and all(entry["recipe"].startswith("tiny-") for entry in include)
     from bot.core.jobs import Job

@@ -4,14 +4,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
-import pathlib
 import re
 import urllib.parse
 from collections.abc import Iterable
 
-import click
-
-from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.github import Comment, DispatchedRun, GitHubClient, Run
 from bot.control.trust import Approval
 from bot.core.markers import written_by
@@ -252,106 +248,3 @@ def last_run_by(runs: Iterable[Run], requester: str, *, exclude_key: str | None 
              if r.created_at is not None and (t := parse_run_title(r.display_title)) and t.requester == requester
              and not (exclude_key and t.key == exclude_key and exclude_sha in (None, t.sha))]
     return max(times, default=None)
-
-
-# -- the GPU workflow's side: from a plan to matrix outputs -------------------------------------
-
-MAX_MATRIX_JOBS = 256  # GitHub Actions' limit of jobs in one matrix
-
-
-class PlanTooLarge(ValueError):
-    """More jobs than one GitHub Actions matrix can hold."""
-
-
-def actions_outputs(plan: dict, jobs_dir: str) -> dict[str, str]:
-    """GitHub outputs of the plan job: the canary (if any) and one matrix of the other jobs.
-
-    Each planned job is written to <jobs_dir>/<job_id>.json for `recipe-bot run --job`; the
-    matrix carries only ids and runner labels, well under the 1 MiB output limit.
-    """
-    import json
-    import pathlib
-
-    folder = pathlib.Path(jobs_dir)
-    to_write: dict[str, dict] = {}
-
-    def entry(item: dict) -> dict[str, str] | None:
-        job = item.get("job")
-        job_id = str(item.get("job_id") or (job or {}).get("job_id") or "")
-        if not job_id or not re.fullmatch(r"[A-Za-z0-9._-]{1,200}", job_id):
-            return None
-        if job is not None:
-            to_write[job_id] = job
-        elif not (folder / f"{job_id}.json").is_file():
-            return None  # an InferenceX row without a native job: not runnable by `recipe-bot run`
-        made = {"job_id": job_id, "runner_label": str(item.get("runner_label") or ""),
-                "recipe": str(item.get("recipe") or "")}
-        if job is not None and job.get("slurm"):
-            made["backend"] = "slurm"  # its runner label names a Slurm cluster (recipes/_runners.yaml)
-        return made
-
-    canary = entry(plan["canary"]) if plan.get("canary") else None
-    include = []
-    per_label: list[tuple[dict, list[dict]]] = []
-    for matrix in plan.get("matrices") or []:
-        made_here = []
-        for item in matrix.get("include") or []:
-            made = entry(item)
-            if made is not None and made != canary:
-                made_here.append(made)
-        include += made_here
-        if made_here:
-            per_label.append(({"runner_label": matrix.get("runner_label"), "index": matrix.get("index", 0),
-                               "fail_fast": bool(matrix.get("fail_fast"))}, made_here))
-    # InferenceX rows: one job file per row, run by `recipe-bot run` through the repository's own launcher
-    from bot.inferencex.jobfiles import row_outputs
-
-    ix_canary, ix_matrices = row_outputs(plan, lambda i: bool(re.fullmatch(r"[A-Za-z0-9._-]{1,200}", i)), to_write)
-    if canary is not None and ix_canary is not None:
-        # one canary runs first; the InferenceX canary row then runs with the other rows of its label
-        ix_matrices.append(({"runner_label": ix_canary["runner_label"], "index": len(ix_matrices),
-                             "fail_fast": False}, [ix_canary]))
-    canary = canary or ix_canary
-    for meta, made in ix_matrices:
-        include += [m for m in made if m != canary]
-        per_label.append((meta, [m for m in made if m != canary]))
-    labels = [{**meta, "backend": "slurm" if any(m.get("backend") == "slurm" for m in made) else "local",
-               "include": json.dumps({"include": made})}
-              for meta, made in per_label if made]
-    if any(len(made) > MAX_MATRIX_JOBS for _, made in per_label):
-        # The GPU workflow's run job has one matrix, and GitHub runs at most 256 jobs per matrix:
-        # refuse the whole plan rather than silently dropping jobs, and write no job file for it.
-        raise PlanTooLarge(
-            f"one runner label's matrix has more than the {MAX_MATRIX_JOBS} jobs GitHub Actions runs in one "
-            "matrix; narrow the command (a recipe glob, --conc, --scope lowest)")
-    folder.mkdir(parents=True, exist_ok=True)
-    for job_id, job in to_write.items():
-        (folder / f"{job_id}.json").write_text(json.dumps(job, indent=1) + "\n", encoding="utf-8")
-    fail_fast = any(m.get("fail_fast") for m in plan.get("matrices") or []) or \
-        bool((plan.get("filters") or {}).get("fail_fast"))
-    return {
-        "canary": json.dumps({"include": [canary]} if canary else {"include": []}),
-        "has_canary": "true" if canary else "false",
-        "matrix": json.dumps({"include": include}),
-        # one matrix per runner label (and per 256 jobs): its own job limit and its own fail-fast
-        "labels": json.dumps({"include": labels}),
-        "jobs": str(len(include) + (1 if canary else 0)),
-        "fail_fast": "true" if fail_fast else "false",
-    }
-
-
-@click.command("plan-outputs", context_settings=HELP_OPTIONS)
-@click.argument("plan_json", type=click.Path(dir_okay=False, exists=True, path_type=pathlib.Path))
-@click.argument("jobs_dir", type=click.Path(file_okay=False, path_type=pathlib.Path))
-def plan_outputs_cmd(plan_json: pathlib.Path, jobs_dir: pathlib.Path) -> None:
-    """Write each planned job to JOBS_DIR/<job_id>.json and print the plan job's GitHub outputs (name=value)."""
-    import json
-
-    plan = json.loads(plan_json.read_text(encoding="utf-8"))
-    try:
-        outputs = actions_outputs(plan, str(jobs_dir))
-    except PlanTooLarge as exc:
-        click.echo(f"::error title=recipe-bot plan::{exc}", err=True)
-        raise SystemExit(1) from None
-    for name, value in outputs.items():
-        click.echo(f"{name}={value}")

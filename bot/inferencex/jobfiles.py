@@ -1,4 +1,4 @@
-"""InferenceX rows as job files and GitHub matrices: what `recipe-bot ci plan-outputs` adds for them."""
+"""InferenceX rows as job files and GitHub matrices: what `recipe-bot plan --actions-outputs` adds for them."""
 from __future__ import annotations
 
 DEFAULT_LIMIT_S = 6 * 3600.0

@@ -67,11 +67,19 @@ def _command_filters(text: str) -> dict:
               help="Fail unless every runner label and image is allowed by this revision (the default branch).")
 @click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write each job as DIR/<job_id>.json; the JSON then names the files.")
+@click.option("--actions-outputs", "outputs_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --jobs-dir: append the GPU workflow's matrix outputs (name=value lines) to this file "
+                   "($GITHUB_OUTPUT); a label with more jobs than one matrix holds fails the plan.")
 def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tuple[str, ...], scope: str,
              recipes: tuple[str, ...], cases: tuple[str, ...], kind: str, command: str | None,
              labels: tuple[str, ...], canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool,
-             no_pack: bool, jobs_dir: Path | None, allowed_from: str | None = None, compare: bool = False) -> None:
+             no_pack: bool, jobs_dir: Path | None, allowed_from: str | None = None, compare: bool = False,
+             outputs_file: Path | None = None) -> None:
     """Show which recipes a change touches and the GPU jobs it needs."""
+    if outputs_file is not None and jobs_dir is None:
+        raise click.UsageError("--actions-outputs needs --jobs-dir (the matrices name job files)\n"
+                               "--actions-outputs 需要 --jobs-dir（矩阵引用作业文件）")
+    outputs = None
     try:
         filters = PlanFilters(
             recipes=recipes, cases=cases, conc=_concurrencies(conc), scope=scope, kind=kind,
@@ -88,6 +96,10 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
             from bot.plan.allowed import allowed_at, check_plan  # the repository's config: only when asked
 
             check_plan(plan, allowed_at(repo, allowed_from))
+        if outputs_file is not None:
+            from bot.plan.outputs import actions_outputs
+
+            outputs = actions_outputs(plan)
     except RecipeError as exc:
         if fmt == "json":
             click.echo(json.dumps({"errors": [p.as_dict() for p in exc.problems]}, indent=2))
@@ -98,6 +110,12 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
             click.echo(json.dumps({"errors": [{"message": str(exc), "accepted": exc.accepted}]}, indent=2))
         raise click.ClickException(str(exc)) from None
     job_files = write_jobs(plan, jobs_dir) if jobs_dir is not None else None
+    if outputs is not None:
+        from bot.plan.outputs import output_lines, write_row_files
+
+        write_row_files(outputs, jobs_dir)
+        with outputs_file.open("a", encoding="utf-8") as stream:
+            stream.write(output_lines(outputs))
     if fmt == "json":
         click.echo(dump_json(plan_document(plan, job_files)), nl=False)
     elif fmt == "markdown":

@@ -30,7 +30,7 @@ POLL_S = 0.2
 
 
 class RowJob(BaseModel):
-    """A job file for one InferenceX row (what `recipe-bot ci plan-outputs` writes)."""
+    """A job file for one InferenceX row (what `recipe-bot plan --actions-outputs` writes)."""
 
     model_config = ConfigDict(extra="forbid")
 

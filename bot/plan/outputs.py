@@ -1,0 +1,106 @@
+"""The GPU workflow's plan outputs (GitHub Actions matrices and job files), built from the typed plan."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.inferencex.jobfiles import row_job
+from bot.plan.model import MAX_MATRIX_JOBS, MatrixEntry, Plan, PlanError
+
+_JOB_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")  # a job id names a file under the jobs folder
+
+
+class PlanTooLarge(PlanError):
+    """More jobs than one GitHub Actions matrix can hold."""
+
+
+@dataclass(frozen=True)
+class ActionsOutputs:
+    outputs: dict[str, str]  # name → value, as the plan job's `$GITHUB_OUTPUT` lines
+    # job id → the job file `recipe-bot run --job` reads, for each InferenceX row (native jobs are the
+    # plan's own `jobs`, written by bot.plan.render.write_jobs)
+    row_files: dict[str, dict] = field(default_factory=dict)
+
+
+def actions_outputs(plan: Plan) -> ActionsOutputs:
+    """The canary (if any), one matrix per runner label (and per 256 jobs), and each row's job file.
+
+    The matrices carry only ids, labels and backends, well under GitHub's 1 MiB output limit.
+    """
+    files: dict[str, dict] = {}
+
+    def native(entry: MatrixEntry) -> dict[str, str] | None:
+        if entry.job is None or not _JOB_ID.fullmatch(entry.job_id):
+            return None
+        made = {"job_id": entry.job_id, "runner_label": entry.runner_label, "recipe": entry.recipe}
+        if entry.job.slurm:
+            made["backend"] = "slurm"  # its runner label names a Slurm cluster (recipes/_runners.yaml)
+        return made
+
+    ix = plan.inferencex
+    agentx_fast = bool(plan.filters.agentx_fast)
+
+    def row(entry: MatrixEntry) -> dict[str, str] | None:
+        if not _JOB_ID.fullmatch(entry.job_id) or not isinstance(entry.row, dict):
+            return None
+        files[entry.job_id] = row_job(entry.model_dump(mode="json"), agentx_fast)
+        return {"job_id": entry.job_id, "runner_label": entry.runner_label, "recipe": entry.recipe,
+                "backend": entry.backend or "local", "limit_s": str(entry.limit_s or "")}
+
+    canary = native(plan.canary) if plan.canary else None
+    include: list[dict] = []
+    per_label: list[tuple[dict, list[dict]]] = []
+    for matrix in plan.matrices:
+        made_here = [m for m in (native(e) for e in matrix.include) if m is not None and m != canary]
+        include += made_here
+        if made_here:
+            per_label.append(({"runner_label": matrix.runner_label, "index": matrix.index,
+                               "fail_fast": bool(matrix.fail_fast)}, made_here))
+    # InferenceX rows: one job file per row, run by `recipe-bot run` through the repository's own launcher
+    ix_canary = row(ix.canary) if ix is not None and ix.canary else None
+    ix_matrices = []
+    for matrix in ix.matrices if ix is not None else []:
+        made = [m for m in (row(e) for e in matrix.include) if m is not None]
+        if made:
+            ix_matrices.append(({"runner_label": matrix.runner_label, "index": matrix.index,
+                                 "fail_fast": bool(matrix.fail_fast)}, made))
+    if canary is not None and ix_canary is not None:
+        # one canary runs first; the InferenceX canary row then runs with the other rows of its label
+        ix_matrices.append(({"runner_label": ix_canary["runner_label"], "index": len(ix_matrices),
+                             "fail_fast": False}, [ix_canary]))
+    canary = canary or ix_canary
+    for meta, made in ix_matrices:
+        include += [m for m in made if m != canary]
+        per_label.append((meta, [m for m in made if m != canary]))
+    if any(len(made) > MAX_MATRIX_JOBS for _, made in per_label):
+        # The GPU workflow's run job has one matrix per label, and GitHub runs at most 256 jobs per
+        # matrix: refuse the whole plan rather than silently dropping jobs.
+        raise PlanTooLarge(
+            f"one runner label's matrix has more than the {MAX_MATRIX_JOBS} jobs GitHub Actions runs in one "
+            "matrix; narrow the command (a recipe glob, --conc, --scope lowest)")
+    labels = [{**meta, "backend": "slurm" if any(m.get("backend") == "slurm" for m in made) else "local",
+               "include": json.dumps({"include": made})}
+              for meta, made in per_label if made]
+    fail_fast = any(m.fail_fast for m in plan.matrices) or bool(plan.filters.fail_fast)
+    return ActionsOutputs({
+        "canary": json.dumps({"include": [canary]} if canary else {"include": []}),
+        "has_canary": "true" if canary else "false",
+        "matrix": json.dumps({"include": include}),
+        # one matrix per runner label (and per 256 jobs): its own job limit and its own fail-fast
+        "labels": json.dumps({"include": labels}),
+        "jobs": str(len(include) + (1 if canary else 0)),
+        "fail_fast": "true" if fail_fast else "false",
+    }, files)
+
+
+def write_row_files(outputs: ActionsOutputs, jobs_dir: Path) -> None:
+    """Each InferenceX row's job as <jobs_dir>/<job_id>.json, for `recipe-bot run --job` on the runner."""
+    jobs_dir.mkdir(parents=True, exist_ok=True)
+    for job_id, job in outputs.row_files.items():
+        (jobs_dir / f"{job_id}.json").write_text(json.dumps(job, indent=1) + "\n", encoding="utf-8")
+
+
+def output_lines(outputs: ActionsOutputs) -> str:
+    return "".join(f"{name}={value}\n" for name, value in outputs.outputs.items())
