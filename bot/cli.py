@@ -29,6 +29,7 @@ CI_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "plan-failed": ("bot.control.gate_events", "plan_failed_cmd"),
     "retry-matrix": ("bot.runner.retry", "retry_matrix_cmd"),
     "commands-doc": ("bot.control.help_docs", "commands_doc_cmd"),
+    "settings-doc": ("bot.cli", "settings_doc_cmd"),
 }
 
 SHORT_HELP = {
@@ -46,6 +47,7 @@ SHORT_HELP = {
     "plan-failed": "Fail the merge gate on a commit whose plan job failed, with the planner's reason.",
     "retry-matrix": "Print the matrix of jobs to run again after an infrastructure failure.",
     "commands-doc": "Print docs/commands.md from the command registry.",
+    "settings-doc": "Print docs/settings.md (every RECIPE_BOT_* variable) from the settings model.",
 }
 
 
@@ -138,3 +140,11 @@ class CiGroup(LazyGroup):
 @click.group("ci", cls=CiGroup, context_settings=HELP_OPTIONS)
 def ci_cmd() -> None:
     """The steps the GitHub workflows run: each reads files the earlier steps wrote and prints what GitHub reads."""
+
+
+@click.command("settings-doc", context_settings=HELP_OPTIONS)
+def settings_doc_cmd() -> None:
+    """Print docs/settings.md (`recipe-bot ci settings-doc > docs/settings.md`)."""
+    from bot.core.settings import settings_table
+
+    click.echo(settings_table(), nl=False)

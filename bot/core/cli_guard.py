@@ -16,8 +16,12 @@ _ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")
 
 
 def debug_enabled(environ: dict[str, str] | None = None) -> bool:
-    value = (environ if environ is not None else os.environ).get(DEBUG_ENV, "")
-    return value not in ("", "0", "false", "no")
+    from bot.core.settings import SettingsError, setting
+
+    try:
+        return bool(setting("DEBUG", environ))
+    except SettingsError:  # asked while an error is already on its way out: a bad value means no
+        return False
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -60,6 +64,8 @@ def explain(exc: BaseException, environ: dict[str, str] | None = None) -> Messag
             return msg("the GitHub API answered HTTP %(status)s", status=status)
         if isinstance(link, UnicodeDecodeError):
             return msg("an input file is not UTF-8 text (byte %(byte)s); save it as UTF-8", byte=link.start)
+        if _is(link, "bot.core.settings", ("SettingsError",)):
+            return link.message  # type: ignore[attr-defined]
     detail = " ".join(str(exc).split())[:300] or type(exc).__name__
     return msg("unexpected error: %(kind)s: %(detail)s", kind=type(exc).__name__, detail=detail)
 

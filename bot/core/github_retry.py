@@ -33,18 +33,12 @@ class RetryPolicy:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RetryPolicy:
         """RECIPE_BOT_GITHUB_{ATTEMPTS,RETRY_BUDGET_S,BACKOFF_S,TIMEOUT_S}; tests shrink them."""
-        env = os.environ if environ is None else environ
-        fields = {"attempts": ("RECIPE_BOT_GITHUB_ATTEMPTS", int), "budget_s": ("RECIPE_BOT_GITHUB_RETRY_BUDGET_S", float),
-                  "base_s": ("RECIPE_BOT_GITHUB_BACKOFF_S", float), "timeout_s": ("RECIPE_BOT_GITHUB_TIMEOUT_S", int)}
-        values = {}
-        for field, (name, kind) in fields.items():
-            raw = env.get(name)
-            if raw:
-                try:
-                    values[field] = kind(raw)
-                except ValueError:
-                    raise ValueError(f"{name}={raw!r} is not a number") from None
-        policy = cls(**values)
+        from bot.core.settings import load_settings
+
+        settings = load_settings({k: v for k, v in (os.environ if environ is None else environ).items()
+                                  if k.startswith("RECIPE_BOT_GITHUB_")})
+        policy = cls(attempts=settings.GITHUB_ATTEMPTS, budget_s=settings.GITHUB_RETRY_BUDGET_S,
+                     base_s=settings.GITHUB_BACKOFF_S, timeout_s=settings.GITHUB_TIMEOUT_S)
         policy = dataclasses.replace(policy, attempts=max(1, min(policy.attempts, 10)),
                                      budget_s=max(0.0, min(policy.budget_s, 60.0)),
                                      timeout_s=max(1, policy.timeout_s))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import pathlib
 from typing import TYPE_CHECKING
 
@@ -49,7 +48,9 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     (created 0700 and checked to be this user's); an entry is used only for the same template
     source, Jinja and Python, and the file name carries these options. None where it cannot be
     made, or with RECIPE_BOT_TEMPLATE_CACHE=0."""
-    if os.environ.get("RECIPE_BOT_TEMPLATE_CACHE", "1") == "0":
+    from bot.core.settings import setting
+
+    if not setting("TEMPLATE_CACHE"):
         return None
     import hashlib
 

@@ -6,6 +6,8 @@ import os
 import re
 import shutil
 import sys
+
+from bot.core.settings import setting
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -84,16 +86,15 @@ def visible_devices(devices: list[int], env: Mapping[str, str], order_var: str |
 
 
 def engine_dir(repo: Path, env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    return Path(env.get("RECIPE_BOT_ENGINE_DIR") or repo / ".engine")
+    return setting("ENGINE_DIR", env) or repo / ".engine"
 
 
 def find_vllm(repo: Path, env: Mapping[str, str] | None = None) -> str | None:
     """RECIPE_BOT_VLLM, else `vllm` on PATH, else the one `recipe-bot[vllm]` put beside this Python,
     else the project's CPU engine; None if none exists."""
     env = os.environ if env is None else env
-    if env.get("RECIPE_BOT_VLLM"):
-        return env["RECIPE_BOT_VLLM"]
+    if setting("VLLM", env):
+        return setting("VLLM", env)
     on_path = shutil.which("vllm", path=env.get("PATH"))
     if on_path:
         return on_path
@@ -107,9 +108,8 @@ def find_vllm(repo: Path, env: Mapping[str, str] | None = None) -> str | None:
 def find_sglang_python(env: Mapping[str, str] | None = None) -> str:
     """The Python that has SGLang: RECIPE_BOT_SGLANG_PYTHON, else this one where `recipe-bot[sglang]`
     installed SGLang beside the runner, else python3 on PATH."""
-    env = os.environ if env is None else env
-    if env.get("RECIPE_BOT_SGLANG_PYTHON"):
-        return env["RECIPE_BOT_SGLANG_PYTHON"]
+    if setting("SGLANG_PYTHON", env):
+        return setting("SGLANG_PYTHON", env)
     if importlib.util.find_spec("sglang") is not None:
         return sys.executable
     return shutil.which("python3") or "python3"

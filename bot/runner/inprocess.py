@@ -53,7 +53,9 @@ def engine_python(vllm_bin: str, env: Mapping[str, str]) -> str | None:
 
 
 def wanted(env: Mapping[str, str]) -> bool:
-    return env.get(SWITCH_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+    from bot.core.settings import setting
+
+    return bool(setting("INPROCESS_CLIENT", env))
 
 
 class InProcessClient:

@@ -41,10 +41,9 @@ DEFAULT_GRACE_S = 30.0
 
 def shutdown_grace_s() -> float:
     """SIGTERM grace before SIGKILL. vLLM needs about 2 s here and on an H200; 30 s is generous."""
-    try:
-        return max(0.5, float(os.environ.get(GRACE_ENV, DEFAULT_GRACE_S)))
-    except ValueError:
-        return DEFAULT_GRACE_S
+    from bot.core.settings import setting
+
+    return max(0.5, setting("SHUTDOWN_GRACE_S"))
 
 
 @dataclass

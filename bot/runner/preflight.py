@@ -8,7 +8,6 @@ GPUs the case maps to through the inherited CUDA_VISIBLE_DEVICES (hardware.case_
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,16 +28,9 @@ class GpuUse:
 
 def idle_bound_mib(env: Mapping[str, str] | None = None) -> float:
     """The memory an idle GPU may show, from RECIPE_BOT_IDLE_GPU_MIB (a non-negative number)."""
-    text = (os.environ if env is None else env).get(IDLE_ENV, "").strip()
-    if not text:
-        return DEFAULT_IDLE_MIB
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 2**20:
-        raise ValueError(f"{IDLE_ENV}={text} is not a number of MiB from 0 to 1048576")
-    return value
+    from bot.core.settings import setting
+
+    return setting("IDLE_GPU_MIB", env)
 
 
 def _processes(lib: object, handle: object) -> tuple[tuple[int, float | None], ...]:

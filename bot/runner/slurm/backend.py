@@ -38,6 +38,7 @@ from bot.core.failure_classes import annotate, should_retry
 from bot.core.jobs import Job
 from bot.core.results import CaseResult, JobResult, SlurmInfo
 from bot.runner.slurm import commands as sc
+from bot.core.settings import setting
 from bot.runner.slurm.query import (
     SlurmUnavailable,
     Snapshot,
@@ -73,7 +74,7 @@ def _inner_argv(job_file: Path, out_dir: Path, repo: Path, in_container: bool) -
     if in_container:
         # The image's own Python runs recipe-bot from the mounted checkout; it needs
         # recipe-bot's runtime dependencies (pydantic, click, rich, jinja2, pyyaml).
-        python = os.environ.get(CONTAINER_PYTHON_ENV, "python3")
+        python = setting("CONTAINER_PYTHON")
         return ["env", f"PYTHONPATH={REPO_ROOT}", python, "-c", _CLI_MAIN, *args]
     entry = Path(sys.executable).parent / "recipe-bot"
     if entry.exists():
@@ -91,7 +92,7 @@ def _container_mounts(job: Job, job_file: Path, out_dir: Path, repo: Path) -> li
     for var in ("HF_HOME", "HF_HUB_CACHE"):
         if os.environ.get(var) and os.path.isdir(os.environ[var]):
             mounts.append(os.environ[var])
-    extra = os.environ.get(CONTAINER_MOUNTS_ENV, "")
+    extra = setting("CONTAINER_MOUNTS")
     mounts.extend(m for m in extra.split(",") if m)
     return [m for m in dict.fromkeys(mounts) if ":" not in m and "," not in m]
 
@@ -202,11 +203,6 @@ class _Watch:
     lost: str | None = None
 
 
-def _env_float(name: str) -> float | None:
-    value = os.environ.get(name)
-    return float(value) if value else None
-
-
 def run_job_slurm(job: Job, job_file: Path, out_dir: Path, console: Console | None = None, *,
                   repo: Path | None = None, poll_s: float | None = None,
                   pending_timeout_s: float | None = None, attempt: int = 1,
@@ -261,8 +257,8 @@ def _run_once(job: Job, job_file: Path, out_dir: Path, console: Console | None =
     (default: $RECIPE_BOT_SLURM_PENDING_TIMEOUT_S, else wait as long as the queue takes).
     """
     console = console or Console(stderr=True)
-    poll_s = poll_s or _env_float(POLL_ENV) or DEFAULT_POLL_S
-    pending_timeout_s = pending_timeout_s or _env_float(PENDING_TIMEOUT_ENV)
+    poll_s = poll_s or setting("SLURM_POLL_S") or DEFAULT_POLL_S
+    pending_timeout_s = pending_timeout_s or setting("SLURM_PENDING_TIMEOUT_S")
     out_dir = out_dir.resolve()
     job_file = job_file.resolve()
     repo = (repo or Path.cwd()).resolve()
