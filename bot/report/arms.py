@@ -5,17 +5,17 @@ import statistics
 from collections.abc import Sequence
 
 from bot.core import i18n
-from bot.report import noise
+from bot.core.messages import msg
 from bot.core.results import JobResult, PointMetrics, RequestSamples
+from bot.report import noise
 
 # (key, label, how to read it from a run's metrics, higher is better, the metric bot.report.noise
 # recomputes from per-request data: output tokens per request-second, TTFT and TPOT medians)
 METRICS = (
-    ("tput", "output tok/s", lambda m: m.output_throughput, True, "output_tput_per_gpu"),
-    ("ttft", "TTFT p50 ms", lambda m: m.ttft_ms.get("median"), False, "ttft_p50"),
-    ("tpot", "TPOT p50 ms", lambda m: m.tpot_ms.get("median"), False, "tpot_p50"),
+    ("tput", msg("output tok/s"), lambda m: m.output_throughput, True, "output_tput_per_gpu"),
+    ("ttft", msg("TTFT p50 ms"), lambda m: m.ttft_ms.get("median"), False, "ttft_p50"),
+    ("tpot", msg("TPOT p50 ms"), lambda m: m.tpot_ms.get("median"), False, "tpot_p50"),
 )
-METRIC_ZH = {"output tok/s": "输出吞吐（tok/s）", "TTFT p50 ms": "TTFT p50（毫秒）", "TPOT p50 ms": "TPOT p50（毫秒）"}
 
 
 def _runs(point) -> list[PointMetrics]:
@@ -67,13 +67,13 @@ def arm_rows(result: JobResult) -> list[dict]:
             a = [v for v in (read(m) for m in runs_a) if v is not None]
             b = [v for v in (read(m) for m in runs_b) if v is not None]
             if not a or not b:
-                rows.append({"conc": point.concurrency, "metric": label, "metric_zh": METRIC_ZH[label],
+                rows.append({"conc": point.concurrency, "metric": label,
                          "left": "—", "right": "—",
                              "delta": "—", "verdict": "missing", "runs": f"{len(a)}/{len(b)}"})
                 continue
             judged = judge(a, b, metric=recomputed, higher_is_better=higher,
                            left_requests=[m.requests for m in runs_a], right_requests=[m.requests for m in runs_b])
-            rows.append({"conc": point.concurrency, "metric": label, "metric_zh": METRIC_ZH[label],
+            rows.append({"conc": point.concurrency, "metric": label,
                          "left": _cell(a), "right": _cell(b),
                          "delta": "—" if judged["delta"] is None else f"{judged['delta']:+.1f}%",
                          "noise": None if judged["noise"] is None else f"±{judged['noise']:.1f}%",
