@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import machine_info, write_result  # noqa: E402
 
-from bot.recipes.catalog import load_catalog  # noqa: E402
+from bot.inferencex.catalog import load_catalog  # noqa: E402
 from bot.recipes.nodeids import cases_yaml  # noqa: E402
 
 E2E_MODULE = "tests/e2e/models/deepseek_v2_lite/test_deepseek_v2_lite.py"

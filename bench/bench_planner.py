@@ -35,7 +35,7 @@ from bot.inferencex.generate import generate  # noqa: E402
 from bot.inferencex.launches import launch_groups  # noqa: E402
 from bot.inferencex.repo import load_inferencex  # noqa: E402
 from bot.plan import PlanFilters, plan_catalog, plan_change  # noqa: E402
-from bot.recipes import load_catalog  # noqa: E402
+from bot.inferencex.catalog import load_catalog  # noqa: E402
 from bot.recipes.sources import DirSource  # noqa: E402
 
 RESULT = ROOT / "bench" / "results" / "planner.json"

@@ -91,7 +91,7 @@ def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_
     With two_grids: the dense grid twice, interleaved point by point (how far the grid's own knee moves)."""
     from bot.plan.expand import expand
     from bot.plan.model import PlanFilters
-    from bot.recipes.catalog import load_catalog
+    from bot.inferencex.catalog import load_catalog
     from bot.runner.search_run import own_points, point_at
 
     engine_dir = pathlib.Path(os.environ.get("RECIPE_BOT_ENGINE_DIR", ROOT / ".engine"))

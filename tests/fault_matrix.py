@@ -165,10 +165,10 @@ def _setup(h: Harness, command: str, tag: str) -> tuple[str, pathlib.Path, str, 
 
 def _count(h: Harness, command: Command, key: str, pr: int, tag: str, first_id: int) -> dict[str, Any]:
     state = h.sb.state()
-    from bot.control import dispatch
+    from bot.core import markers
 
     mine = [r for r in state["workflow_runs"] if r["event"] == "workflow_dispatch"
-            and (t := dispatch.parse_run_title(r["display_title"])) and t.key == key and t.sha == h.head(7)]
+            and (t := markers.parse_run_title(r["display_title"])) and t.key == key and t.sha == h.head(7)]
     bot_comments = [c for c in state["comments"] if c["issue"] == pr and c["user"] == BOT and c["id"] > first_id]
     marker = f"<!-- recipe-bot:ack comment={key} " if command.dispatches else f"<!-- recipe-bot:reply comment={key} "
     acks = sum(any(line.startswith(marker) for line in c["body"].splitlines()[:4]) for c in bot_comments)

@@ -83,7 +83,7 @@ def changed(path: str, note: str) -> dict[str, str]:
 
 def fingerprint(tmp_path, *changes: dict[str, str]) -> str:
     """fixture-e2e's fingerprint over the fixture with these changes, as the reply abbreviates it."""
-    from bot.recipes.catalog import load_catalog
+    from bot.inferencex.catalog import load_catalog
 
     repo = tmp_path / f"fingerprint-{len(list(tmp_path.glob('fingerprint-*')))}"
     for name, text in {k: v for c in (main_files(), *changes) for k, v in c.items()}.items():

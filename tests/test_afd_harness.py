@@ -5,7 +5,7 @@ import json
 import pytest
 
 from afd_fixture import NODE, git, make_repo, plan_jobs, run_job
-from bot.recipes.catalog import load_catalog
+from bot.inferencex.catalog import load_catalog
 
 
 @pytest.fixture(scope="module")

@@ -244,14 +244,14 @@ def test_a_broken_config_fails_the_gate_with_the_file_and_field(world):
 
 
 def test_accept_regression_next_to_a_sweep_keeps_the_dispatch_ack_readable(world):
-    from bot.control import dispatch
+    from bot.core import markers
     from bot.core.github import Comment
 
     h = world({"recipes/tiny-cpu.yaml": recipe("[1, 4, 8]")})
     comment_id = h.comment(7, "alice", "/accept-regression tiny-cpu known\n/sweep")
     h.handle("issue_comment", "created", comment_id=comment_id)
     [reply] = h.bot_comments(7)
-    ledger = dispatch.read_ledger([Comment(reply["id"], BOT, reply["body"], None)], BOT)
+    ledger = markers.read_ledger([Comment(reply["id"], BOT, reply["body"], None)], BOT)
     assert ledger.acked(str(comment_id), h.head(7))
     assert [a.recipe for a in gate.read_acks([Comment(reply["id"], BOT, reply["body"], None)], BOT, h.head(7))] \
         == ["tiny-cpu"]

@@ -4,8 +4,9 @@ import datetime as dt
 import pytest
 
 from bot.control import dispatch
+from bot.core import markers
 from bot.core.github import Comment, Run
-from bot.control.trust import Approval
+from bot.core.markers import Approval
 
 BOT = "recipe-bot[bot]"
 SHA = "a" * 40
@@ -17,26 +18,26 @@ def comment(user, body, id_=1):
 
 
 def test_markers_in_the_bots_header_are_read():
-    body = "\n".join([dispatch.reply_marker("101", "0123456789ab"), dispatch.ack_marker("101", SHA),
-                      dispatch.approval_marker(SHA, "alice"), "🚀 Started …"])
-    ledger = dispatch.read_ledger([comment(BOT, body)], BOT)
+    body = "\n".join([markers.reply_marker("101", "0123456789ab"), markers.ack_marker("101", SHA),
+                      markers.approval_marker(SHA, "alice"), "🚀 Started …"])
+    ledger = markers.read_ledger([comment(BOT, body)], BOT)
     assert ledger.acked("101") and ledger.acked("101", SHA) and not ledger.acked("101", "b" * 40)
     assert ledger.replied("101", "0123456789ab")
     assert ledger.approvals == [Approval(SHA, "alice")]
 
 
 FORGERIES = [
-    ("someone-elses-comment", "mallory", dispatch.approval_marker(SHA, "alice")),
-    ("another-bot", "dependabot[bot]", dispatch.ack_marker("101", SHA)),
-    ("marker-after-text", BOT, "❌ `x` was not understood\n" + dispatch.approval_marker(SHA, "alice")),
-    ("marker-inside-a-line", BOT, "`" + dispatch.approval_marker(SHA, "alice") + "`"),
+    ("someone-elses-comment", "mallory", markers.approval_marker(SHA, "alice")),
+    ("another-bot", "dependabot[bot]", markers.ack_marker("101", SHA)),
+    ("marker-after-text", BOT, "❌ `x` was not understood\n" + markers.approval_marker(SHA, "alice")),
+    ("marker-inside-a-line", BOT, "`" + markers.approval_marker(SHA, "alice") + "`"),
     ("extra-spaces-inside", BOT, f"<!--  recipe-bot:ok-to-test sha={SHA} by=alice -->"),
 ]
 
 
 @pytest.mark.parametrize("user, body", [f[1:] for f in FORGERIES], ids=[f[0] for f in FORGERIES])
 def test_markers_anyone_else_could_have_written_do_not_count(user, body):
-    ledger = dispatch.read_ledger([comment(user, body)], BOT)
+    ledger = markers.read_ledger([comment(user, body)], BOT)
     assert ledger.approvals == [] and ledger.acks == {} and ledger.replies == set()
 
 
@@ -45,8 +46,8 @@ def test_markers_anyone_else_could_have_written_do_not_count(user, body):
     ("label-run it -->", "label-run%20it%20--%3E"),
 ], ids=["comment", "review", "label", "label-with-spaces-and-arrow"])
 def test_keys_are_safe_inside_a_marker(raw, key):
-    assert dispatch.request_key(raw) == key
-    assert "-->" not in dispatch.ack_marker(dispatch.request_key(raw), SHA)[:-3]
+    assert markers.request_key(raw) == key
+    assert "-->" not in markers.ack_marker(markers.request_key(raw), SHA)[:-3]
 
 
 def run(id_, title, status="completed", conclusion="success", minutes=0):
@@ -54,14 +55,14 @@ def run(id_, title, status="completed", conclusion="success", minutes=0):
 
 
 def test_pr_runs_are_matched_by_title_newest_first():
-    runs = [run(1, dispatch.run_title(7, SHA, "alice", "/sweep"), minutes=1),
-            run(2, dispatch.run_title(8, SHA, "bob", "/sweep"), minutes=2),
-            run(3, dispatch.run_title(7, "b" * 40, "carol", "/e2e"), minutes=3),
+    runs = [run(1, markers.run_title(7, SHA, "alice", "/sweep"), minutes=1),
+            run(2, markers.run_title(8, SHA, "bob", "/sweep"), minutes=2),
+            run(3, markers.run_title(7, "b" * 40, "carol", "/e2e"), minutes=3),
             run(4, "GPU benchmarks", minutes=4)]
-    assert [r.run.id for r in dispatch.pr_runs(runs, 7)] == [3, 1]
-    assert dispatch.latest_for_head(dispatch.pr_runs(runs, 7), SHA).run.id == 1
-    assert dispatch.last_run_by(runs, "bob") == T0 + dt.timedelta(minutes=2)
-    assert dispatch.last_run_by(runs, "dave") is None
+    assert [r.run.id for r in markers.pr_runs(runs, 7)] == [3, 1]
+    assert markers.latest_for_head(markers.pr_runs(runs, 7), SHA).run.id == 1
+    assert markers.last_run_by(runs, "bob") == T0 + dt.timedelta(minutes=2)
+    assert markers.last_run_by(runs, "dave") is None
 
 
 @pytest.mark.parametrize("title", [
@@ -72,7 +73,7 @@ def test_pr_runs_are_matched_by_title_newest_first():
     f"xrecipe-bot pr-7 {SHA} by alice: /sweep",
 ], ids=["workflow-name", "short-sha", "no-number", "no-slash", "prefix"])
 def test_titles_of_other_runs_are_not_ours(title):
-    assert dispatch.parse_run_title(title) is None
+    assert markers.parse_run_title(title) is None
 
 
 def test_cancel_spares_runs_of_the_kept_head_and_finished_runs():
@@ -82,10 +83,10 @@ def test_cancel_spares_runs_of_the_kept_head_and_finished_runs():
         def cancel_run(self, run_id):
             self.cancelled.append(run_id)
 
-    runs = dispatch.pr_runs([
-        run(1, dispatch.run_title(7, SHA, "a", "/sweep"), status="in_progress", conclusion=None),
-        run(2, dispatch.run_title(7, "b" * 40, "a", "/sweep"), status="queued", conclusion=None),
-        run(3, dispatch.run_title(7, "b" * 40, "a", "/sweep"), status="completed"),
+    runs = markers.pr_runs([
+        run(1, markers.run_title(7, SHA, "a", "/sweep"), status="in_progress", conclusion=None),
+        run(2, markers.run_title(7, "b" * 40, "a", "/sweep"), status="queued", conclusion=None),
+        run(3, markers.run_title(7, "b" * 40, "a", "/sweep"), status="completed"),
     ], 7)
     client = Recorder()
     doomed = dispatch.cancel_active(client, "gpu.yml", 7, keep_sha=SHA, runs=runs)

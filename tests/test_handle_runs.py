@@ -5,7 +5,7 @@ display_title (the REST API does not return a run's inputs); the sandbox renders
 """
 import pytest
 
-from bot.control import dispatch
+from bot.core import markers
 from handle_helpers import BOT, Harness, bilingual, seed
 
 
@@ -24,8 +24,8 @@ def test_dispatched_runs_carry_the_title_the_bot_matches(h):
     comment_id = max(c["id"] for c in h.sb.state()["comments"] if c["user"] == "alice")
     listed = h.sb.request("GET", "/repos/acme/bench/actions/workflows/gpu.yml/runs", user="alice")
     [run] = [r for r in listed["workflow_runs"] if r["id"] == run_id]
-    title = dispatch.parse_run_title(run["display_title"])
-    assert title == dispatch.RunTitle(7, h.head(7), "alice", "/sweep --scope full", str(comment_id))
+    title = markers.parse_run_title(run["display_title"])
+    assert title == markers.RunTitle(7, h.head(7), "alice", "/sweep --scope full", str(comment_id))
 
 
 def test_cancel_stops_the_prs_active_runs_and_lists_them(h):

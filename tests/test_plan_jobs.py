@@ -8,7 +8,7 @@ import pytest
 
 from bot.core.jobs import Job
 from bot.plan import PlanError, PlanFilters, plan_catalog
-from bot.recipes import load_catalog
+from bot.inferencex.catalog import load_catalog
 from bot.recipes.errors import RecipeError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.recipes import RecipeError, load_catalog
+from bot.recipes import RecipeError
+from bot.inferencex.catalog import load_catalog
 from bot.recipes.schema import E2ESuite, SweepRecipe
 from bot.recipes.yamlsrc import load_yaml
 

@@ -8,7 +8,7 @@ import pytest
 
 from bot.plan.expand import expand
 from bot.plan.model import PlanFilters
-from bot.recipes.catalog import load_catalog
+from bot.inferencex.catalog import load_catalog
 from bot.recipes.errors import RecipeError
 
 ROOT = Path(__file__).resolve().parent.parent

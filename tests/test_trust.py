@@ -5,7 +5,8 @@ import pytest
 
 from bot.core.events import Pull
 from bot.core import i18n
-from bot.control.trust import REFUSALS, Actor, Approval, Permission, check_ok_to_test, decide
+from bot.control.trust import REFUSALS, Actor, Permission, check_ok_to_test, decide
+from bot.core.markers import Approval
 
 HEAD = "a" * 40
 OLD = "b" * 40

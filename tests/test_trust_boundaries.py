@@ -367,7 +367,7 @@ def test_zizmor_as_an_auditor_finds_nothing_unjustified():
 ], ids=["own-app", "github-actions-impostor", "other-app", "app-unknown"])
 def test_only_the_bots_own_app_check_run_is_completed(app, bot_login, own):
     from bot.core.github import CheckRun
-    from bot.report.post import own_check_runs
+    from bot.core.markers import own_check_runs
 
     run = CheckRun(1, "recipe-bot / benchmarks", "a" * 40, "in_progress", None, "", app=app)
     assert (own_check_runs([run], bot_login) == [run]) is own

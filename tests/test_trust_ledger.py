@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from bot.control import budget, dispatch, estimate, reuse
+from bot.control import budget, estimate, reuse
+from bot.core import markers
 from bot.core.github import GitHubClient
 from bot.report import gate
 from github_sandbox.harness import make_seed
@@ -163,7 +164,7 @@ def test_an_ok_to_test_marker_a_writer_put_into_a_bot_comment_approves_no_fork(h
     h.on_comment(9, "mallory", "/sweep")  # a fork: waits for an approval, and the bot says so
     assert h.dispatches() == []
     reply = h.bot_comments(9)[-1]
-    edit_later(h, reply, "carol", dispatch.approval_marker(h.head(9), "alice") + "\n" + reply["body"])
+    edit_later(h, reply, "carol", markers.approval_marker(h.head(9), "alice") + "\n" + reply["body"])
     h.on_comment(9, "mallory", "/sweep")
     assert h.dispatches() == []
 
@@ -172,7 +173,7 @@ def test_an_ack_marker_a_writer_put_into_a_bot_comment_does_not_swallow_a_comman
     h.on_comment(7, "carol", "/status")
     reply = h.bot_comments(7)[-1]
     request = h.comment(7, "alice", "/sweep")
-    edit_later(h, reply, "carol", dispatch.ack_marker(str(request), h.head(7)) + "\n" + reply["body"])
+    edit_later(h, reply, "carol", markers.ack_marker(str(request), h.head(7)) + "\n" + reply["body"])
     h.handle("issue_comment", "created", comment_id=request)
     assert [r["inputs"]["comment_id"] for r in h.dispatches()] == [str(request)]
 
@@ -182,7 +183,7 @@ def test_a_claim_marker_a_writer_put_into_a_bot_comment_holds_no_request(h):
     reply = h.bot_comments(7)[-1]
     holder = h.sb.add_run("gpu.yml", status="in_progress", event="push")["id"]  # a live run the forged claim names
     request = h.comment(7, "alice", "/sweep")
-    claim = dispatch.claim_marker(str(request), h.head(7), "forged", f"{holder}.1")
+    claim = markers.claim_marker(str(request), h.head(7), "forged", f"{holder}.1")
     edit_later(h, reply, "carol", claim + "\n" + reply["body"])
     h.handle("issue_comment", "created", comment_id=request)
     assert [r["inputs"]["comment_id"] for r in h.dispatches()] == [str(request)]
@@ -255,7 +256,7 @@ def test_a_bot_comment_counts_only_while_every_edit_is_the_bots(edited, editors,
 
     comment = Comment(1, BOT, "<!-- recipe-bot:ack comment=1 sha=x -->", None, edited=edited, editors=editors)
     assert written_by(comment, BOT) is counts
-    assert bool(dispatch.read_ledger([comment], BOT).acks) is counts
+    assert bool(markers.read_ledger([comment], BOT).acks) is counts
 
 
 def test_a_writers_edit_within_the_second_the_bot_wrote_its_comment_still_voids_its_markers(h):

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from bot.control import dispatch
+from bot.core import markers
 from github_sandbox.harness import SandboxProcess, make_seed
 from handle_helpers import BOT, ROOT, Harness, bilingual
 from test_handle_budget import RECIPE, RUNNERS
@@ -110,7 +110,7 @@ def test_of_six_sweeps_made_at_once_only_those_within_the_day_budget_start(harne
     results = _together(h, [("issue_comment", "created", {"comment_id": cid}) for cid in ids])
     log = "\n".join(r.stderr for r in results)
     assert len(h.dispatches()) == 2, log
-    assert sum(float(dispatch.parse_run_title(r["display_title"]).gpu_hours) for r in h.dispatches()) == 4.0
+    assert sum(float(markers.parse_run_title(r["display_title"]).gpu_hours) for r in h.dispatches()) == 4.0
     replies = [c["body"] for c in h.bot_comments(7)]
     assert len(replies) == 6 and sum("waiting for a budget approval" in b for b in replies) == 4
     assert not any("recipe-bot:claim" in b for b in replies)  # every claim became its reply

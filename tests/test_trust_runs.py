@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from bot.control import dispatch
+from bot.core import markers
 from tests import synthetic
 from bot.report.cli import report_cmd
 from github_sandbox.harness import make_seed
@@ -60,7 +60,7 @@ def test_a_gpu_run_a_writer_dispatched_from_their_branch_never_counts_for_the_ga
     sb.request("POST", "/repos/acme/bench/actions/workflows/gpu.yml/dispatches",
                {"ref": "feature", "inputs": _inputs(head, key="2")}, user="carol")
     forged = max((r for r in sb.state()["workflow_runs"] if r["actor"] == "carol"), key=lambda r: r["id"])
-    assert dispatch.parse_run_title(forged["display_title"]).sha == head  # a title like the bot's own
+    assert markers.parse_run_title(forged["display_title"]).sha == head  # a title like the bot's own
     sb.set_run(forged["id"], conclusion="success", artifacts=_artifacts([full], [synthetic.run_sweep(full)]))
 
     narrow = synthetic.sweep_plan("tiny-cpu", concurrencies=(1,), sha=head, command="/sweep --conc 1")

@@ -10,6 +10,8 @@ import pytest
 import yaml
 
 from bot.control import dispatch
+from bot.core import markers
+from bot.control import dispatch_once
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -97,7 +99,7 @@ def test_control_plane_token_can_do_what_the_bot_does_and_no_more():
 
 def test_gpu_workflow_inputs_are_what_dispatch_sends():
     inputs = load("gpu.yml")["on"]["workflow_dispatch"]["inputs"]
-    sent = dispatch.dispatch_inputs(pr=7, sha="a" * 40, command="/sweep", requester="alice", key="101",
+    sent = dispatch_once.dispatch_inputs(pr=7, sha="a" * 40, command="/sweep", requester="alice", key="101",
                                     gpu_hours=2.5)
     assert set(inputs) == set(sent)
     assert all(spec["type"] == "string" for spec in inputs.values())
@@ -108,8 +110,8 @@ def test_gpu_run_name_renders_the_title_the_bot_parses():
     values = {"pr": "7", "sha": "a" * 40, "requester": "alice", "command": "/sweep llama* --conc 4,8",
               "comment_id": "label-gpu", "gpu_hours": "2.50"}
     rendered = re.sub(r"\$\{\{\s*inputs\.(\w+)\s*\}\}", lambda m: values[m.group(1)], run_name)
-    assert rendered == dispatch.run_title(7, "a" * 40, "alice", "/sweep llama* --conc 4,8", "label-gpu", "2.50")
-    title = dispatch.parse_run_title(rendered)
+    assert rendered == markers.run_title(7, "a" * 40, "alice", "/sweep llama* --conc 4,8", "label-gpu", "2.50")
+    title = markers.parse_run_title(rendered)
     assert (title.pr, title.sha, title.requester, title.command, title.key, title.gpu_hours) == \
         (7, "a" * 40, "alice", "/sweep llama* --conc 4,8", "label-gpu", 2.5)
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bot.control import dispatch
+from bot.core import markers
 from bot.core.config import read_repo_config
 from bot.core.events import EventError
 from bot.core.github import GitHubClient, GitHubError
@@ -64,7 +64,7 @@ def on_workflow_run(handler: Callable[..., Any], client: GitHubClient, payload: 
     if str(repository.get("full_name", "")).lower() != client.repository.lower():
         raise EventError(f"the event is for {repository.get('full_name')}, but GITHUB_REPOSITORY is {client.repository}")
     h = handler(client, str(repository.get("default_branch") or "main"), now or dt.datetime.now(dt.timezone.utc))
-    title = dispatch.parse_run_title(str(payload["workflow_run"].get("display_title") or ""))
+    title = markers.parse_run_title(str(payload["workflow_run"].get("display_title") or ""))
     if payload.get("action") != "completed" or title is None:
         h.log("workflow_run: not a completed recipe-bot GPU run")
         return h

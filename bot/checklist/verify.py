@@ -205,7 +205,7 @@ def _ownership(client: GitHubClient, changed: list[FileChange], branch: str, sig
 def _own_checks(client: GitHubClient, head: str, name: str, bot_login: str) -> list:
     """The check runs called `name` on head that the bot's own App posted: another App's check of the
     same name (any workflow's token can post one) says nothing about the bot's gate or sign-off."""
-    from bot.report.post import own_check_runs
+    from bot.core.markers import own_check_runs
 
     return [r for r in own_check_runs(client.list_check_runs(head, name), bot_login) if r.name == name]
 

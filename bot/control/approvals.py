@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from bot.control.trust import Approval, Decision
+from bot.core.markers import Approval
+from bot.control.trust import Decision
 from bot.core.github import Review
 
 

@@ -1,8 +1,8 @@
 """Exactly one GPU run per request, through lost answers, redeliveries, crashes and parallel handlers.
 
 The request key (a comment id, `label-<name>` at a SHA) travels with the run in its title
-(dispatch.RUN_TITLE), so whether a dispatch happened can always be asked of GitHub. Before
-dispatching, a handler writes a *claim* comment (dispatch.claim_marker) and reads every comment
+(markers.RUN_TITLE), so whether a dispatch happened can always be asked of GitHub. Before
+dispatching, a handler writes a *claim* comment (markers.claim_marker) and reads every comment
 back: only the oldest claim of a key may dispatch, so two handlers of one event at once start one
 run. The claim is also the acknowledgement recorded before the dispatch: a handler killed after it
 leaves the claim behind, and the next delivery resumes it: it looks for the key's run and
@@ -20,13 +20,42 @@ import secrets
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from bot.control import dispatch
 from bot.core.config import CONFIG_PATH
 from bot.core.github import BotLoginMismatch, DispatchedRun, GitHubClient, GitHubError, Run
+from bot.core import markers
 from bot.core.markers import written_by
 
 # Runs are listed newest first; a run of a claim cannot be older than the claim (clocks aside).
 CLOCK_SLACK = dt.timedelta(minutes=10)
+
+
+class HeadMoved(Exception):
+    def __init__(self, authorized_sha: str, head_sha: str, state: str = "open"):
+        super().__init__(f"head moved from {authorized_sha} to {head_sha}")
+        self.authorized_sha, self.head_sha, self.state = authorized_sha, head_sha, state
+        self.claim_id: int | None = None  # set when a claim comment was written for the request
+
+
+def dispatch_inputs(*, pr: int, sha: str, command: str, requester: str, key: str,
+                    gpu_hours: float | None = None) -> dict[str, str]:
+    """The GPU workflow's inputs (all strings, as workflow_dispatch takes them)."""
+    return {"pr": str(pr), "sha": sha, "command": command, "requester": requester, "comment_id": key,
+            "gpu_hours": "" if gpu_hours is None else f"{gpu_hours:.2f}"}
+
+
+def dispatch(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, authorized_sha: str,
+             command: str, requester: str, key: str, gpu_hours: float | None = None) -> DispatchedRun:
+    """Re-read the PR head right before dispatching; refuse if it moved since authorization.
+
+    The workflow runs from the default branch (never the PR's, so a PR cannot change what runs
+    with the bot's privileges) and receives the head SHA to check out and plan from.
+    """
+    pull = client.get_pull(pr)
+    if pull.head_sha != authorized_sha or pull.closed:
+        raise HeadMoved(authorized_sha, pull.head_sha, pull.state)
+    inputs = dispatch_inputs(pr=pr, sha=authorized_sha, command=command, requester=requester, key=key,
+                             gpu_hours=gpu_hours)
+    return client.dispatch_workflow(workflow, ref=default_branch, inputs=inputs)
 
 
 @dataclasses.dataclass
@@ -45,19 +74,19 @@ def find_runs(client: GitHubClient, workflow: str, pr: int, key: str, sha: str |
     writer dispatched with the same title is neither taken for the request's run nor kept over it."""
     found = []
     for run in client.iter_workflow_runs(workflow, since=since):
-        title = dispatch.parse_run_title(run.display_title)
+        title = markers.parse_run_title(run.display_title)
         if title and title.pr == pr and title.key == key and (sha is None or title.sha == sha) and \
-                dispatch.started_by_bot(run, bot_login=bot_login, default_branch=default_branch, workflow=workflow):
+                markers.started_by_bot(run, bot_login=bot_login, default_branch=default_branch, workflow=workflow):
             found.append(run)
     return sorted(found, key=lambda r: r.id)
 
 
 def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, sha: str, command: str,
-          requester: str, key: str, bot_login: str, ledger: dispatch.Ledger, claim_body: Callable[[str], str],
+          requester: str, key: str, bot_login: str, ledger: markers.Ledger, claim_body: Callable[[str], str],
           per_sha: bool, started_at: dt.datetime, holder: str | None = None, taken: Taken | None = None,
-          recheck_head: bool = True, before_dispatch: Callable[[list[dispatch.Claim]], bool] | None = None,
+          recheck_head: bool = True, before_dispatch: Callable[[list[markers.Claim]], bool] | None = None,
           gpu_hours: float | None = None, runs: Callable[[], Iterable[Run]] | None = None) -> Started:
-    """Claim, look, dispatch at most once, look again. Raises dispatch.HeadMoved and GitHubError.
+    """Claim, look, dispatch at most once, look again. Raises HeadMoved and GitHubError.
 
     `per_sha`: the key may run once per head SHA (a label), not once in all (a comment).
     `claim_body(marker)`: the claim comment's text, with the marker as its first line.
@@ -83,7 +112,7 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
         if before_dispatch is not None and not before_dispatch([]):
             out.held = True
             return out
-        out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
+        out.run = dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
                                     authorized_sha=sha, command=command, requester=requester, key=key,
                                     gpu_hours=gpu_hours)
         out.dispatched_now = True
@@ -115,7 +144,7 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
         existing = find_runs(client, workflow, pr, key, match_sha, since, bot_login=bot_login,
                              default_branch=default_branch)
     elif runs is not None:  # the handler's listing, already only the bot's runs
-        existing = sorted((r.run for r in dispatch.pr_runs(runs(), pr)
+        existing = sorted((r.run for r in markers.pr_runs(runs(), pr)
                            if r.title.key == key and (match_sha is None or r.title.sha == match_sha)),
                           key=lambda r: r.id)
     else:
@@ -130,14 +159,14 @@ def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, 
         return out
     try:
         if recheck_head:
-            out.run = dispatch.dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
+            out.run = dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
                                         authorized_sha=sha, command=command, requester=requester, key=key,
                                         gpu_hours=gpu_hours)
         else:
-            out.run = client.dispatch_workflow(workflow, ref=default_branch, inputs=dispatch.dispatch_inputs(
+            out.run = client.dispatch_workflow(workflow, ref=default_branch, inputs=dispatch_inputs(
                 pr=pr, sha=sha, command=command, requester=requester, key=key, gpu_hours=gpu_hours))
         out.dispatched_now = True
-    except dispatch.HeadMoved as moved:
+    except HeadMoved as moved:
         moved.claim_id = claim.comment_id  # the refusal replaces the claim
         raise
     except GitHubError as exc:
@@ -166,25 +195,25 @@ class Taken:
     """What claim_first() found: every comment (the ledger), and the claim this handler acts on."""
 
     comments: list
-    ledger: dispatch.Ledger
-    claim: dispatch.Claim | None = None  # ours (fresh), or an earlier one this handler resumes
+    ledger: markers.Ledger
+    claim: markers.Claim | None = None  # ours (fresh), or an earlier one this handler resumes
     resumed: bool = False
     lost: bool = False  # another live handler holds the request
     log: list[str] = dataclasses.field(default_factory=list)
 
 
-def older_claims(ledger: dispatch.Ledger, mine: dispatch.Claim, per_sha: bool) -> list[dispatch.Claim]:
+def older_claims(ledger: markers.Ledger, mine: markers.Claim, per_sha: bool) -> list[markers.Claim]:
     """The undecided claims of other requests written before `mine` (comment ids only grow): what the
     limits count besides the runs already started (a claim that became its reply is no longer a claim)."""
-    def same(c: dispatch.Claim) -> bool:
+    def same(c: markers.Claim) -> bool:
         return c.key == mine.key and (not per_sha or c.sha == mine.sha)
 
     return [c for claims in ledger.claims.values() for c in claims if c.comment_id < mine.comment_id and not same(c)]
 
 
-def _merged(before: dispatch.Ledger, read_back: dispatch.Ledger) -> dispatch.Ledger:
+def _merged(before: markers.Ledger, read_back: markers.Ledger) -> markers.Ledger:
     """The claims of the full read the handler started with, updated by the comments read back since."""
-    merged = dispatch.Ledger(claims={k: list(v) for k, v in before.claims.items()})
+    merged = markers.Ledger(claims={k: list(v) for k, v in before.claims.items()})
     for key, claims in read_back.claims.items():
         known = {c.comment_id for c in merged.claims.get(key, [])}
         merged.claims.setdefault(key, []).extend(c for c in claims if c.comment_id not in known)
@@ -216,14 +245,14 @@ def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login:
     mine: int | None = None
     log: list[str] = []
     try:
-        mine = client.create_comment(pr, claim_body(dispatch.claim_marker(key, sha, nonce, holder, by=requester,
+        mine = client.create_comment(pr, claim_body(markers.claim_marker(key, sha, nonce, holder, by=requester,
                                                                           gpu_hours=gpu_hours)))
     except GitHubError as exc:
         if not exc.ambiguous:
             raise
         log.append(f"writing the claim of {key} failed ambiguously ({exc}); reading it back")
     comments = client.list_issue_comments(pr)
-    ledger = dispatch.read_ledger(comments, bot_login)
+    ledger = markers.read_ledger(comments, bot_login)
     first = ledger.claim(key)
     ours = mine or next((c.comment_id for c in ledger.claims.get(key, []) if c.nonce == nonce), None)
     if first is None or ours is None:
@@ -307,13 +336,13 @@ def holder_gone(client: GitHubClient, theirs: str, mine: str) -> bool:
 def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: str,
                 claim_body: Callable[[str], str], match_sha: str | None, started_at: dt.datetime,
                 holder: str, out: Started, *, requester: str, gpu_hours: float | None
-                ) -> tuple[dispatch.Claim | None, dispatch.Ledger]:
+                ) -> tuple[markers.Claim | None, markers.Ledger]:
     """Write the claim and read the claims back: the first of the key (None: another handler's), and
     the claims read."""
     nonce = secrets.token_hex(6)
     mine: int | None = None
     try:
-        mine = client.create_comment(pr, claim_body(dispatch.claim_marker(key, sha, nonce, holder, by=requester,
+        mine = client.create_comment(pr, claim_body(markers.claim_marker(key, sha, nonce, holder, by=requester,
                                                                           gpu_hours=gpu_hours)))
     except GitHubError as exc:
         if not exc.ambiguous:
@@ -322,7 +351,7 @@ def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: st
     # Read the claims back: the oldest wins (comment ids only grow), whoever wrote it. The full ledger
     # read before had none, so only comments written since then can hold one: read by time.
     read_back = client.list_issue_comments(pr, since=started_at - CLOCK_SLACK)
-    ledger = dispatch.read_ledger(read_back, bot_login)
+    ledger = markers.read_ledger(read_back, bot_login)
     first = ledger.claim(key, match_sha)
     if first is None:
         raise missing_claim(key, pr, read_back, bot_login, nonce)

@@ -130,7 +130,7 @@ def plan_command(h: Any, command_line: str, pull: Any) -> Estimate:
     from bot.core.commands import UsageError, parse_single
     from bot.plan.model import PlanError, PlanFilters
     from bot.plan.planner import plan_change_sources
-    from bot.recipes.catalog import load_catalog
+    from bot.inferencex.catalog import load_catalog
     from bot.recipes.errors import RecipeError
     from bot.recipes.sources import SourceError
 

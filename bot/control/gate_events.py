@@ -47,7 +47,8 @@ def _render(verdict: gate.GateVerdict, sha: str, *, bot_login: str, **extra: Any
 def _own_gates(client, sha: str, bot_login: str) -> list:
     """The gate checks on sha that the bot's own App posted: a check of the same name by another App
     (any workflow's token can post one) neither counts nor is updated; the bot posts its own beside it."""
-    from bot.report.post import CHECK_NAME, own_check_runs
+    from bot.report.post import CHECK_NAME
+    from bot.core.markers import own_check_runs
 
     return [run for run in own_check_runs(client.list_check_runs(sha, CHECK_NAME), bot_login)
             if run.name == CHECK_NAME]
@@ -314,7 +315,7 @@ def handle_merge_group(h, payload: dict) -> None:
     lines = list(h.config.gate.required)
     title, section = _render(_verdict({}), sha, bot_login=h.bot_login(), reason="planned", commands=lines)
     _post_check(h.client, sha, bot_login=h.bot_login(), conclusion=None, title=title, summary=section)
-    from bot.control.dispatch import dispatch_inputs
+    from bot.control.dispatch_once import dispatch_inputs
 
     for number, line in enumerate(lines):
         h.client.dispatch_workflow(h.config.gpu_workflow, ref=h.default_branch, inputs=dispatch_inputs(
@@ -347,7 +348,7 @@ def on_merge_group(make_handler, payload, client, now=None):
 
 def baseline(h, reply, command, actor, pull, approvals, key) -> None:
     """Dispatch the GPU workflow's baseline mode on the default branch's tip (pr 0: no PR's run)."""
-    from bot.control.dispatch import dispatch_inputs
+    from bot.control.dispatch_once import dispatch_inputs
     from bot.report.fetch import BASELINE_COMMAND
 
     sha = h.client.branch_sha(h.default_branch)

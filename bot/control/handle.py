@@ -14,6 +14,7 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.control import approvals as approval_sources
 from bot.core import commands
 from bot.control import budget, dispatch, dispatch_once, gate_events, github_failures, pr_actions
+from bot.core import markers
 from bot.checklist import hooks as checklist_hooks
 from bot.core.commands import Command, CommandError
 from bot.control.reply import Reply
@@ -21,7 +22,8 @@ from bot.core.config import ConfigError
 from bot.core.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import foreign_edits
-from bot.control.trust import Actor, Approval, Permission
+from bot.control.trust import Actor, Permission
+from bot.core.markers import Approval
 from bot.control.handler import FALLBACK_BOT_LOGIN, Handler, Outcome  # noqa: F401  (callers' names)
 
 
@@ -41,12 +43,12 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     if event.edited and not h.config.allow_edits:
         h.log("edited comments are not read (allow_edits: false)")
         return
-    body_digest = dispatch.digest(event.body)
-    reply = Reply(markers=[dispatch.reply_marker(event.key, body_digest)])
+    body_digest = markers.digest(event.body)
+    reply = Reply(markers=[markers.reply_marker(event.key, body_digest)])
     pull = dispatch_once.claim_comment(h, event, parsed, reply)
     if reply.silent:
         return
-    ledger = h.ledger = h.taken.ledger if h.taken is not None else dispatch.read_ledger(h.comments, bot)
+    ledger = h.ledger = h.taken.ledger if h.taken is not None else markers.read_ledger(h.comments, bot)
     for line in foreign_edits(h.comments, bot):
         h.log(line)
     if ledger.replied(event.key, body_digest):
@@ -73,7 +75,7 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
 
 
 def _run_commands(h: Handler, event: CommentEvent, parsed: tuple[Command, ...], pull: Pull,
-                  ledger: dispatch.Ledger, reply: Reply) -> None:
+                  ledger: markers.Ledger, reply: Reply) -> None:
     approvals = list(ledger.approvals)
     gpu_commands = 0
     for command in commands.ordered(parsed):
@@ -139,11 +141,11 @@ ACTIONS: dict[str, Callable[..., None]] = {
 def _reply_config_error(h: Handler, number: int, key: str, text: str, error: ConfigError) -> None:
     """Nothing runs on a broken config, and the people asking are told why (once)."""
     bot = h.config.bot_login or h.bot_login()
-    ledger = dispatch.read_ledger(h.client.list_issue_comments(number), bot)
-    body_digest = dispatch.digest(text)
+    ledger = markers.read_ledger(h.client.list_issue_comments(number), bot)
+    body_digest = markers.digest(text)
     if ledger.replied(key, body_digest):
         return
-    reply = Reply(markers=[dispatch.reply_marker(key, body_digest)], refused=True)
+    reply = Reply(markers=[markers.reply_marker(key, body_digest)], refused=True)
     reply.refuse("config-invalid", error=str(error))
     h.post(number, reply)
 
@@ -176,13 +178,13 @@ def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
         h.log(f"pull_request {event.action}: no label that starts a run")
         return
     bot = h.bot_login()
-    key = dispatch.request_key(f"{event.action}-{pull.head_sha}")
-    body_digest = dispatch.digest(f"{event.action}@{pull.head_sha}@{event.label or ''}")
-    reply = Reply(markers=[dispatch.reply_marker(key, body_digest)])
+    key = markers.request_key(f"{event.action}-{pull.head_sha}")
+    body_digest = markers.digest(f"{event.action}@{pull.head_sha}@{event.label or ''}")
+    reply = Reply(markers=[markers.reply_marker(key, body_digest)])
     if event.sender == bot:
         triggers = []  # the bot's own label or push never starts a run by itself
     h.comments = h.client.list_issue_comments(pull.number) if triggers else []
-    ledger = dispatch.read_ledger(h.comments, bot) if triggers else None
+    ledger = markers.read_ledger(h.comments, bot) if triggers else None
     for line in foreign_edits(h.comments, bot):
         h.log(line)
     h.ledger = ledger or h.ledger
@@ -220,8 +222,8 @@ def _stale_push(h: Handler, event: PullRequestEvent) -> bool:
 
 
 def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, label: str,
-               command: Command, ledger: dispatch.Ledger) -> None:
-    key = dispatch.request_key(f"label-{label}")
+               command: Command, ledger: markers.Ledger) -> None:
+    key = markers.request_key(f"label-{label}")
     line = command.normalized()
     if ledger.acked(key, pull.head_sha):
         h.log(f"label {label} already ran on {pull.head_sha}")

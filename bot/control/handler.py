@@ -11,13 +11,15 @@ from typing import Any
 from bot.core import i18n
 from bot.control import approvals as approval_sources
 from bot.control import budget, dispatch, dispatch_once, trust
+from bot.core import markers
 from bot.control import limits
 from bot.core.commands import Command
 from bot.control.reply import Reply
 from bot.core.config import ConfigError, RepoConfig, read_repo_config
 from bot.core.events import Pull
 from bot.core.github import GitHubClient, GitHubError
-from bot.control.trust import Actor, Approval, Decision, Permission
+from bot.control.trust import Actor, Decision, Permission
+from bot.core.markers import Approval
 
 FALLBACK_BOT_LOGIN = "github-actions[bot]"  # what GITHUB_TOKEN acts as; it may not call GET /user
 
@@ -43,19 +45,19 @@ class Handler:
         self.config: RepoConfig = RepoConfig()
         self._permissions: dict[str, Permission] = {}
         self._author_trusted: dict[str, bool] = {}
-        self._runs: list[dispatch.PrRun] | None = None
+        self._runs: list[markers.PrRun] | None = None
         self._all_runs: list | None = None
         self._config_read, self._config_error = False, None
         self._review_approvals: list[Approval] | None = None
         self._bot: str | None = None
-        self.ledger = dispatch.Ledger()
+        self.ledger = markers.Ledger()
         self.request_key: str | None = None  # the request being decided (its own run is no cooldown)
         self.request_sha: str | None = None  # ...at this head only (a label's key runs once per head)
         self.checkout_commit: tuple | None = None  # the checkout's verified commit (checkout.verified_commit)
         self.estimates: dict[tuple[str, str], Any] = {}  # (command line, head SHA) → its estimate (budget.py)
         # Claim-then-check (bot/control/limits.py): once the claim is written, runs and older claims count.
         self.claimed, self._runs_after_claim = False, False
-        self.older: list[dispatch.Claim] = []
+        self.older: list[markers.Claim] = []
 
     def log(self, message: str) -> None:
         self.outcome.log.append(message)
@@ -120,14 +122,14 @@ class Handler:
         came before the claim: every decision (the cooldown, the limits, /status, /cancel, /rerun, the merge
         queue) reads these, never a run a writer dispatched by hand."""
         if self._all_runs is None or (self.claimed and not self._runs_after_claim):
-            self._all_runs = dispatch.bot_runs(
+            self._all_runs = markers.bot_runs(
                 self.client.list_workflow_runs(self.config.gpu_workflow), bot_login=self.bot_login(),
                 default_branch=self.default_branch, workflow=self.config.gpu_workflow)
             self._runs_after_claim = self.claimed
         return self._all_runs
 
-    def pr_runs(self, pr: int) -> list[dispatch.PrRun]:
-        return dispatch.pr_runs(self.all_runs(), pr)
+    def pr_runs(self, pr: int) -> list[markers.PrRun]:
+        return markers.pr_runs(self.all_runs(), pr)
 
     command_that_starts = limits.command_that_starts  # what a /rerun starts (bot/control/limits.py)
     claim_hours = limits.claim_hours
@@ -179,7 +181,7 @@ class Handler:
                 bot_login=self.bot_login(), ledger=self.ledger, claim_body=claim_body, per_sha=label is not None,
                 started_at=self.started, taken=self.taken, before_dispatch=gate, gpu_hours=hours,
                 runs=lambda: limits.runs_after_claim(self))
-        except dispatch.HeadMoved as moved:
+        except dispatch_once.HeadMoved as moved:
             if moved.claim_id is not None and moved.claim_id not in reply.claims:
                 reply.claims.append(moved.claim_id)
             self.log(f"refused {command_line}: {moved}")
@@ -197,13 +199,13 @@ class Handler:
             return
         run = started.run
         reply.dispatched = True
-        reply.markers.append(dispatch.ack_marker(key, pull.head_sha))
+        reply.markers.append(markers.ack_marker(key, pull.head_sha))
         if gate.hours is not None:  # the per-PR-per-day budget sums these
             reply.markers.append(budget.estimates.marker(key, pull.head_sha, gate.hours))
         if not started.dispatched_now:
             self.log(f"request {key} resumed: its run was already started")
         else:
-            self.outcome.dispatched.append(dispatch.dispatch_inputs(
+            self.outcome.dispatched.append(dispatch_once.dispatch_inputs(
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
                 gpu_hours=hours))
             self.log(f"dispatched {self.config.gpu_workflow} for PR #{pull.number} at {pull.head_sha}: {command_line}")

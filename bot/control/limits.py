@@ -11,7 +11,8 @@ import datetime as dt
 from typing import Any
 
 from bot.core import commands
-from bot.control import budget, dispatch
+from bot.control import budget
+from bot.core import markers
 from bot.core.commands import Command
 
 
@@ -22,7 +23,7 @@ def command_that_starts(h: Any, command: Command, pull: Any) -> Command | None:
     if command.name != "rerun":
         return command
     runs = h.pr_runs(pull.number)
-    previous = dispatch.latest_for_head(runs, pull.head_sha) if command.failed else next(iter(runs), None)
+    previous = markers.latest_for_head(runs, pull.head_sha) if command.failed else next(iter(runs), None)
     if previous is None:
         return command if command.failed else None
     try:
@@ -39,7 +40,7 @@ def claim_hours(h: Any, command_line: str, pull: Any) -> float | None:
 
 def last_start(h: Any, login: str) -> dt.datetime | None:
     """When `login` last started GPU work, for the cooldown: a run (any PR), or an older undecided claim."""
-    last = dispatch.last_run_by(h.all_runs(), login, exclude_key=h.request_key, exclude_sha=h.request_sha)
+    last = markers.last_run_by(h.all_runs(), login, exclude_key=h.request_key, exclude_sha=h.request_sha)
     claimed = [c.created_at for c in h.older if c.requester == login and c.created_at is not None]
     return max([t for t in (last, *claimed) if t is not None], default=None)
 

@@ -9,9 +9,11 @@ from typing import Any
 from bot.core import failure_classes
 from bot.core import commands
 from bot.control import dispatch, queue_view, trust
+from bot.core import markers
 from bot.core.commands import Command
 from bot.core.events import Pull
-from bot.control.trust import Actor, Approval
+from bot.control.trust import Actor
+from bot.core.markers import Approval
 from bot.core.markers import written_by
 
 
@@ -19,7 +21,7 @@ def rerun_failed(h: Any, reply: Any, line: str, actor: Actor, pull: Pull,
                  over_budget: Callable[..., bool] = lambda *_: False) -> None:
     """`over_budget(h, reply, line, latest, pull)`: whether starting the run's jobs again is over the budget
     (bot/control/budget.py: the reply then says why)."""
-    latest = dispatch.latest_for_head(h.pr_runs(pull.number), pull.head_sha)
+    latest = markers.latest_for_head(h.pr_runs(pull.number), pull.head_sha)
     if latest is None:
         reply.refuse("no-run", command=line, head_sha=pull.head_sha)
     elif latest.run.active:
@@ -47,7 +49,7 @@ def ok_to_test(h: Any, reply: Any, command: Command, actor: Actor, pull: Pull,
         h.refusal(reply, command.normalized(), check, login=actor.login, pull=pull)
         return
     approvals.append(Approval(pull.head_sha, actor.login))
-    reply.markers.append(dispatch.approval_marker(pull.head_sha, actor.login))
+    reply.markers.append(markers.approval_marker(pull.head_sha, actor.login))
     h.log(f"{actor.login} approved {pull.head_sha}")
     reply.add("approved", sha=pull.head_sha, by=actor.login)
 
@@ -69,6 +71,6 @@ def help_reply(h: Any, reply: Any, command: Command, actor: Actor, pull: Pull,
               labels=sorted(h.config.labels.items()), head_sha=pull.head_sha)
 
 
-def run_rows(runs: list[dispatch.PrRun]) -> list[dict[str, Any]]:
+def run_rows(runs: list[markers.PrRun]) -> list[dict[str, Any]]:
     return [{"command": r.title.command, "sha": r.title.sha, "requester": r.title.requester,
              "status": r.run.status, "conclusion": r.run.conclusion, "url": r.run.html_url} for r in runs]

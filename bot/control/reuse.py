@@ -125,9 +125,9 @@ def latest(comments: Iterable[Any], bot_login: str) -> Reuse | None:
 def judge(client: Any, *, run_id: int, pull: Any, by: str, bot_login: str, workflow: str,
           check_name: str, default_branch: str) -> Judgement:
     """Accept run_id for pull's head, or say why not (reads the run, the gate at its commit, both fingerprints)."""
-    from bot.control.dispatch import parse_run_title, started_by_bot
+    from bot.core.markers import parse_run_title, started_by_bot
     from bot.core.github import GitHubError
-    from bot.report.post import own_check_runs
+    from bot.core.markers import own_check_runs
 
     base = {"run_id": run_id, "head_sha": pull.head_sha}
     try:

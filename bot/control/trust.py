@@ -7,7 +7,7 @@ import enum
 
 from bot.core import commands
 from bot.core.events import Pull
-from bot.core.markers import is_full_sha
+from bot.core.markers import Approval, is_full_sha
 
 
 class Permission(enum.IntEnum):
@@ -43,14 +43,6 @@ class Actor:
     @property
     def trusted(self) -> bool:
         return self.has(Permission.WRITE)
-
-
-@dataclasses.dataclass(frozen=True)
-class Approval:
-    """A `/ok-to-test` the bot accepted: for exactly one head commit, by one trusted login."""
-
-    sha: str
-    by: str
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,8 @@ from bot.plan.inferencex_plan import plan_inferencex
 from bot.plan.matrix import matrices_for
 from bot.plan.model import MatrixEntry, Plan, PlanError, PlanFilters, RecipePlan, TouchedRecipe
 from bot.plan.touched import Touched, touched_native
-from bot.recipes.catalog import Catalog, load_catalog
+from bot.recipes.catalog import Catalog
+from bot.inferencex.catalog import load_catalog
 from bot.recipes.sources import Source, SourceError, changed_paths, open_source
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from bot.core.jobs import Job
 from bot.plan.model import PlanFilters
 from bot.plan.planner import plan_native
 from bot.plan.touched import touched_native
-from bot.recipes.catalog import Catalog, load_catalog  # noqa: F401  (gate_events loads through here)
+from bot.recipes.catalog import Catalog
+from bot.inferencex.catalog import load_catalog  # noqa: F401  (gate_events loads through here)
 
 
 class ApiSource:

@@ -6,14 +6,13 @@ import hashlib
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.recipes.errors import RecipeError, RecipeProblem, dotted
 from bot.recipes.loader import Resolved, YamlCache, resolve, validate
 from bot.recipes.sources import Source, open_source
 
 if TYPE_CHECKING:
-    from bot.inferencex.repo import InferenceXRepo
     from bot.recipes.schema import Recipe, RunnerTable
 
 # The schema (pydantic models) is imported by the functions that read a native recipe or
@@ -45,7 +44,9 @@ class Catalog:
     entries: dict[str, CatalogEntry] = field(default_factory=dict)
     runners: RunnerTable | None = None
     runners_raw: dict = field(default_factory=dict)
-    inferencex: "InferenceXRepo | None" = None
+    # The repository's InferenceX configs (a bot.inferencex.repo.InferenceXRepo), when it is an InferenceX
+    # checkout: set by bot.inferencex.catalog.load_catalog, which sits above the recipes and reads both.
+    inferencex: Any = None
 
     def names(self) -> list[str]:
         return sorted(self.entries)
@@ -213,11 +214,18 @@ def load_entry(path: str, cache: YamlCache, source: Source, runners: RunnerTable
                         fingerprint(recipe, source, named, shared_paths(recipe, runners)))
 
 
-def load_catalog(repo: Path | str | Source, rev: str | None = None, *, inferencex: bool = True) -> Catalog:
+def load_recipes(repo: Path | str | Source, rev: str | None = None) -> Catalog:
     """Every recipe of a repository (a directory, or `rev` of a git repository), validated.
 
     Raises RecipeError listing one problem per broken file; nothing is half-loaded.
     """
+    catalog, problems = read_catalog(repo, rev)
+    raise_problems(problems)
+    return catalog
+
+
+def read_catalog(repo: Path | str | Source, rev: str | None = None) -> tuple[Catalog, list[RecipeProblem]]:
+    """The recipes of a repository that load, and one problem per file that does not."""
     source = repo if not isinstance(repo, (str, Path)) else open_source(Path(repo), rev)
     folder = recipes_dir_of(source)
     paths = recipe_paths(source, folder)
@@ -238,17 +246,15 @@ def load_catalog(repo: Path | str | Source, rev: str | None = None, *, inference
             problems.extend(exc.problems[:1])
             continue
         catalog.entries[entry.name] = entry
-    if inferencex:
-        from bot.inferencex.repo import load_inferencex
+    return catalog, problems
 
-        try:
-            catalog.inferencex = load_inferencex(source)
-        except RecipeError as exc:
-            problems.extend(exc.problems)
+
+def raise_problems(problems: list[RecipeProblem]) -> None:
+    """Raise RecipeError with every problem found, if any."""
     if problems:
         # A broken shared base file breaks every recipe that includes it: list it once.
         raise RecipeError(list(dict.fromkeys(problems)))
-    return catalog
+
 
 
 def recipe_kind(recipe: Recipe) -> str:

@@ -12,7 +12,7 @@ import pathlib
 import shutil
 import zipfile
 
-from bot.control.dispatch import parse_run_title
+from bot.core.markers import parse_run_title
 
 RESULT_ARTIFACT_PREFIX = "result-"
 MERGED_STATES = ("identical", "behind")  # compare base...sha: the commit is part of the base branch

@@ -14,7 +14,7 @@ import click
 
 from bot.core import i18n
 from bot.core.cli_guard import HELP_OPTIONS
-from bot.control.dispatch import parse_run_title, started_by_bot
+from bot.core.markers import parse_run_title, started_by_bot
 from bot.report import build, collect, gate
 from bot.report.compare import Baseline
 from bot.report.fetch import RESULT_ARTIFACT_PREFIX, ArtifactRejected, extract_safely

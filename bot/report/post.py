@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from bot.core.markers import written_by
+from bot.core.markers import own_check_runs, written_by
 from bot.report import marker
 
 CHECK_NAME = "recipe-bot / benchmarks"  # the merge gate: only `report --gate` posts under it
@@ -34,16 +34,6 @@ class CheckRunLike(Protocol):
     name: str
     status: str
     app: str | None
-
-
-def own_check_runs(runs: Sequence[CheckRunLike], bot_login: str) -> list[CheckRunLike]:
-    """Check runs the bot's own App created: `<slug>[bot]` posts as the App `<slug>`.
-
-    Any workflow's token can create a check run with the same name; one by another App is never the
-    bot's to complete (and branch protection should require the check from the bot's App only).
-    """
-    slug = bot_login.removesuffix("[bot]")
-    return [run for run in runs if run.app is None or run.app == slug]
 
 
 class ReportClient(Protocol):
