@@ -28,32 +28,46 @@ def test_the_repository_keeps_every_import_contract() -> None:
     assert "0 broken" in done.stdout
 
 
-@pytest.fixture()
-def throwaway_tree(tmp_path: Path) -> Path:
+def _copy_tree(to: Path) -> Path:
     """The Python files of bot/ and of the sandbox, and the pyproject.toml, copied where a test may break them."""
     def not_python(directory: str, names: list[str]) -> list[str]:
         return [n for n in names if not n.endswith(".py") and not (Path(directory) / n).is_dir()
                 or n == "__pycache__"]
-    shutil.copytree(ROOT / "bot", tmp_path / "bot", ignore=not_python)
-    shutil.copytree(ROOT / "sandbox" / "github_sandbox", tmp_path / "sandbox" / "github_sandbox", ignore=not_python)
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    return tmp_path
+    shutil.copytree(ROOT / "bot", to / "bot", ignore=not_python)
+    shutil.copytree(ROOT / "sandbox" / "github_sandbox", to / "sandbox" / "github_sandbox", ignore=not_python)
+    shutil.copy(ROOT / "pyproject.toml", to / "pyproject.toml")
+    return to
+
+
+@pytest.fixture()
+def throwaway_tree(tmp_path: Path) -> Path:
+    return _copy_tree(tmp_path)
+
+
+def test_an_untouched_copy_keeps_every_contract(tmp_path: Path) -> None:
+    """What the wrong-import cases break is a copy that passes as it is."""
+    done = lint_imports(_copy_tree(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 WRONG_ARROWS = [
     # (name, module that gains the import, the import, what the report names)
-    ("runner imports the report", "bot/runner/budget.py", "import bot.report.model",
-     "bot.runner.budget -> bot.report.model"),
-    ("a contract imports the control plane", "bot/core/jobs.py", "import bot.control.handle",
+    ("core imports the control plane", "bot/core/jobs.py", "import bot.control.handle",
      "bot.core.jobs -> bot.control.handle"),
-    ("plan imports dispatch", "bot/plan/touched.py", "import bot.control.dispatch",
-     "bot.plan.touched -> bot.control.dispatch"),
+    ("recipes import inferencex", "bot/recipes/loader.py", "import bot.inferencex.repo",
+     "bot.recipes.loader -> bot.inferencex.repo"),
+    ("plan imports the runner", "bot/plan/touched.py", "import bot.runner.budget",
+     "bot.plan.touched -> bot.runner.budget"),
+    ("runner imports the plan", "bot/runner/budget.py", "import bot.plan.touched",
+     "bot.runner.budget -> bot.plan.touched"),
+    ("report imports the control plane", "bot/report/chart.py", "import bot.control.dispatch",
+     "bot.report.chart -> bot.control.dispatch"),
+    ("checklist imports the report", "bot/checklist/render.py", "import bot.report.model",
+     "bot.checklist.render -> bot.report.model"),
     ("the sandbox imports the bot", "sandbox/github_sandbox/seed.py", "import bot.core.config",
      "github_sandbox.seed -> bot.core.config"),
     ("a stage imports the sandbox", "bot/report/chart.py", "import github_sandbox.state",
      "bot.report.chart -> github_sandbox.state"),
-    ("the demo imports the sandbox", "bot/demo/loop.py", "from github_sandbox.harness import make_seed",
-     "bot.demo.loop -> github_sandbox.harness"),
     ("the bot imports the tests", "bot/core/results.py", "import tests.git_helpers",
      "bot.core.results -> tests"),
 ]
@@ -63,14 +77,39 @@ WRONG_ARROWS = [
                          ids=[case[0] for case in WRONG_ARROWS])
 def test_a_wrong_import_breaks_a_contract_and_is_named(throwaway_tree: Path, module: str, line: str,
                                                        named: str) -> None:
-    before = lint_imports(throwaway_tree)
-    assert before.returncode == 0, "the untouched copy should pass:\n" + before.stdout
     path = throwaway_tree / module
     path.write_text(path.read_text(encoding="utf-8") + f"\n{line}  # deliberately wrong\n", encoding="utf-8")
     after = lint_imports(throwaway_tree)
     assert after.returncode != 0, after.stdout
     assert "1 broken" in after.stdout
     assert named in after.stdout, after.stdout
+
+
+def _stages() -> list[str]:
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    [stages] = [c for c in contracts["contracts"] if c["id"] == "stages"]
+    return stages["layers"]
+
+
+def test_every_package_of_the_bot_has_a_layer_and_none_is_sliced() -> None:
+    """One package per layer: a new package must be placed, and no layer names a module inside one."""
+    named = {name.strip().strip("()") for layer in _stages() for name in layer.split("|")}
+    assert all(name.count(".") == 1 for name in named), f"sublayers in the `stages` contract: {sorted(named)}"
+    code = [p.parent for p in (ROOT / "bot").glob("*/__init__.py")
+            if any(m.name != "__init__.py" for m in p.parent.glob("*.py"))]  # bot/data holds data only
+    packages = {f"bot.{folder.name}" for folder in code} | {"bot.cli"}
+    assert packages - named == set(), "add these to the `stages` layers in pyproject.toml"
+
+
+def test_the_readme_states_the_layers_of_the_contract_in_their_order() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sentence = readme[readme.index("Imports run downhill only"):]
+    sentence = " ".join(sentence[:sentence.index(" (`engines`")].split())
+    said = [layer.strip(" `") for layer in sentence.split("):", 1)[1].split("→")]
+    written = [" | ".join(n.strip().strip("()").removeprefix("bot.") for n in layer.split("|")) for layer in _stages()]
+    assert said == written
 
 
 def test_no_module_in_bot_or_the_sandbox_is_over_500_lines() -> None:

@@ -34,7 +34,7 @@ def test_the_two_setup_commands_are_the_ones_ci_runs():
 
 def test_a_newcomer_reads_the_prerequisites_before_the_architecture():
     before = README.index("## Before you start")
-    assert before < README.index("PR comment / label ──► events") and before < README.index("| stage | module |")
+    assert before < README.index("PR comment / label ──► events") and before < README.index("| package | what it holds |")
     for needed in ("Python ≥ 3.11", "npm", "root with `apt-get`", "4 GB of disk", "dpkg lock"):
         assert needed in README[before:README.index("## How it works")], needed
 
