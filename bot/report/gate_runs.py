@@ -53,7 +53,7 @@ def fetch_prior_runs(client, *, workflow: str, sha: str, dest: pathlib.Path, bot
                      skipped: list[dict] | None = None) -> list[tuple[int, pathlib.Path]]:
     """Download plan and results of every run of `workflow` that the bot started for `sha`.
 
-    A run a writer dispatched by hand never counts (dispatch.started_by_bot). A run still going counts
+    A run a writer dispatched by hand never counts (markers.started_by_bot). A run still going counts
     with what it has uploaded so far (folder marked IN_PROGRESS): a narrow run reporting while a failing
     run finishes must not drop that run's failures from the verdict. An artifact that cannot be used
     (not a zip, a member outside its folder, past the size limits) is left out and described in
