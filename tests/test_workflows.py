@@ -9,9 +9,8 @@ import sys
 import pytest
 import yaml
 
-from bot.control import dispatch
-from bot.core import markers
 from bot.control import dispatch_once
+from bot.core import markers
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
