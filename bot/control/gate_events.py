@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bot.core import i18n
+from bot.core.messages import bilingual, msg
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core import commands
 from bot.control import reuse
@@ -398,8 +399,7 @@ def _poster_login(client) -> str:
 
 def _full_sha(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if not is_full_sha(value):
-        raise click.BadParameter(f"{value!r} is not a full commit SHA (40 hex characters)\n"
-                                 f"{value!r} 不是完整的提交 SHA（40 个十六进制字符）")
+        raise click.BadParameter(msg("%(value)s is not a full commit SHA (40 hex characters)", value=repr(value)))
     return value
 
 
@@ -419,7 +419,7 @@ def plan_failed_cmd(sha: str, plan_json: pathlib.Path, run_url: str | None) -> N
         _post_check(client, sha, bot_login=poster, conclusion="failure", title=title,
                     summary=section, details_url=run_url)
     except GitHubError as exc:
-        click.echo(f"recipe-bot: cannot fail the merge gate on {sha}: {exc}\n"
-                   f"recipe-bot：无法将 {sha} 的合并门禁置为失败：{exc}", err=True)
+        click.echo(bilingual(msg("recipe-bot: cannot fail the merge gate on %(sha)s: %(reason)s",
+                                 sha=sha, reason=str(exc))), err=True)
         raise SystemExit(1) from None
     click.echo(f"recipe-bot: merge gate on {sha[:12]} failed: {problems[0]}", err=True)

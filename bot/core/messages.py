@@ -49,3 +49,8 @@ def plural(singular: str, plural_id: str, count: int, /, **params: object) -> Me
 def render(value: object, lang: str, locale_dir: pathlib.Path = catalogue.LOCALE_DIR) -> str:
     """A message in `lang`; any other value as it is."""
     return value.render(lang, locale_dir) if isinstance(value, Message) else str(value)
+
+
+def bilingual(message: Message) -> str:
+    """A message as a terminal line pair: English, then 简体中文 (for text written straight to stderr)."""
+    return f"{message.render('en')}\n{message.render('zh')}"

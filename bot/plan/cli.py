@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from bot.core.messages import msg
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
@@ -77,8 +78,7 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
              outputs_file: Path | None = None) -> None:
     """Show which recipes a change touches and the GPU jobs it needs."""
     if outputs_file is not None and jobs_dir is None:
-        raise click.UsageError("--actions-outputs needs --jobs-dir (the matrices name job files)\n"
-                               "--actions-outputs 需要 --jobs-dir（矩阵引用作业文件）")
+        raise click.UsageError(msg("--actions-outputs needs --jobs-dir (the matrices name job files)"))
     outputs = None
     try:
         filters = PlanFilters(

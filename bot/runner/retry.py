@@ -18,6 +18,7 @@ import click
 from pydantic import ValidationError
 
 from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.messages import bilingual, msg
 from bot.core.failure_classes import INFRASTRUCTURE, classify_job
 from bot.core.jobs import Job
 from bot.core.results import JobResult
@@ -104,7 +105,8 @@ def retry_matrix_cmd(results_dir: Path, plan_jobs: Path, fail_fast: bool) -> Non
     try:
         plan = load_plan(plan_jobs)
     except (OSError, ValueError) as exc:
-        click.echo(f"{plan_jobs}: not a readable plan: {exc}\n{plan_jobs}：无法读取计划：{exc}", err=True)
+        click.echo(bilingual(msg("%(path)s: not a readable plan: %(reason)s", path=str(plan_jobs), reason=str(exc))),
+                   err=True)
         raise SystemExit(2) from None
     decisions = decide(plan, load_results(results_dir), fail_fast=fail_fast)
     for d in decisions:
