@@ -12,6 +12,35 @@ from github_sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, Sand
 # tests that need them, inside their own checkout, never collected as recipe-bot's tests.
 collect_ignore_glob = ["fixtures/*"]
 
+# Parallel workers (`pytest -n auto`, pytest-xdist): each file runs whole on one worker, so that its
+# module fixtures are built once. The files that use what this machine has only one of (the Slurm cluster
+# with its two GPUs, the CPU engine's memory and cores, act's runners) form one unit, so that they run one
+# after another and never wait on each other's jobs. The controller sees only test ids, so the unit is a
+# list of files; collection fails when a slurm- or engine-marked test sits in a file the list lacks.
+ONE_AT_A_TIME_MARKS = ("slurm", "engine")
+ONE_AT_A_TIME_FILES = frozenset({"test_afd_harness_engine.py", "test_ix_run.py", "test_runner_engine.py",
+                                 "test_slurm.py", "test_slurm_failures.py", "test_workflow_rehearsal.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unlisted = sorted({item.path.name for item in items if item.path.name not in ONE_AT_A_TIME_FILES
+                       and any(item.get_closest_marker(mark) for mark in ONE_AT_A_TIME_MARKS)})
+    if unlisted:
+        raise pytest.UsageError(f"tests/conftest.py: add {', '.join(unlisted)} to ONE_AT_A_TIME_FILES "
+                                "(they use the Slurm cluster or the CPU engine)")
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, there is nothing to schedule
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "one-at-a-time" if Path(path).name in ONE_AT_A_TIME_FILES else path
+
+    return ByFile(config, log)
+
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Any:
