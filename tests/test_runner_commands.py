@@ -6,10 +6,20 @@ from pathlib import Path
 
 import pytest
 
+from bot import engines
+from bot.engines import Installed
 from bot.core.jobs import Case, LoadPoint, ServerSpec
 from bot.runner.engines import build_launch
-from bot.runner.environment import EnvironmentProblem, check_required, expand, find_vllm, visible_devices
-from bot.runner.load import SGLANG_CLIENT, VLLM_CLIENT, Client, Target, bench_command, choose_client
+from bot.runner.environment import EnvironmentProblem, check_required, expand, visible_devices
+from bot.runner.load import Client, Target, bench_command, choose_client
+
+VLLM, SGLANG = engines.get("vllm"), engines.get("sglang")
+VLLM_CLIENT, SGLANG_CLIENT = VLLM.client, SGLANG.client
+
+
+def _installed(vllm: str | None = "/opt/vllm/bin/vllm", sglang: str = "/opt/sgl/bin/python"
+               ) -> dict[str, Installed]:
+    return {"vllm": Installed(VLLM, vllm), "sglang": Installed(SGLANG, sglang)}
 
 ENV = {"MODEL_DIR": "/models/tiny", "HOME": "/root", "DROP_ME": "x", "PATH": "/usr/bin"}
 
@@ -22,8 +32,7 @@ def _case(spec: ServerSpec, **kwargs: object) -> Case:
 
 def _launch(spec: ServerSpec, case: Case | None = None, repo: Path = Path("/repo")):
     return build_launch(spec, case or _case(spec), port=8123, repo=repo, runner_env=ENV,
-                        run_tag="tag-1", vllm_bin="/opt/vllm/bin/vllm",
-                        sglang_python="/opt/sgl/bin/python")
+                        run_tag="tag-1", installed=_installed())
 
 
 def test_vllm_serve_command_expands_variables_and_appends_recipe_args() -> None:
@@ -149,7 +158,7 @@ TARGET = Target(host="127.0.0.1", port=8123, served_model_name="m", tokenizer="/
 
 
 def test_vllm_bench_serve_command(tmp_path: Path) -> None:
-    argv = bench_command(Client(VLLM_CLIENT, "vllm"), POINT, TARGET, tmp_path / "c8.json")
+    argv = bench_command(Client(VLLM, "vllm"), POINT, TARGET, tmp_path / "c8.json")
 
     joined = " ".join(argv)
     assert argv[:3] == ["vllm", "bench", "serve"]
@@ -166,12 +175,12 @@ def test_vllm_bench_serve_command(tmp_path: Path) -> None:
 def test_no_warmup_flag_without_warmups(tmp_path: Path) -> None:
     point = POINT.model_copy(update={"num_warmups": 0})
 
-    assert "--num-warmups" not in bench_command(Client(VLLM_CLIENT, "vllm"), point, TARGET,
+    assert "--num-warmups" not in bench_command(Client(VLLM, "vllm"), point, TARGET,
                                                 tmp_path / "x.json")
 
 
 def test_sglang_bench_serving_command(tmp_path: Path) -> None:
-    argv = bench_command(Client(SGLANG_CLIENT, "python3"), POINT, TARGET, tmp_path / "c8.json")
+    argv = bench_command(Client(SGLANG, "python3"), POINT, TARGET, tmp_path / "c8.json")
 
     assert argv[:3] == ["python3", "-m", "sglang.bench_serving"]
     joined = " ".join(argv)
@@ -190,7 +199,7 @@ def test_sglang_bench_serving_command(tmp_path: Path) -> None:
 ])
 def test_a_job_uses_its_engines_own_client_unless_the_recipe_names_another(
         engine: str, vllm_bin: str | None, requested: str | None, expected: str) -> None:
-    assert choose_client(engine, vllm_bin, "python3", requested).name == expected
+    assert choose_client(_installed(vllm_bin, "python3"), engine, requested).name == expected
 
 
 @pytest.mark.parametrize(("engine", "requested"), [
@@ -199,23 +208,4 @@ def test_a_job_uses_its_engines_own_client_unless_the_recipe_names_another(
 ])
 def test_a_missing_vllm_client_is_an_error(engine: str, requested: str | None) -> None:
     with pytest.raises(FileNotFoundError, match="no benchmark client"):
-        choose_client(engine, None, "python3", requested)
-
-
-def test_engine_lookup_order(tmp_path: Path) -> None:
-    local = tmp_path / ".engine" / "vllm-cpu" / "bin" / "vllm"
-    local.parent.mkdir(parents=True)
-    local.write_text("")
-    on_path = tmp_path / "bin" / "vllm"
-    on_path.parent.mkdir()
-    on_path.write_text("#!/bin/sh\n")
-    on_path.chmod(0o755)
-    env = {"PATH": str(on_path.parent)}
-
-    assert find_vllm(tmp_path, {"RECIPE_BOT_VLLM": "/x/vllm", **env}) == "/x/vllm"
-    assert find_vllm(tmp_path, env) == str(on_path)
-    assert find_vllm(tmp_path, {"PATH": "/nonexistent"}) == str(local)
-    assert find_vllm(tmp_path / "elsewhere", {"PATH": "/nonexistent"}) is None
-    assert find_vllm(tmp_path / "elsewhere", {"PATH": "/nonexistent",
-                                              "RECIPE_BOT_ENGINE_DIR": str(tmp_path / ".engine")}
-                     ) == str(local)
+        choose_client(_installed(None, "python3"), engine, requested)

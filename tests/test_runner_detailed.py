@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
+from bot import engines
 from bot.core.jobs import Case, Job, LoadPoint, ServerSpec
 from bot.recipes.schema import Workload
 from bot.core.results import PointMetrics, PointResult
@@ -54,8 +55,8 @@ def test_the_kept_h200_files_have_no_per_request_data():
 def test_the_vllm_client_keeps_per_request_data_with_a_seed_per_repeat(tmp_path):
     point = LoadPoint(point_id="p", concurrency=2, isl=8, osl=8, num_prompts=4)
     target = load.Target("127.0.0.1", 1, "m", "tok", "vllm")
-    argv = load.vllm_bench_command(load.Client(load.VLLM_CLIENT, "vllm"), point, target,
-                                   tmp_path / "p.json", seed=2)
+    argv = load.bench_command(load.Client(engines.get("vllm"), "vllm"), point, target,
+                              tmp_path / "p.json", seed=2)
     assert "--save-detailed" in argv and argv[argv.index("--seed") + 1] == "2"
 
 

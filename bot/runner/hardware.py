@@ -1,10 +1,9 @@
-"""Facts about this host that make results comparable: CPU, GPUs (NVML), engine version, commit."""
+"""Facts about this host that make results comparable: CPU, GPUs (NVML), commit (engine versions: bot.engines)."""
 from __future__ import annotations
 
 import os
 import platform
 import socket
-import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,49 +108,6 @@ def describe_host() -> Hardware:
                 gpus.append(name.decode() if isinstance(name, bytes) else str(name))
     return Hardware(host=socket.gethostname(), cpu=_cpu_model(), cpu_count=os.cpu_count() or 0,
                     gpu_count=len(gpus), gpus=gpus)
-
-
-_METADATA_VERSION = "import importlib.metadata as m; print(m.version({!r}))"
-
-
-def _run_for_line(argv: list[str], timeout_s: float) -> str | None:
-    try:
-        out = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                             timeout=timeout_s, check=False, cwd="/")
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = [line.strip() for line in out.stdout.splitlines() if line.strip()]
-    return lines[-1] if out.returncode == 0 and lines else None
-
-
-def _script_interpreter(program: str) -> str | None:
-    """The Python of a console script (its #! line), when it is one."""
-    try:
-        with open(program, "rb") as handle:
-            first = handle.readline(512).decode(errors="replace").strip()
-    except OSError:
-        return None
-    if first.startswith("#!") and "python" in first and " " not in first[2:].strip():
-        return first[2:].strip()
-    return None
-
-
-def vllm_version(vllm_bin: str) -> str | None:
-    """What `vllm --version` prints: importlib.metadata's version of "vllm".
-
-    Asked of the script's own interpreter first (0.1 s), since `vllm --version` imports torch
-    before it answers (10-20 s on two cores); `vllm --version` itself otherwise.
-    """
-    interpreter = _script_interpreter(vllm_bin)
-    if interpreter is not None:
-        found = _run_for_line([interpreter, "-c", _METADATA_VERSION.format("vllm")], 30.0)
-        if found:
-            return found
-    return _run_for_line([vllm_bin, "--version"], 120.0)
-
-
-def sglang_version(python: str) -> str | None:
-    return _run_for_line([python, "-c", _METADATA_VERSION.format("sglang")], 30.0)
 
 
 def git_head(repo: Path) -> str | None:

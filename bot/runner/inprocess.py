@@ -19,37 +19,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from bot.engines import Engine
 from bot.runner.server import OWN_GROUP, die_with_runner
 
 DRIVER = Path(__file__).with_name("vllm_bench_driver.py")
 SWITCH_ENV = "RECIPE_BOT_INPROCESS_CLIENT"  # "0" keeps one client process a point
-PYTHON_ENV = "RECIPE_BOT_VLLM_PYTHON"  # the Python that has vLLM, when not beside `vllm`
 READY_TIMEOUT_S = 300.0  # importing vLLM on a loaded 2-core machine can take a minute
 GRACE_S = 5.0
 
 
 class DriverGone(RuntimeError):
     """The driver process ended or answered nonsense; the case falls back to one process a point."""
-
-
-def engine_python(vllm_bin: str, env: Mapping[str, str]) -> str | None:
-    """The Python that runs `vllm`: RECIPE_BOT_VLLM_PYTHON, else the `python` beside the `vllm`
-    script (a virtual environment's bin/), else the absolute interpreter on its `#!` line."""
-    if env.get(PYTHON_ENV):
-        return env[PYTHON_ENV]
-    script = Path(vllm_bin)
-    for name in ("python3", "python"):
-        beside = script.with_name(name)
-        if beside.is_file() and os.access(beside, os.X_OK):
-            return str(beside)
-    try:
-        with script.open("rb") as handle:
-            first = handle.readline(512).decode("utf-8", "replace").strip()
-    except OSError:
-        return None
-    interpreter = first[2:].strip().split(" ")[0] if first.startswith("#!") else ""
-    # `#!/usr/bin/env python3` names no particular environment: nothing to rely on.
-    return interpreter if interpreter.startswith("/") and not interpreter.endswith("/env") else None
 
 
 def wanted(env: Mapping[str, str]) -> bool:
@@ -62,7 +42,9 @@ class InProcessClient:
     """The driver process of one case: `launch()` beside the servers, `wait_ready()` before the
     first point (False: fall back), `run()` a point, `close()` before the teardown."""
 
-    def __init__(self, python: str, env: Mapping[str, str], log_path: Path) -> None:
+    def __init__(self, python: str, env: Mapping[str, str], log_path: Path,
+                 engine: Engine | None = None) -> None:
+        self.engine = engine  # whose client it runs: only its points go through it
         self.python = python
         self.env = dict(env)
         self.log_path = log_path
@@ -183,14 +165,14 @@ class InProcessClient:
             pass
 
 
-def launch_session(vllm_bin: str, env: Mapping[str, str],
+def launch_session(engine: Engine, program: str, env: Mapping[str, str],
                    log_path: Path) -> tuple[InProcessClient | None, str | None]:
     """Start the case's `vllm bench serve` client process (it imports the library while the
     servers start); else (None, why not), and the points run one process each."""
     if not wanted(env):
         return None, f"{SWITCH_ENV}=0"
-    python = engine_python(vllm_bin, env)
+    python = engine.session_python(program, env)
     if python is None:
-        return None, f"no Python found for {vllm_bin} (set {PYTHON_ENV})"
-    session = InProcessClient(python, env, log_path)
+        return None, f"no Python found for {program} (set {engine.session_python_env})"
+    session = InProcessClient(python, env, log_path, engine)
     return (session, None) if session.launch() else (None, session.problem)

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
+from bot import engines
 from bot.inferencex.aggregate import AggregateError, aggregate, aggregate_multinode, gpus_from_name
 from bot.inferencex.append_only import recipe_fingerprint
 from bot.inferencex.rowenv import benchmark_scripts, launcher_for, template_env
@@ -48,7 +49,7 @@ def proxy_job(job: RowJob) -> Job:
     """The row as a native job, only for the Slurm backend's allocation (name, time limit, partition):
     inside it, `recipe-bot run --backend local` reads the same row job file and runs the row."""
     env = template_env(job.row, "proxy_0")
-    server = ServerSpec(engine="sglang" if "sglang" in job.row.get("framework", "") else "vllm",
+    server = ServerSpec(engine=engines.for_framework(job.row.get("framework", "")).name,
                         model=job.row["model"], launch_script=launcher_for("proxy_0"))
     return Job(job_id=job.job_id, kind="sweep", recipe=job.config_key,
                recipe_fingerprint=job.row.get("recipe-fingerprint") or recipe_fingerprint(job.row),

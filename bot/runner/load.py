@@ -1,4 +1,4 @@
-"""Load through the engine's own client: `vllm bench serve` or `python -m sglang.bench_serving`."""
+"""Load through an engine's own benchmark client (bot.engines: `vllm bench serve`, `sglang.bench_serving`)."""
 from __future__ import annotations
 
 import os
@@ -10,39 +10,28 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot import engines
+from bot.engines import Engine, Installed, Target
 from bot.core.jobs import LoadPoint
 from bot.core.results import PointResult
 from bot.runner.inprocess import DRIVER, DriverGone, InProcessClient
 from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
 from bot.runner.server import OWN_GROUP, InferenceServer, die_with_runner, http_status, tail_lines
 
-VLLM_CLIENT = "vllm bench serve"
-SGLANG_CLIENT = "sglang.bench_serving"
 CLIENT_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
-class Target:
-    """The server a client talks to."""
-
-    host: str
-    port: int
-    served_model_name: str
-    tokenizer: str
-    engine: str
+class Client:
+    engine: Engine  # whose benchmark client
+    program: str  # the program its command starts with (the vllm binary, the Python that has SGLang)
 
     @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+    def name(self) -> str:
+        return self.engine.client
 
 
-@dataclass(frozen=True)
-class Client:
-    name: str  # VLLM_CLIENT or SGLANG_CLIENT
-    program: str  # the vllm binary, or the Python that has SGLang
-
-
-def choose_client(engine: str, vllm_bin: str | None, sglang_python: str,
+def choose_client(installed: Mapping[str, Installed], engine: str,
                   requested: str | None = None) -> Client:
     """The servers' own engine's client, unless the recipe names another (workload.client).
 
@@ -50,80 +39,29 @@ def choose_client(engine: str, vllm_bin: str | None, sglang_python: str,
     serve`: each engine's figures come from the client its own project publishes numbers with.
     """
     wanted = requested or engine
-    if wanted == "vllm":
-        if vllm_bin is None:
-            raise FileNotFoundError(
-                "no benchmark client: the job asks for `vllm bench serve` but vLLM is not installed "
-                "here (set RECIPE_BOT_VLLM or put `vllm` on PATH)")
-        return Client(VLLM_CLIENT, vllm_bin)
-    if wanted == "sglang":
-        return Client(SGLANG_CLIENT, sglang_python)
-    raise FileNotFoundError(f"no benchmark client for engine {wanted!r}: expected vllm or sglang")
+    if wanted not in installed:
+        raise FileNotFoundError(f"no benchmark client for engine {wanted!r}: expected {engines.accepted()}")
+    found = installed[wanted]
+    if found.program is None:
+        raise FileNotFoundError(found.engine.missing_client
+                                or f"no benchmark client: {found.engine.title} is not installed here")
+    return Client(found.engine, found.program)
 
 
 def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "x"
 
 
-def _dataset_args(point: LoadPoint) -> list[str]:
-    if point.dataset == "trace":
-        trace = point.trace or ""
-        if trace.endswith((".json", ".jsonl")):
-            return ["--dataset-name", "custom", "--dataset-path", trace]
-        return ["--dataset-name", "hf", "--dataset-path", trace]
-    args = ["--dataset-name", "random", "--random-input-len", str(point.isl),
-            "--random-output-len", str(point.osl), "--ignore-eos"]
-    if point.random_range_ratio:
-        args += ["--random-range-ratio", str(point.random_range_ratio)]
-    return args
-
-
-def vllm_bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path,
-                       seed: int = 0) -> list[str]:
-    argv = [client.program, "bench", "serve", "--backend", "openai",
-            "--base-url", target.base_url, "--endpoint", "/v1/completions",
-            "--model", target.served_model_name, "--tokenizer", target.tokenizer,
-            *_dataset_args(point),
-            "--num-prompts", str(point.num_prompts), "--max-concurrency", str(point.concurrency),
-            # --save-detailed keeps per-request TTFT and ITL: the report's interval needs them.
-            "--seed", str(seed), "--save-result", "--save-detailed",
-            "--result-dir", str(result_file.parent), "--result-filename", result_file.name,
-            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
-            "--disable-tqdm"]
-    if point.num_warmups:
-        argv += ["--num-warmups", str(point.num_warmups)]
-    return argv + list(point.extra_args)
-
-
-def sglang_bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path,
-                         seed: int = 0) -> list[str]:
-    if point.dataset == "trace":
-        dataset = ["--dataset-name", "sharegpt", "--dataset-path", point.trace or ""]
-    else:
-        # random-ids needs no ShareGPT download, which an offline runner cannot make.
-        dataset = ["--dataset-name", "random-ids", "--random-input-len", str(point.isl),
-                   "--random-output-len", str(point.osl),
-                   "--random-range-ratio", str(point.random_range_ratio or 1.0)]
-    argv = [client.program, "-m", "sglang.bench_serving", "--backend", "sglang-oai",
-            "--host", target.host, "--port", str(target.port),
-            "--model", target.served_model_name, "--tokenizer", target.tokenizer, *dataset,
-            "--num-prompts", str(point.num_prompts), "--max-concurrency", str(point.concurrency),
-            "--seed", str(seed), "--output-file", str(result_file), "--disable-tqdm"]
-    if point.num_warmups:
-        argv += ["--warmup-requests", str(point.num_warmups)]
-    return argv + list(point.extra_args)
-
-
 def bench_command(client: Client, point: LoadPoint, target: Target, result_file: Path,
                   seed: int = 0) -> list[str]:
-    if client.name == VLLM_CLIENT:
-        return vllm_bench_command(client, point, target, result_file, seed)
-    return sglang_bench_command(client, point, target, result_file, seed)
+    return client.engine.client_argv(client.program, point, target, result_file, seed)
 
 
 def reset_prefix_cache(target: Target) -> str:
     """Empty the server's prefix cache between points; engines without the endpoint are fine."""
-    path = "/reset_prefix_cache" if target.engine == "vllm" else "/flush_cache"
+    path = engines.get(target.engine).cache_reset_path
+    if path is None:
+        return "not supported"
     status = http_status(target.base_url + path, timeout_s=30.0, method="POST")
     if status == 200:
         return "reset"
@@ -165,13 +103,13 @@ def _run_process(argv: list[str], log_file: Path, env: Mapping[str, str],
     return process.returncode
 
 
-def _run_in_session(session: InProcessClient, argv: list[str], log_file: Path,
+def _run_in_session(session: InProcessClient, argv: list[str], args: list[str], log_file: Path,
                     watch: Callable[[], None]) -> int:
-    """The point in the case's client process: the same arguments after `vllm bench serve`."""
+    """The point in the case's client process: the same arguments after the client's command."""
     with log_file.open("wb") as log:
         log.write(f"# recipe-bot: {' '.join(argv)}\n# recipe-bot: run in process by "
                   f"{session.python} {DRIVER.name}\n".encode())
-    return session.run(argv[3:], log_file, watch)
+    return session.run(args, log_file, watch)
 
 
 def run_point(point: LoadPoint, *, client: Client, target: Target,
@@ -187,7 +125,8 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
     result_file = points_dir / f"{stem}.json"
     log_file = points_dir / f"{stem}.log"
     result_file.unlink(missing_ok=True)  # sglang appends: start from nothing
-    argv = bench_command(client, point, target, result_file, seed=repeat)
+    args = client.engine.client_args(point, target, result_file, seed=repeat)
+    argv = [*client.engine.client_command(client.program), *args]
     base = PointResult(point_id=point.point_id, concurrency=point.concurrency, isl=point.isl,
                        osl=point.osl, status="failed", client=client.name, client_process="point")
 
@@ -197,9 +136,9 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
         tick(f"running point {point.point_id!r}")
 
     returncode = None
-    if session is not None and session.alive and client.name == VLLM_CLIENT:
+    if session is not None and session.alive and session.engine is client.engine:
         try:
-            returncode = _run_in_session(session, argv, log_file, watch)
+            returncode = _run_in_session(session, argv, args, log_file, watch)
             base = base.model_copy(update={"client_process": "case"})
         except DriverGone:  # the library crashed under this point: run it the usual way
             session.close()

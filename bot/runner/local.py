@@ -12,21 +12,20 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from bot import engines
 from bot.core.jobs import Case, Job, LoadPoint
 from bot.core.provenance import dataset_of
 from bot.core.results import CaseResult, JobResult, PointResult, Provenance
+from bot.engines import Installed
 from bot.runner import kernel_log, procs
 from bot.runner.accuracy import run_gsm8k
 from bot.runner.budget import Budget, JobInterrupted
 from bot.runner.command_case import command_env, run_command_case, run_setup
 from bot.runner.engines import HOST, Launch, build_launch
-from bot.runner.environment import (EnvironmentProblem, check_opt_in, check_required,
-                                    find_sglang_python, find_vllm)
-from bot.runner.hardware import (case_gpus, describe_host, gpu_memory_used_mib,
-                                 sglang_version, vllm_version)
+from bot.runner.environment import EnvironmentProblem, check_opt_in, check_required
+from bot.runner.hardware import case_gpus, describe_host, gpu_memory_used_mib
 from bot.runner.inprocess import InProcessClient, launch_session
-from bot.runner.load import (VLLM_CLIENT, Client, Target, choose_client, reset_prefix_cache,
-                             run_point, safe_name)
+from bot.runner.load import Client, Target, choose_client, reset_prefix_cache, run_point, safe_name
 from bot.runner.preflight import check_idle
 from bot.runner.progress import Progress
 from bot.runner.proof import prove_teardown
@@ -53,8 +52,7 @@ class RunContext:
     repo: Path
     progress: Progress
     budget: Budget
-    vllm_bin: str | None
-    sglang_python: str
+    engines: dict[str, Installed]  # every engine, with where this host has its program
     grace_s: float
 
 
@@ -86,7 +84,7 @@ def _launches(case: Case, ctx: RunContext, run_tag: str) -> list[Launch]:
     check_required(case.required_env, os.environ)
     ports = _assign_ports(case)
     return [build_launch(spec, case, port=port, repo=ctx.repo, runner_env=os.environ,
-                         run_tag=run_tag, vllm_bin=ctx.vllm_bin, sglang_python=ctx.sglang_python)
+                         run_tag=run_tag, installed=ctx.engines)
             for spec, port in zip(case.servers, ports)]
 
 
@@ -112,7 +110,7 @@ def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceSe
         server = InferenceServer(name=label, argv=launch.argv, env=launch.env,
                                  port=launch.port, host=HOST, cwd=launch.cwd,
                                  log_path=case_dir / f"server-{safe_name(label)}.log",
-                                 grace_s=ctx.grace_s)
+                                 grace_s=ctx.grace_s, ready_paths=launch.ready_paths)
         servers.append(server)
         try:
             server.start()
@@ -198,13 +196,14 @@ def _launch_client(case: Case, ctx: RunContext, launches: list[Launch], case_dir
     primary = next((launch for spec, launch in zip(case.servers, launches) if spec.ready_check),
                    launches[0])
     try:
-        client = choose_client(primary.engine, ctx.vllm_bin, ctx.sglang_python,
+        client = choose_client(ctx.engines, primary.engine,
                                case.points[0].client) if case.points else None
     except FileNotFoundError:
         return None  # said after start-up, where the case fails on it
-    if client is None or client.name != VLLM_CLIENT:
+    if client is None or not client.engine.in_process_client:
         return None
-    session, why_not = launch_session(client.program, _client_env(run_tag), case_dir / "client.log")
+    session, why_not = launch_session(client.engine, client.program, _client_env(run_tag),
+                                      case_dir / "client.log")
     if session is None:
         ctx.progress.say(f"  benchmark client: one process a point ({escape(why_not or '')})")
     return session
@@ -285,7 +284,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                         if spec.ready_check), launches[0])
         target = Target(host=HOST, port=primary.port, served_model_name=primary.served_model_name,
                         tokenizer=primary.model, engine=primary.engine)
-        client = choose_client(primary.engine, ctx.vllm_bin, ctx.sglang_python,
+        client = choose_client(ctx.engines, primary.engine,
                                case.points[0].client) if case.points else None
         _run_points(case, ctx, client, target, servers, case_dir, run_tag, points, failures,
                     next((x for x in sessions if x is not None), None))
@@ -386,9 +385,9 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     procs.become_subreaper()  # orphans of our servers come back to us and get reaped
     started_at, t0 = _now(), time.monotonic()
     ctx = RunContext(job=job, out_dir=out_dir, repo=repo, progress=progress, budget=budget,
-                     vllm_bin=find_vllm(repo), sglang_python=find_sglang_python(),
+                     engines=engines.installed(repo, os.environ),
                      grace_s=shutdown_grace_s())
-    engine = next((c.servers[0].engine for c in job.cases if c.servers), "vllm")
+    engine = next((c.servers[0].engine for c in job.cases if c.servers), engines.DEFAULT)
     progress.say(f"job [bold]{escape(job.job_id)}[/bold] ({job.kind}, recipe "
                  f"{escape(job.recipe)}): {len(job.cases)} case(s), timeout {job.timeout_s:g} s")
     cases: list[CaseResult] = []
@@ -415,10 +414,7 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
                 stop_why = f"not run: job timeout of {job.timeout_s:g} s reached"
             elif result.status == "failed" and job.fail_fast:
                 stop_why = f"not run: fail_fast after case {case.name!r} failed"
-    if engine == "vllm":
-        engine_version = vllm_version(ctx.vllm_bin) if ctx.vllm_bin else None
-    else:
-        engine_version = sglang_version(ctx.sglang_python)
+    engine_version = ctx.engines[engine].version()
     failed = [c for c in cases if c.status != "passed"]
     mismatch = sha_mismatch(job.sha, checkout)
     if budget.cancel_signal is not None:

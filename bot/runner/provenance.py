@@ -8,12 +8,10 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from bot import engines
 from bot.core.jobs import Job
 from bot.core.provenance import dataset_of, weights_of
 from bot.core.results import Provenance
-
-ENGINE_ENV = "RECIPE_BOT_VLLM"  # bot/runner/environment.py: the vllm the runner uses, where set
-
 
 def checkout_head(repo: Path) -> str | None:
     """HEAD of the repository rooted exactly at `repo`; None when `repo` is not one.
@@ -85,8 +83,10 @@ def provenance_of(job: Job, checkout: str | None, job_file: str | None = None,
     named = job.cases[0].servers[0].model if job.cases and job.cases[0].servers else None
     env = os.environ if env is None else env
     model, run_env = _model_as_run(named, env)
-    if env.get(ENGINE_ENV) and any(s.engine == "vllm" for c in job.cases for s in c.servers):
-        run_env[ENGINE_ENV] = env[ENGINE_ENV]
+    for name in dict.fromkeys(s.engine for c in job.cases for s in c.servers):
+        variable = engines.get(name).provenance_env  # the program the figures came from, where set
+        if variable and env.get(variable):
+            run_env[variable] = env[variable]
     weights = "dummy" if random_weights_on_disk(job) else weights_of(job)
     return Provenance(authorized_sha=job.sha, checkout_sha=checkout,
                       sha_checked=bool(job.sha and checkout and job.sha == checkout),

@@ -95,8 +95,9 @@ class InferenceServer:
 
     def __init__(self, *, name: str, argv: Sequence[str], env: dict[str, str], port: int,
                  log_path: Path, host: str = "127.0.0.1", cwd: Path | None = None,
-                 grace_s: float = 30.0) -> None:
+                 grace_s: float = 30.0, ready_paths: Sequence[str] = READY_PATHS) -> None:
         self.name = name
+        self.ready_paths = tuple(ready_paths)  # its engine's (bot.engines): all answer 200 when it is up
         self.argv = list(argv)
         self.env = env
         self.port = port
@@ -148,11 +149,11 @@ class InferenceServer:
                              self.log_tail())
 
     def is_ready(self, timeout_s: float = 5.0) -> bool:
-        return all(http_status(self.base_url + path, timeout_s) == 200 for path in READY_PATHS)
+        return all(http_status(self.base_url + path, timeout_s) == 200 for path in self.ready_paths)
 
     def wait_ready(self, timeout_s: float, *, others: Sequence[InferenceServer] = (),
                    tick: Callable[[], None] | None = None) -> float:
-        """Poll /health and /v1/models until both answer 200; fail fast when a process dies.
+        """Poll the ready paths (/health and /v1/models) until all answer 200; fail fast when a process dies.
 
         `others` are servers of the same case that must stay alive meanwhile; `tick` runs every
         loop (cancellation and job-deadline checks raise from there). Returns seconds to ready.
@@ -168,7 +169,7 @@ class InferenceServer:
             if time.monotonic() >= deadline:
                 raise ServerNotReady(
                     f"server {self.name!r} was not ready after {timeout_s:.0f} s "
-                    f"(/health and /v1/models on port {self.port})", self.log_tail())
+                    f"({' and '.join(self.ready_paths)} on port {self.port})", self.log_tail())
             time.sleep(POLL_S)
 
     def stop(self) -> StopReport:

@@ -21,9 +21,10 @@ NETWORK_HINT = ("the rehearsal runs inside a network namespace with only loopbac
 
 def engine_env() -> dict[str, str]:
     """The CPU engine the cpu runner label's jobs use (scripts/setup-cpu-engine.sh), if it is installed."""
-    from bot.runner.environment import engine_dir, find_vllm
+    from bot.engines import engine_dir
+    from bot.engines.vllm import ENGINE as VLLM
 
-    vllm = find_vllm(ROOT)
+    vllm = VLLM.locate(ROOT, os.environ)
     model = Path(os.environ.get("RECIPE_BOT_TINY_MODEL") or engine_dir(ROOT) / "tiny-model")
     if vllm is None or not (model / "config.json").is_file():
         return {}
