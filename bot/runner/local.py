@@ -120,7 +120,8 @@ def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceSe
                          f"(pid {server.pgid}, port {launch.port})")
     started()  # e.g. the benchmark client starts importing while the servers load
     startup_s = None
-    with ctx.progress.waiting("waiting for /health and /v1/models"):
+    ready_paths = dict.fromkeys(path for launch in launches for path in launch.ready_paths)
+    with ctx.progress.waiting(f"waiting for {' and '.join(ready_paths)}"):
         for spec, server in zip(case.servers, servers):
             if not spec.ready_check:  # e.g. an AFD FFN role: ready when its peer is
                 continue
