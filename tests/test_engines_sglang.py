@@ -85,6 +85,7 @@ def test_version_is_the_last_line_the_python_prints_for_the_sglang_distribution(
 
 
 def test_where_the_sglang_python_comes_from(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("RECIPE_BOT_SGLANG_PYTHON", raising=False)  # settings read the process's own too
     assert SGLANG.locate(tmp_path, {"RECIPE_BOT_SGLANG_PYTHON": "/opt/sgl/bin/python"}) == "/opt/sgl/bin/python"
     monkeypatch.setattr("importlib.util.find_spec", lambda name: object() if name == "sglang" else None)
     assert SGLANG.locate(tmp_path, {}) == sys.executable

@@ -95,7 +95,9 @@ def test_version_falls_back_to_vllm_version_and_its_last_line(tmp_path: Path) ->
     assert VLLM.version(program(tmp_path / "broken", "echo 1.0; exit 3")) is None
 
 
-def test_where_the_vllm_program_comes_from(tmp_path: Path) -> None:
+def test_where_the_vllm_program_comes_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RECIPE_BOT_VLLM", "RECIPE_BOT_ENGINE_DIR"):  # settings read the process's own too
+        monkeypatch.delenv(name, raising=False)
     local = tmp_path / ".engine" / "vllm-cpu" / "bin" / "vllm"
     local.parent.mkdir(parents=True)
     local.write_text("")
