@@ -69,3 +69,9 @@ def test_settings_doc_is_a_ci_subcommand():
 
     done = CliRunner().invoke(main, ["ci", "settings-doc"], prog_name="recipe-bot")
     assert done.exit_code == 0 and done.output == settings_table()
+
+
+def test_an_environment_given_is_read_alone_not_mixed_with_the_process_environment(monkeypatch):
+    monkeypatch.setenv("RECIPE_BOT_VLLM", "/from/the/process")
+    assert load_settings({}).VLLM is None and setting("VLLM", {}) is None
+    assert setting("VLLM") == "/from/the/process"

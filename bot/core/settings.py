@@ -1,12 +1,13 @@
 """Every RECIPE_BOT_* environment variable in one typed settings model: names, types, defaults, descriptions."""
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.core.messages import Message, msg
@@ -88,6 +89,12 @@ class Settings(BaseSettings):
                                                "octokit's examples and mermaid (default REPO/.upstream).", _PATH)
 
 
+@functools.cache
+def _values_model() -> type[BaseModel]:
+    fields = {name: (field.annotation, field) for name, field in Settings.model_fields.items()}
+    return create_model("SettingsValues", __config__=None, **fields)
+
+
 class SettingsError(ValueError):
     """A RECIPE_BOT_* variable with a value its setting does not accept; str() is English, then 简体中文."""
 
@@ -110,8 +117,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     values = {name: env[variable(name)] for name in Settings.model_fields
               if env.get(variable(name), "") != ""}
     try:
-        # the same validation pydantic-settings runs on the environment, over the mapping given
-        return Settings.model_validate(values)
+        # the fields' own validation over exactly the mapping given: BaseSettings itself would also read
+        # this process's environment, so a plain model with the same fields checks the values
+        checked = _values_model().model_validate(values)
+        return Settings.model_construct(**dict(checked))
     except ValidationError as exc:
         field = str(exc.errors()[0]["loc"][0])
         raise SettingsError(msg("%(name)s=%(value)s is not accepted: expected %(accepted)s", name=variable(field),
