@@ -1,14 +1,13 @@
 """Where the control plane calls the sign-off: a comment or review, a push, the end of a GPU run."""
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from bot.core import markers
-from bot.core.config import read_repo_config
-from bot.core.events import EventError
+from bot.core.config import ConfigError, RepoConfig, read_repo_config
+from bot.core.events import CommentEvent, EventError, PullRequestEvent
 from bot.core.github import GitHubClient, GitHubError
 
 if TYPE_CHECKING:  # verifying a sign-off is imported when a comment may be one: every event
@@ -19,24 +18,44 @@ _MAYBE = re.compile(r"codeowner|signed\s*[:：]|签名\s*[:：]|代码所有者"
 PUSH_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
 
 
+class SignoffContext(Protocol):
+    """What the sign-off asks of one event's handler (bot.control.handler.Handler is one): its config, the
+    bot's login, the client, and the log."""
+
+    config: RepoConfig
+    default_branch: str
+
+    @property
+    def client(self) -> verify.SignoffClient: ...
+
+    def load_config(self) -> ConfigError | None: ...
+
+    def bot_login(self) -> str: ...
+
+    def log(self, message: str) -> None: ...
+
+
+Context = TypeVar("Context", bound=SignoffContext)
+
+
 def maybe_signoff(body: str) -> bool:
     return bool(_MAYBE.search(body or ""))
 
 
-def on_comment(h: Any, event: Any) -> None:
+def on_comment(h: SignoffContext, event: CommentEvent) -> None:
     """issue_comment / pull_request_review, created or edited: verify the PR's head again."""
     if event.on_pull and maybe_signoff(event.body):
         key = f"comment-{event.comment_id}" if event.comment_id is not None else event.key  # review-<id>
         _run(h, event.number, trigger=key, author=event.author)
 
 
-def on_pull_request(h: Any, event: Any) -> None:
+def on_pull_request(h: SignoffContext, event: PullRequestEvent) -> None:
     """A new head SHA gets its `recipe-bot / sign-off` check at once (waiting, or the stale note)."""
     if event.action in PUSH_ACTIONS:  # the payload's updated_at is the push: older sign-offs are stale
         _run(h, event.pull.number, pushed_at=event.pull.updated_at or None)
 
 
-def _run(h: Any, pr: int, *, trigger: str | None = None, sha: str | None = None, author: str = "",
+def _run(h: SignoffContext, pr: int, *, trigger: str | None = None, sha: str | None = None, author: str = "",
          pushed_at: str | None = None) -> None:
     if h.load_config() or h.config.checklist is None:
         return  # a broken config is answered by the command path; no `checklist:` section: sign-off off
@@ -55,15 +74,16 @@ def _run(h: Any, pr: int, *, trigger: str | None = None, sha: str | None = None,
         h.log(line)
 
 
-def on_workflow_run(handler: Callable[..., Any], client: GitHubClient, payload: Any, now: dt.datetime | None) -> Any:
-    """workflow_run completed for a recipe-bot GPU run: its title names the PR and the SHA it measured."""
+def on_workflow_run(for_branch: Callable[[str], Context], repository_name: str, payload: object) -> Context:
+    """workflow_run completed for a recipe-bot GPU run: its title names the PR and the SHA it measured.
+    `for_branch(default branch)`: the event's handler, made once the payload names the default branch."""
     if not isinstance(payload, dict) or not isinstance(payload.get("workflow_run"), dict) \
             or not isinstance(payload.get("repository"), dict):
         raise EventError("the event payload has no field workflow_run or repository")
     repository = payload["repository"]
-    if str(repository.get("full_name", "")).lower() != client.repository.lower():
-        raise EventError(f"the event is for {repository.get('full_name')}, but GITHUB_REPOSITORY is {client.repository}")
-    h = handler(client, str(repository.get("default_branch") or "main"), now or dt.datetime.now(dt.timezone.utc))
+    if str(repository.get("full_name", "")).lower() != repository_name.lower():
+        raise EventError(f"the event is for {repository.get('full_name')}, but GITHUB_REPOSITORY is {repository_name}")
+    h = for_branch(str(repository.get("default_branch") or "main"))
     title = markers.parse_run_title(str(payload["workflow_run"].get("display_title") or ""))
     if payload.get("action") != "completed" or title is None:
         h.log("workflow_run: not a completed recipe-bot GPU run")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from typing import Any
+from typing import Any, Protocol
 
 from bot.checklist import owners as codeowners
 from bot.checklist import render, rules
@@ -21,12 +21,16 @@ from bot.checklist.render import CHECK_NAME, Verdict
 from bot.checklist.signoff import Found, find
 from bot.checklist.template import Templates, TemplateError, load_templates
 from bot.core.config import Checklist, RepoConfig
-from bot.core.github import GitHubClient
+from bot.core.github_protocols import ChecksClient, CommentsClient, PeopleClient, RepositoryClient
 from bot.core.markers import written_by
 
 BENCHMARKS = "recipe-bot / benchmarks"
 PUSHED_AT = "pushed-at:"  # the sign-off check's external_id: when its head SHA was pushed
 _EPOCH = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+
+
+class SignoffClient(RepositoryClient, CommentsClient, ChecksClient, PeopleClient, Protocol):
+    """What verifying a sign-off reads and writes: the PR, its comments and reviews, CODEOWNERS, its checks."""
 
 
 @dataclasses.dataclass
@@ -51,7 +55,7 @@ class Candidate:
     editors: tuple[str, ...] = ()  # who else edited it (for "edited-by-other")
 
 
-def read_templates(client: GitHubClient, settings: Checklist, branch: str) -> Templates:
+def read_templates(client: SignoffClient, settings: Checklist, branch: str) -> Templates:
     texts: dict[str, tuple[str, str]] = {}
     for lang, path in (("en", settings.template), ("zh", settings.template_zh)):
         if path is None:
@@ -64,7 +68,7 @@ def read_templates(client: GitHubClient, settings: Checklist, branch: str) -> Te
     return load_templates(texts, settings.version)
 
 
-def verify(client: GitHubClient, *, pr: int, config: RepoConfig, default_branch: str, bot_login: str,
+def verify(client: SignoffClient, *, pr: int, config: RepoConfig, default_branch: str, bot_login: str,
            sha: str | None = None, trigger: str | None = None, pushed_at: str | None = None) -> Result:
     settings = config.checklist
     if settings is None:
@@ -123,7 +127,7 @@ def _pushed_at(checks: list, pushed_at: str | None) -> dt.datetime | None:
     return None
 
 
-def _candidates(client: GitHubClient, pr: int, head: str, comments: list, bot_login: str,
+def _candidates(client: SignoffClient, pr: int, head: str, comments: list, bot_login: str,
                 templates: Templates, own: dict, anchor: dt.datetime | None) -> list[Candidate]:
     bound: dict[tuple[str, str], str] = {(m.source, m.digest): sha for sha, (_, m) in own.items()}
     out: list[Candidate] = []
@@ -183,7 +187,7 @@ def _notes(candidates: list[Candidate], chosen: Candidate | None, head: str, tri
     return notes
 
 
-def _ownership(client: GitHubClient, changed: list[FileChange], branch: str, signer: str) -> rules.Ownership:
+def _ownership(client: SignoffClient, changed: list[FileChange], branch: str, signer: str) -> rules.Ownership:
     for location in codeowners.LOCATIONS:
         text = client.get_text(location, ref=branch)
         if text is not None:
@@ -202,7 +206,7 @@ def _ownership(client: GitHubClient, changed: list[FileChange], branch: str, sig
     return rules.Ownership(source, None, files, teams)  # type: ignore[arg-type]
 
 
-def _own_checks(client: GitHubClient, head: str, name: str, bot_login: str) -> list:
+def _own_checks(client: SignoffClient, head: str, name: str, bot_login: str) -> list:
     """The check runs called `name` on head that the bot's own App posted: another App's check of the
     same name (any workflow's token can post one) says nothing about the bot's gate or sign-off."""
     from bot.core.markers import own_check_runs
@@ -210,7 +214,7 @@ def _own_checks(client: GitHubClient, head: str, name: str, bot_login: str) -> l
     return [r for r in own_check_runs(client.list_check_runs(head, name), bot_login) if r.name == name]
 
 
-def _benchmark(client: GitHubClient, head: str, bot_login: str) -> rules.Benchmark | None:
+def _benchmark(client: SignoffClient, head: str, bot_login: str) -> rules.Benchmark | None:
     runs = _own_checks(client, head, BENCHMARKS, bot_login)
     if not runs:
         return None
@@ -218,11 +222,11 @@ def _benchmark(client: GitHubClient, head: str, bot_login: str) -> rules.Benchma
     return rules.Benchmark(run.status, run.conclusion, run.title, run.details_url or run.html_url)
 
 
-def _files(client: GitHubClient, pr: int) -> list[FileChange]:
+def _files(client: SignoffClient, pr: int) -> list[FileChange]:
     return [FileChange(f.filename, f.status, f.patch) for f in client.list_pull_files(pr)]
 
 
-def _publish(client: GitHubClient, pr: int, verdict: Verdict, source: str, digest: str, own: dict,
+def _publish(client: SignoffClient, pr: int, verdict: Verdict, source: str, digest: str, own: dict,
              runs: list, anchor: dt.datetime | None) -> Result:
     result = Result(verdict.state, verdict.sha)
     body = render.comment(verdict, source, digest)
@@ -242,7 +246,7 @@ def _publish(client: GitHubClient, pr: int, verdict: Verdict, source: str, diges
     return result
 
 
-def _check(client: GitHubClient, verdict: Verdict, changed: bool, runs: list, anchor: dt.datetime | None) -> str:
+def _check(client: SignoffClient, verdict: Verdict, changed: bool, runs: list, anchor: dt.datetime | None) -> str:
     status = "in_progress" if verdict.state == "waiting" else "completed"
     conclusion = None if verdict.state == "waiting" else verdict.state
     title, summary = render.title(verdict), render.summary(verdict)

@@ -15,11 +15,21 @@ import dataclasses
 import datetime as dt
 import re
 import urllib.parse
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from bot.control import estimate as estimates
 from bot.control import trust
 from bot.core.markers import written_by
+
+if TYPE_CHECKING:  # the handler imports this module; these are its annotations only
+    from bot.core.config import Budget, RepoConfig
+    from bot.core.commands import Command
+    from bot.core.markers import Claim, PrRun
+    from bot.core.events import Pull
+    from bot.control.handler import Handler
+    from bot.control.reply import Reply
+    from bot.control.trust import Actor, Approval, Decision
 
 WAIT_MARKER = "<!-- recipe-bot:budget-wait comment={key} sha={sha} by={by} gpu_hours={hours} cmd={cmd}{label} -->"
 _WAIT = re.compile(r"^<!-- recipe-bot:budget-wait comment=(\S+) sha=([0-9a-f]{40}) by=(\S+) gpu_hours=([0-9.]+) "
@@ -47,7 +57,7 @@ class Waiting:
     label: str | None
 
 
-def check(budget: Any, gpu_hours: float, spent_today: float) -> Verdict | None:
+def check(budget: Budget, gpu_hours: float, spent_today: float) -> Verdict | None:
     """None when the command fits both limits (pure)."""
     if budget.gpu_hours_per_command is not None and gpu_hours > budget.gpu_hours_per_command:
         return Verdict("command", budget.gpu_hours_per_command)
@@ -75,10 +85,10 @@ def spent_today(comments: list, bot_login: str, now: dt.datetime, *, exclude_key
     return total
 
 
-def spent_in_window(markers: dict[tuple[str, str], float], runs: list, older: list, now: dt.datetime,
+def spent_in_window(markers: dict[tuple[str, str], float], runs: list[PrRun], older: list[Claim], now: dt.datetime,
                     mine: tuple[str, str | None]) -> float:
     """GPU-hours started on the PR in the last 24 hours, one figure per request (key, sha): the highest of
-    what its run's title, the bot's reply and its claim say (pure). `runs`: the PR's dispatch.PrRun;
+    what its run's title, the bot's reply and its claim say (pure). `runs`: the PR's markers.PrRun;
     `older`: the claims written before this request's, undecided; `mine`: (key, sha or None for any sha)."""
     found = dict(markers)
     for r in runs:
@@ -118,16 +128,17 @@ def waiting(comments: list, bot_login: str, sha: str) -> list[Waiting]:
     return list(found.values())
 
 
-# -- the handler's side (h: bot.control.handler.Handler, reply: its Reply) --------------------------
+# -- the handler's side --------------------------------------------------------------------------
 
-def local_config(h: Any) -> Any:
+def local_config(h: Handler) -> RepoConfig | None:
     """The config from the default branch's checkout (None without one, or when it cannot be used)."""
     if h.checkout is None:
         return None
     from bot.control import checkout
 
     try:
-        return checkout.read_config(h.checkout, h.default_branch, checkout.verified_commit(h))
+        return checkout.read_config(h.checkout, h.default_branch,
+                                    checkout.verified_commit(h.checkout, h.default_branch, h.state))
     except checkout.CheckoutError as exc:
         h.log(f"the checkout cannot serve the config ({exc}); reading it through the API")
         return None
@@ -139,37 +150,39 @@ class Gate:
     of the command that starts; a refusal holds it), the estimate goes into the reply, then the budget decides
     (False: the run waits). `hours`: the estimate, made before the claim (prepare()) so that it records it."""
 
-    def __init__(self, h: Any, reply: Any, *, command_line: str, pull: Any, key: str, requester: str,
-                 label: str | None, approved_hours: float | None, recheck: Any = None) -> None:
+    def __init__(self, h: Handler, reply: Reply | None, *, command_line: str, pull: Pull, key: str, requester: str,
+                 label: str | None, approved_hours: float | None,
+                 recheck: Callable[[], Decision] | None = None) -> None:
         self.h, self.reply, self.hours, self.approved = h, reply, approved_hours, approved_hours is not None
-        self.args = dict(command_line=command_line, pull=pull, key=key)
-        self.wait_args = dict(requester=requester, label=label)
+        self.command_line, self.pull, self.key = command_line, pull, key
+        self.requester, self.label = requester, label
         self.recheck = recheck
 
     def prepare(self) -> float | None:
         if not self.approved:
-            found = cached_estimate(self.h, self.args["command_line"], self.args["pull"])
+            found = cached_estimate(self.h, self.command_line, self.pull)
             self.hours = None if isinstance(found, estimates.Unavailable) else found.gpu_hours
         return self.hours
 
-    def __call__(self, older: list) -> bool:
-        self.h.older, self.h.claimed = older, True  # what h.decide() and the budget count from here on
+    def __call__(self, older: list[Claim]) -> bool:
+        self.h.state.count_claims(older)  # what h.decide() and the budget count from here on
         if self.approved:  # approved with the estimate its waiting reply recorded
             return True
+        assert self.reply is not None, "a Gate without a reply only prepares the claim's estimate"
         if self.recheck is not None:
             decision = self.recheck()
             if not decision.allowed:
-                self.h.refusal(self.reply, self.args["command_line"], decision, login=self.wait_args["requester"],
-                               pull=self.args["pull"])
+                self.h.refusal(self.reply, self.command_line, decision, login=self.requester, pull=self.pull)
                 return False
-        found = estimate_for(self.h, self.reply, **self.args)
+        found = estimate_for(self.h, self.reply, command_line=self.command_line, pull=self.pull, key=self.key)
         self.hours = found.gpu_hours if found is not None else None
-        return not over_budget(self.h, self.reply, found, **self.args, **self.wait_args)
+        return not over_budget(self.h, self.reply, found, command_line=self.command_line, pull=self.pull,
+                               key=self.key, requester=self.requester, label=self.label)
 
 
-def cached_estimate(h: Any, command_line: str, pull: Any) -> estimates.Estimate | estimates.Unavailable:
+def cached_estimate(h: Handler, command_line: str, pull: Pull) -> estimates.Estimate | estimates.Unavailable:
     """The command's estimate at the head, planned once per handler (the claim records it, the reply shows it)."""
-    cache = h.estimates
+    cache = h.state.estimates
     if (command_line, pull.head_sha) not in cache:
         try:
             cache[(command_line, pull.head_sha)] = estimates.plan_command(h, command_line, pull)
@@ -178,7 +191,7 @@ def cached_estimate(h: Any, command_line: str, pull: Any) -> estimates.Estimate 
     return cache[(command_line, pull.head_sha)]
 
 
-def estimate_for(h: Any, reply: Any, *, command_line: str, pull: Any, key: str) -> estimates.Estimate | None:
+def estimate_for(h: Handler, reply: Reply, *, command_line: str, pull: Pull, key: str) -> estimates.Estimate | None:
     """Plan the command at the head and add the estimate to the reply (or say why there is none)."""
     found = cached_estimate(h, command_line, pull)
     if isinstance(found, estimates.Unavailable):
@@ -190,7 +203,7 @@ def estimate_for(h: Any, reply: Any, *, command_line: str, pull: Any, key: str) 
     return found
 
 
-def over_budget(h: Any, reply: Any, found: estimates.Estimate | None, *, command_line: str, pull: Any,
+def over_budget(h: Handler, reply: Reply, found: estimates.Estimate | None, *, command_line: str, pull: Pull,
                 key: str, requester: str, label: str | None) -> bool:
     """True when the command must wait: the reply then says so and records the waiting request."""
     if found is None:
@@ -201,9 +214,9 @@ def over_budget(h: Any, reply: Any, found: estimates.Estimate | None, *, command
     spent = 0.0
     if budget.gpu_hours_per_pr_per_day is not None:
         markers: dict[tuple[str, str], float] = {}
-        spent_today(h.comments, h.bot_login(), h.now, by_request=markers)
+        spent_today(h.state.comments, h.bot_login(), h.now, by_request=markers)
         mine = (key, pull.head_sha if label else None)  # a label's key runs once per head commit
-        spent = spent_in_window(markers, h.pr_runs(pull.number), h.older, h.now, mine)
+        spent = spent_in_window(markers, h.pr_runs(pull.number), h.state.older, h.now, mine)
     verdict = check(budget, found.gpu_hours, spent)
     if verdict is None:
         return False
@@ -218,7 +231,7 @@ def over_budget(h: Any, reply: Any, found: estimates.Estimate | None, *, command
     return True
 
 
-def rerun_over_budget(h: Any, reply: Any, line: str, latest: Any, pull: Any) -> bool:
+def rerun_over_budget(h: Handler, reply: Reply, line: str, latest: PrRun, pull: Pull) -> bool:
     """`/rerun failed` starts a run's jobs again: its estimate (its title's) counts again against the budget.
     True when it must not: the reply then says so (a rerun of jobs cannot wait for an approval)."""
     budget = h.config.budget
@@ -226,8 +239,8 @@ def rerun_over_budget(h: Any, reply: Any, line: str, latest: Any, pull: Any) -> 
                                           and budget.gpu_hours_per_pr_per_day is None):
         return False
     markers: dict[tuple[str, str], float] = {}
-    spent_today(h.comments, h.bot_login(), h.now, by_request=markers)
-    spent = spent_in_window(markers, h.pr_runs(pull.number), h.older, h.now, ("", "")) \
+    spent_today(h.state.comments, h.bot_login(), h.now, by_request=markers)
+    spent = spent_in_window(markers, h.pr_runs(pull.number), h.state.older, h.now, ("", "")) \
         if budget.gpu_hours_per_pr_per_day is not None else 0.0
     verdict = check(budget, latest.title.gpu_hours, spent)
     if verdict is None:
@@ -241,16 +254,17 @@ def rerun_over_budget(h: Any, reply: Any, line: str, latest: Any, pull: Any) -> 
     return True
 
 
-def approve(h: Any, reply: Any, command: Any, actor: Any, pull: Any, approvals: list, key: str) -> None:
+def approve(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull, approvals: list[Approval],
+            key: str) -> None:
     """`/approve-budget <sha>`: start every request waiting at exactly that head commit, once."""
     given = command.sha_prefix or ""
     if not trust.check_ok_to_test(given, pull).allowed:
-        reply.refused = True
+        reply.mark_refused()
         reply.add("budget-stale", given=given, head_sha=pull.head_sha)
         h.log(f"refused /approve-budget {given}: the head is {pull.head_sha}")
         return
-    pending = waiting(h.comments, h.bot_login(), pull.head_sha)
-    todo = [w for w in pending if not h.ledger.acked(w.key, pull.head_sha)]
+    pending = waiting(h.state.comments, h.bot_login(), pull.head_sha)
+    todo = [w for w in pending if not h.state.ledger.acked(w.key, pull.head_sha)]
     if not todo:
         reply.add("budget-nothing-waiting", sha=pull.head_sha, started=[w.command for w in pending])
         h.log(f"/approve-budget {pull.head_sha}: nothing waits")

@@ -12,10 +12,17 @@ import base64
 import os
 import pathlib
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bot.core.config import CONFIG_PATH, RepoConfig, load_config
+from bot.control.context import RequestState
 from bot.core.markers import is_full_sha
+
+if TYPE_CHECKING:  # annotations only: the handler imports the modules that import this one
+    from bot.core.events import Pull
+    from bot.control.handler import Handler
+    from bot.plan.remote import ApiSource
+    from bot.recipes.sources import GitSource
 
 
 class CheckoutError(Exception):
@@ -47,15 +54,14 @@ def default_branch_commit(root: pathlib.Path, default_branch: str) -> str:
     return head
 
 
-def verified_commit(h: Any) -> str:
-    """default_branch_commit() of the handler's checkout, asked of git once per event (the config and the
+def verified_commit(checkout: str, default_branch: str, state: RequestState) -> str:
+    """default_branch_commit() of the event's checkout, asked of git once per event (the config and the
     estimate both need it; the checkout does not move while one event is handled)."""
-    root = pathlib.Path(h.checkout).resolve()
-    known = getattr(h, "checkout_commit", None)
-    if known is None or known[0] != (root, h.default_branch):
-        known = ((root, h.default_branch), default_branch_commit(root, h.default_branch))
-        h.checkout_commit = known
-    return known[1]
+    where = (pathlib.Path(checkout).resolve(), default_branch)
+    known = state.checkout_commit
+    if known is not None and known[0] == where:
+        return known[1]
+    return state.remember_checkout(where, default_branch_commit(*where))
 
 
 def read_config(root: pathlib.Path | str, default_branch: str, commit: str | None = None) -> RepoConfig:
@@ -98,16 +104,16 @@ def fetch(root: pathlib.Path, *shas: str) -> None:
              "origin", *missing, env=_fetch_env(root))
 
 
-def sources(h: Any, pull: Any) -> tuple[Any, Any]:
+def sources(h: Handler, pull: Pull) -> tuple[GitSource | ApiSource, GitSource | ApiSource]:
     """The head commit's files and its base's (the merge-base with the default branch, as gpu.yml plans),
     from the checkout when there is one, else through the API."""
     from bot.plan.remote import ApiSource
     from bot.recipes.sources import GitSource
 
-    root = None if getattr(h, "checkout", None) is None else pathlib.Path(h.checkout).resolve()
-    if root is not None:
+    if h.checkout is not None:
+        root = pathlib.Path(h.checkout).resolve()
         try:
-            tip = verified_commit(h)
+            tip = verified_commit(h.checkout, h.default_branch, h.state)
             fetch(root, pull.head_sha)
             try:
                 base = _git(root, "merge-base", tip, pull.head_sha)

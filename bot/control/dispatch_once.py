@@ -18,15 +18,41 @@ import datetime as dt
 import os
 import secrets
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
-from bot.core.config import CONFIG_PATH
-from bot.core.github import BotLoginMismatch, DispatchedRun, GitHubClient, GitHubError, Run
 from bot.core import markers
+from bot.control.client import ClaimClient, CommentsClient, DispatchClient, RunsClient
+from bot.core.config import CONFIG_PATH
+from bot.core.github import BotLoginMismatch, DispatchedRun, GitHubError, Run
 from bot.core.markers import written_by
+
+if TYPE_CHECKING:  # the handler imports this module; these are its annotations only
+    from bot.core.commands import ParsedComment
+    from bot.core.events import CommentEvent, Pull
+    from bot.control.handler import Handler
+    from bot.control.reply import Reply
 
 # Runs are listed newest first; a run of a claim cannot be older than the claim (clocks aside).
 CLOCK_SLACK = dt.timedelta(minutes=10)
+
+
+@dataclasses.dataclass
+class Started:
+    run: DispatchedRun | None = None
+    claim_id: int | None = None  # the comment to turn into the reply
+    dispatched_now: bool = False  # False: the run already existed (a resumed request)
+    lost: bool = False  # another handler holds the request's claim: say nothing, do nothing
+    held: bool = False  # before_dispatch() said no (a budget): the claim becomes the reply, nothing runs
+    log: list[str] = dataclasses.field(default_factory=list)
+
+    def lose(self, line: str) -> None:
+        """Another handler's claim of the request came first: this one says and does nothing."""
+        self.lost = True
+        self.log.append(line)
+
+    def keep(self, run: DispatchedRun) -> None:
+        """Two resumers raced past the claim: the request's run is the oldest one."""
+        self.run = run
 
 
 class HeadMoved(Exception):
@@ -43,7 +69,7 @@ def dispatch_inputs(*, pr: int, sha: str, command: str, requester: str, key: str
             "gpu_hours": "" if gpu_hours is None else f"{gpu_hours:.2f}"}
 
 
-def dispatch(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, authorized_sha: str,
+def dispatch(client: DispatchClient, *, workflow: str, default_branch: str, pr: int, authorized_sha: str,
              command: str, requester: str, key: str, gpu_hours: float | None = None) -> DispatchedRun:
     """Re-read the PR head right before dispatching; refuse if it moved since authorization.
 
@@ -68,7 +94,7 @@ class Started:
     log: list[str] = dataclasses.field(default_factory=list)
 
 
-def find_runs(client: GitHubClient, workflow: str, pr: int, key: str, sha: str | None = None,
+def find_runs(client: RunsClient, workflow: str, pr: int, key: str, sha: str | None = None,
               since: dt.datetime | None = None, *, bot_login: str, default_branch: str) -> list[Run]:
     """The request's runs that the bot started (every page down to `since`), oldest first: a run a
     writer dispatched with the same title is neither taken for the request's run nor kept over it."""
@@ -81,7 +107,7 @@ def find_runs(client: GitHubClient, workflow: str, pr: int, key: str, sha: str |
     return sorted(found, key=lambda r: r.id)
 
 
-def start(client: GitHubClient, *, workflow: str, default_branch: str, pr: int, sha: str, command: str,
+def start(client: ClaimClient, *, workflow: str, default_branch: str, pr: int, sha: str, command: str,
           requester: str, key: str, bot_login: str, ledger: markers.Ledger, claim_body: Callable[[str], str],
           per_sha: bool, started_at: dt.datetime, holder: str | None = None, taken: Taken | None = None,
           recheck_head: bool = True, before_dispatch: Callable[[list[markers.Claim]], bool] | None = None,
@@ -232,7 +258,7 @@ def missing_claim(key: str, pr: int, comments: list, bot_login: str, nonce: str)
     return GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
 
 
-def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login: str,
+def claim_first(client: ClaimClient, *, pr: int, key: str, sha: str, bot_login: str,
                 claim_body: Callable[[str], str], holder: str | None = None, requester: str = "",
                 gpu_hours: float | None = None) -> Taken:
     """Write the claim, then read every comment once: the ledger and the claim's arbitration in one read.
@@ -274,14 +300,14 @@ def claim_first(client: GitHubClient, *, pr: int, key: str, sha: str, bot_login:
     return taken
 
 
-def claim_comment(h: Any, event: Any, parsed: Any, reply: Any) -> Any:
+def claim_comment(h: Handler, event: CommentEvent, parsed: ParsedComment, reply: Reply) -> Pull | None:
     """A comment that may start a GPU run writes its claim (with its estimate) before anything else, then reads
     every comment once: that one read is the ledger, the claim's arbitration, and the older claims that the
     limits count. Other comments read the comments
-    only. Sets h.comments (and h.taken); returns the PR it read, or None. (h, reply: bot.control.handle's.)"""
+    only. Records them in h.state (and the claim); returns the PR it read, or None."""
     gpu = [c for c in parsed.commands if c.spec.starts_gpu_work and not (c.name == "rerun" and c.failed)]
     if not gpu or not event.on_pull or h.client.dry_run:
-        h.comments = h.client.list_issue_comments(event.number)
+        h.state.read_comments(h.client.list_issue_comments(event.number))
         return None
     from bot.core import i18n
 
@@ -295,17 +321,17 @@ def claim_comment(h: Any, event: Any, parsed: Any, reply: Any) -> Any:
                         requester=event.sender, gpu_hours=hours)
     for entry in taken.log:
         h.log(entry)
-    reply.silent = taken.lost
-    h.comments, h.taken = taken.comments, taken
-    h.claimed, h.older = True, older_claims(taken.ledger, taken.claim, per_sha=False)
+    reply.stay_silent(taken.lost)
+    h.state.take_claim(taken, older_claims(taken.ledger, taken.claim, per_sha=False))
     reply.claims.append(taken.claim.comment_id)
     return pull
 
 
-def drop_claim(h: Any) -> None:
+def drop_claim(h: Handler) -> None:
     """The request was already handled: remove the claim this handler wrote before finding that out."""
-    if h.taken is not None and not h.taken.resumed:
-        h.client.delete_comment(h.taken.claim.comment_id)
+    taken = h.state.taken
+    if taken is not None and not taken.resumed:
+        h.client.delete_comment(taken.claim.comment_id)
 
 
 def this_run(environ: dict[str, str] | None = None) -> str:
@@ -315,7 +341,7 @@ def this_run(environ: dict[str, str] | None = None) -> str:
     return f"{run_id}.{attempt}" if run_id.isdigit() and attempt.isdigit() else ""
 
 
-def holder_gone(client: GitHubClient, theirs: str, mine: str) -> bool:
+def holder_gone(client: RunsClient, theirs: str, mine: str) -> bool:
     """Whether the handler that wrote a claim is over, so that its request may be resumed."""
     if not theirs:
         return True  # written outside Actions: nothing to ask; the check after dispatch covers a race
@@ -333,7 +359,7 @@ def holder_gone(client: GitHubClient, theirs: str, mine: str) -> bool:
     return not run.active and run.status == "completed"
 
 
-def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: str,
+def _take_claim(client: ClaimClient, pr: int, key: str, sha: str, bot_login: str,
                 claim_body: Callable[[str], str], match_sha: str | None, started_at: dt.datetime,
                 holder: str, out: Started, *, requester: str, gpu_hours: float | None
                 ) -> tuple[markers.Claim | None, markers.Ledger]:
@@ -356,8 +382,7 @@ def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: st
     if first is None:
         raise missing_claim(key, pr, read_back, bot_login, nonce)
     if first.nonce != nonce:
-        out.lost = True
-        out.log.append(f"another handler claimed request {key} first (comment {first.comment_id}); leaving it")
+        out.lose(f"another handler claimed request {key} first (comment {first.comment_id}); leaving it")
         ours = mine or next((c.comment_id for c in ledger.claims.get(key, []) if c.nonce == nonce), None)
         if ours is not None:
             try:
@@ -368,7 +393,7 @@ def _take_claim(client: GitHubClient, pr: int, key: str, sha: str, bot_login: st
     return first, ledger
 
 
-def _cancel_twins(client: GitHubClient, workflow: str, pr: int, key: str, sha: str | None,
+def _cancel_twins(client: RunsClient, workflow: str, pr: int, key: str, sha: str | None,
                   since: dt.datetime | None, out: Started, *, bot_login: str, default_branch: str) -> None:
     """Check after dispatch: if two resumers raced past the claim, keep the oldest run, cancel the rest."""
     runs = find_runs(client, workflow, pr, key, sha, since, bot_login=bot_login, default_branch=default_branch)
@@ -382,10 +407,10 @@ def _cancel_twins(client: GitHubClient, workflow: str, pr: int, key: str, sha: s
                 out.log.append(f"cancelled run {twin.id}: a second run of request {key} (kept {keep.id})")
             except GitHubError as exc:
                 out.log.append(f"could not cancel duplicate run {twin.id}: {exc}")
-    out.run = DispatchedRun(keep.id, keep.html_url)
+    out.keep(DispatchedRun(keep.id, keep.html_url))
 
 
-def create_reply(client: GitHubClient, number: int, body: str, bot_login: str,
+def create_reply(client: CommentsClient, number: int, body: str, bot_login: str,
                  started_at: dt.datetime) -> list[str]:
     """Post a reply once: when the answer is lost, look for it instead of posting a second one; when
     another handler of the same event replied too, the later reply deletes itself. Returns log lines."""

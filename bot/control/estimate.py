@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the handler imports the budget, which imports this module: annotations only
+    from bot.core.events import Pull
+    from bot.control.handler import Handler
 
 # The marker a reply carries for its request's estimate: the per-PR-per-day budget sums them.
 ESTIMATE_MARKER = "<!-- recipe-bot:estimate comment={key} sha={sha} gpu_hours={hours} -->"
@@ -124,7 +128,7 @@ class Unavailable(Exception):
     """The estimate cannot be made here (a broken recipe, an unreadable commit): the plan job will say."""
 
 
-def plan_command(h: Any, command_line: str, pull: Any) -> Estimate:
+def plan_command(h: Handler, command_line: str, pull: Pull) -> Estimate:
     """Plan `command_line` at the PR's head as the plan job will. Raises Unavailable."""
     from bot.control import checkout as local
     from bot.core.commands import UsageError, parse_single

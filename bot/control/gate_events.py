@@ -9,6 +9,7 @@ import pathlib
 import posixpath
 import re
 import tempfile
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,9 +19,16 @@ from bot.core.messages import bilingual, msg
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core import commands
 from bot.control import reuse
+from bot.control.client import ChecksClient
 from bot.core.markers import SHA, foreign_edits, is_full_sha
 
-if TYPE_CHECKING:  # annotations only
+if TYPE_CHECKING:  # annotations only (the handler imports this module)
+    from bot.core.config import RepoConfig
+    from bot.core.commands import Command
+    from bot.core.events import Pull, PullRequestEvent
+    from bot.control.handler import Handler
+    from bot.control.reply import Reply
+    from bot.control.trust import Actor, Approval
     from bot.plan.model import PlanFilters
     from bot.report import gate
 
@@ -45,7 +53,7 @@ def _render(verdict: gate.GateVerdict, sha: str, *, bot_login: str, **extra: Any
     return title, section
 
 
-def _own_gates(client, sha: str, bot_login: str) -> list:
+def _own_gates(client: ChecksClient, sha: str, bot_login: str) -> list:
     """The gate checks on sha that the bot's own App posted: a check of the same name by another App
     (any workflow's token can post one) neither counts nor is updated; the bot posts its own beside it."""
     from bot.report.post import CHECK_NAME
@@ -55,7 +63,7 @@ def _own_gates(client, sha: str, bot_login: str) -> list:
             if run.name == CHECK_NAME]
 
 
-def _post_check(client, sha: str, *, bot_login: str, conclusion: str | None, title: str, summary: str,
+def _post_check(client: ChecksClient, sha: str, *, bot_login: str, conclusion: str | None, title: str, summary: str,
                 details_url: str | None = None) -> None:
     """Update the bot's latest gate check on sha, or create it; conclusion None leaves it in progress."""
     from bot.report.post import CHECK_NAME
@@ -70,14 +78,14 @@ def _post_check(client, sha: str, *, bot_login: str, conclusion: str | None, tit
         client.create_check_run(name=CHECK_NAME, head_sha=sha, **fields)
 
 
-def required_filters(config) -> tuple[list[str], list[PlanFilters]]:
+def required_filters(config: RepoConfig) -> tuple[list[str], list[PlanFilters]]:
     from bot.plan.model import PlanFilters
 
     lines = list(config.gate.required)
     return lines, [PlanFilters(**commands.parse_single(line).plan_filters()) for line in lines]
 
 
-def on_pull_request(h, event) -> None:
+def on_pull_request(h: Handler, event: PullRequestEvent) -> None:
     """opened / synchronize / reopened: the gate check on the new head, once per head SHA.
 
     A GitHub failure here is reported (exit 1) but does not stop the rest of the event's handling
@@ -88,10 +96,10 @@ def on_pull_request(h, event) -> None:
         _on_pull_request(h, event)
     except GitHubError as exc:
         h.log(f"the gate check on {event.pull.head_sha} could not be posted: {exc}")
-        h.outcome.failed = f"merge gate: {exc}"
+        h.outcome.fail(f"merge gate: {exc}")
 
 
-def _on_pull_request(h, event) -> None:
+def _on_pull_request(h: Handler, event: PullRequestEvent) -> None:
     from bot.plan import remote
     from bot.inferencex.changelog import changelog_missing
     from bot.plan.model import PlanError
@@ -148,23 +156,23 @@ def _on_pull_request(h, event) -> None:
     h.log(f"gate on {pull.head_sha}: {len(required)} required point(s)/case(s)")
 
 
-def refuse_unknown_recipes(h, reply, command, pull) -> bool:
+def refuse_unknown_recipes(h: Handler, reply: Reply, command: Command, pull: Pull) -> bool:
     """`/sweep name` where no recipe of the head commit is called name: refused before any run starts."""
     if command.name != "sweep" or not command.recipes:
         return False
     from bot.control import checkout
     from bot.plan import remote
     from bot.plan.model import PlanError
-    from bot.recipes.catalog import RECIPES_DIR, is_recipe_path
+    from bot.recipes.catalog import is_recipe_path
     from bot.recipes.errors import RecipeError
     from bot.recipes.sources import GitSource
 
     # Cheap first: a glob that matches a recipe file's name needs no more reads (one listing; none with a
     # checkout of the default branch, which holds the head commit's objects as data: bot/control/checkout.py).
-    head = checkout.sources(h, pull)[0] if getattr(h, "checkout", None) is not None else None
+    head = checkout.sources(h, pull)[0] if h.checkout is not None else None
     head = head if isinstance(head, GitSource) else None
     # The default branch's config names the folder; a PR that moves it falls through to the full load below.
-    folder = h.config.recipes_dir if getattr(h, "config", None) is not None else RECIPES_DIR
+    folder = h.config.recipes_dir
     listed = [(p, "file") for p in head.list(folder) if posixpath.dirname(p) == folder] if head is not None \
         else h.client.list_dir(folder, pull.head_sha)
     stems = [posixpath.splitext(posixpath.basename(path))[0] for path, kind in listed
@@ -179,7 +187,7 @@ def refuse_unknown_recipes(h, reply, command, pull) -> bool:
     unknown = [g for g in command.recipes if not remote.matches_any(g, names)]
     if not unknown:
         return False
-    reply.refused = True
+    reply.mark_refused()
     reply.add("gate-unknown-recipe", command=command.normalized(), unknown=unknown, names=names[:30],
               more=max(0, len(names) - 30), sha=pull.head_sha)
     problems = [f"/sweep: no recipe matches {glob!r} at {pull.head_sha[:12]}" for glob in unknown]
@@ -191,7 +199,7 @@ def refuse_unknown_recipes(h, reply, command, pull) -> bool:
 
 # -- /accept-regression ------------------------------------------------------------------------------
 
-def accept_regression(h, reply, command, actor, pull, approvals, key) -> None:
+def accept_regression(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull, approvals: list[Approval], key: str) -> None:
     """Pin a maintainer's acknowledgement to the head SHA, then judge the gate again with it."""
     from bot.report import gate
 
@@ -207,7 +215,7 @@ def accept_regression(h, reply, command, actor, pull, approvals, key) -> None:
     h.log(f"{actor.login} accepted regressions of {ack.recipe} on {pull.head_sha}")
 
 
-def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
+def regate(h: Handler, pull: Pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
     """The gate of pull's head from every finished run's artifacts, with the baseline the report uses."""
     from bot.report import collect, compare, gate_runs
     from bot.report.fetch import fetch_baseline
@@ -240,14 +248,14 @@ def regate(h, pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
 
 # -- /reuse <run-id> (bot/control/reuse.py decides; the gate's check is posted here) ----------------------
 
-def reuse_run(h, reply, command, actor, pull, approvals, key) -> None:
+def reuse_run(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull, approvals: list[Approval], key: str) -> None:
     """Accept an earlier run for the head when every touched recipe's fingerprint matches, or say why not."""
     from bot.report.post import CHECK_NAME
 
     judged = reuse.judge(h.client, run_id=command.run_id, pull=pull, by=actor.login, bot_login=h.bot_login(),
                          workflow=h.config.gpu_workflow, check_name=CHECK_NAME, default_branch=h.default_branch)
     if not judged.accepted:
-        reply.refused = True
+        reply.mark_refused()
         reply.add("reuse-refused", command=command.normalized(), reason=judged.reason, **judged.context)
         h.log(f"refused {command.normalized()}: {judged.reason}")
         return
@@ -260,7 +268,7 @@ def reuse_run(h, reply, command, actor, pull, approvals, key) -> None:
     h.log(f"{actor.login} reused run {record.run_id} ({record.run_sha}) for {pull.head_sha}")
 
 
-def _carry_reuse(h, pull) -> bool:
+def _carry_reuse(h: Handler, pull: Pull) -> bool:
     """After a push: a live `/reuse` holds at the new head (its check is posted) or ends, said once."""
     comments = h.client.list_issue_comments(pull.number)
     for line in foreign_edits(comments, h.bot_login()):
@@ -285,13 +293,13 @@ def _carry_reuse(h, pull) -> bool:
 _QUEUE_REF = re.compile(rf"/pr-(\d+)-{SHA}$")
 
 
-def handle_merge_group(h, payload: dict) -> None:
+def handle_merge_group(h: Handler, payload: dict[str, Any]) -> None:
     """`merge_group checks_requested`: reuse the PR head's verdict when the recipes are identical."""
     group = payload.get("merge_group") or {}
     sha, ref = str(group.get("head_sha") or ""), str(group.get("head_ref") or "")
     match = _QUEUE_REF.search(ref)
     if not is_full_sha(sha) or match is None:
-        h.outcome.failed = f"merge_group: head_sha {sha[:60]!r} / head_ref {ref[:200]!r} is not a merge-queue commit"
+        h.outcome.fail(f"merge_group: head_sha {sha[:60]!r} / head_ref {ref[:200]!r} is not a merge-queue commit")
         return
     if h.load_config():
         return
@@ -324,30 +332,28 @@ def handle_merge_group(h, payload: dict) -> None:
     h.log(f"merge group {sha}: recipes differ from PR #{pull.number}'s head; dispatched {', '.join(lines)}")
 
 
-def on_merge_group(make_handler, payload, client, now=None):
-    """The entry point bot.control.handle.handle_event calls for `merge_group` events; it passes its
-    Handler class in, so that this module needs nothing above it (bot/checklist/hooks.py does the same)."""
-    import datetime as dt
-
+def on_merge_group(for_branch: Callable[[str], Handler], payload: object, repository_name: str) -> Handler:
+    """The entry point bot.control.handle.handle_event calls for `merge_group` events: `for_branch(default
+    branch)` makes the event's handler once the payload names the default branch."""
     from bot.core.events import EventError
 
     if not isinstance(payload, dict) or not isinstance(payload.get("repository"), dict):
         raise EventError("the merge_group event has no field 'repository'")
     repository = payload["repository"]
-    h = make_handler(client, str(repository.get("default_branch") or "main"), now or dt.datetime.now(dt.timezone.utc))
+    h = for_branch(str(repository.get("default_branch") or "main"))
     if payload.get("action") != "checks_requested":
         h.log(f"merge_group {payload.get('action')}: nothing to do")
-        return h.outcome
-    if str(repository.get("full_name", "")).lower() != client.repository.lower():
+        return h
+    if str(repository.get("full_name", "")).lower() != repository_name.lower():
         raise EventError(f"the event is for {repository.get('full_name')}, but GITHUB_REPOSITORY is "
-                         f"{client.repository}")
+                         f"{repository_name}")
     handle_merge_group(h, payload)
-    return h.outcome
+    return h
 
 
 # -- /baseline -------------------------------------------------------------------------------------------
 
-def baseline(h, reply, command, actor, pull, approvals, key) -> None:
+def baseline(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull, approvals: list[Approval], key: str) -> None:
     """Dispatch the GPU workflow's baseline mode on the default branch's tip (pr 0: no PR's run)."""
     from bot.control.dispatch_once import dispatch_inputs
     from bot.report.fetch import BASELINE_COMMAND
@@ -355,7 +361,7 @@ def baseline(h, reply, command, actor, pull, approvals, key) -> None:
     sha = h.client.branch_sha(h.default_branch)
     run = h.client.dispatch_workflow(h.config.gpu_workflow, ref=h.default_branch, inputs=dispatch_inputs(
         pr=0, sha=sha, command=BASELINE_COMMAND, requester=actor.login, key=key))
-    reply.dispatched = True
+    reply.mark_dispatched()
     h.log(f"dispatched baseline mode of {h.config.gpu_workflow} on {h.default_branch} at {sha}")
     reply.add("baseline-started", sha=sha, branch=h.default_branch, requester=actor.login,
               run_url=run.html_url, workflow=h.config.gpu_workflow)

@@ -5,7 +5,6 @@ import datetime as dt
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
 
 import click
 
@@ -16,14 +15,14 @@ from bot.core import commands
 from bot.control import budget, dispatch, dispatch_once, gate_events, github_failures, pr_actions
 from bot.core import markers
 from bot.checklist import hooks as checklist_hooks
+from bot.control.client import ControlClient
 from bot.core.commands import Command, CommandError
 from bot.control.reply import Reply
 from bot.core.config import ConfigError
 from bot.core.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import foreign_edits
-from bot.control.trust import Actor, Permission
-from bot.core.markers import Approval
+from bot.control.trust import Actor, Approval, Permission
 from bot.control.handler import FALLBACK_BOT_LOGIN, Handler, Outcome  # noqa: F401  (callers' names)
 
 
@@ -48,8 +47,10 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     pull = dispatch_once.claim_comment(h, event, parsed, reply)
     if reply.silent:
         return
-    ledger = h.ledger = h.taken.ledger if h.taken is not None else markers.read_ledger(h.comments, bot)
-    for line in foreign_edits(h.comments, bot):
+    taken = h.state.taken
+    ledger = taken.ledger if taken is not None else markers.read_ledger(h.state.comments, bot)
+    h.state.use_ledger(ledger)
+    for line in foreign_edits(h.state.comments, bot):
         h.log(line)
     if ledger.replied(event.key, body_digest):
         h.log(f"comment {event.key} was already handled")
@@ -94,7 +95,7 @@ def _run_commands(h: Handler, event: CommentEvent, parsed: tuple[Command, ...], 
         needed = max(h.min_permission(command.name), h.min_permission(starts.name))
         actor = h.actor(event.sender, needed=needed) if needed > Permission.NONE or \
             command.spec.starts_gpu_work else Actor(event.sender, Permission.NONE)
-        h.request_key = event.key
+        h.state.decide_request(event.key)
         decision = h.decide(command, actor, pull, approvals)
         if decision.allowed and starts is not command:
             decision = h.decide(starts, actor, pull, approvals, failed_only=failed_only)
@@ -110,7 +111,7 @@ def _run_commands(h: Handler, event: CommentEvent, parsed: tuple[Command, ...], 
 
 
 def _error_section(reply: Reply, error: CommandError) -> None:
-    reply.refused = True
+    reply.mark_refused()
     if error.usage is None:
         reply.add("unknown", text=error.text, suggestion=error.suggestion)
     else:
@@ -183,11 +184,11 @@ def handle_pull_request(h: Handler, event: PullRequestEvent) -> None:
     reply = Reply(markers=[markers.reply_marker(key, body_digest)])
     if event.sender == bot:
         triggers = []  # the bot's own label or push never starts a run by itself
-    h.comments = h.client.list_issue_comments(pull.number) if triggers else []
-    ledger = markers.read_ledger(h.comments, bot) if triggers else None
-    for line in foreign_edits(h.comments, bot):
+    comments = h.client.list_issue_comments(pull.number) if triggers else []
+    ledger = markers.read_ledger(comments, bot) if triggers else None
+    h.state.read_comments(comments, ledger)
+    for line in foreign_edits(comments, bot):
         h.log(line)
-    h.ledger = ledger or h.ledger
     if ledger is not None and ledger.replied(key, body_digest):
         h.log(f"pull_request {event.action} at {pull.head_sha} was already handled")
         triggers = []
@@ -229,7 +230,7 @@ def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, la
         h.log(f"label {label} already ran on {pull.head_sha}")
         return
     actor = h.actor(event.sender, needed=h.min_permission(command.name))
-    h.request_key, h.request_sha = key, pull.head_sha
+    h.state.decide_request(key, pull.head_sha)
     decision = h.decide(command, actor, pull, ledger.approvals)
     if not decision.allowed:
         h.refusal(reply, line, decision, login=event.sender, pull=pull)
@@ -241,19 +242,24 @@ def _label_run(h: Handler, reply: Reply, event: PullRequestEvent, pull: Pull, la
 
 # -- entry points --------------------------------------------------------------------------------
 
-def handle_event(event_name: str, payload: Any, client: GitHubClient,
-                 now: dt.datetime | None = None, checkout: Any = None) -> Outcome:
+def handle_event(event_name: str, payload: object, client: ControlClient,
+                 now: dt.datetime | None = None, checkout: str | None = None) -> Outcome:
     """Act on one event; raises EventError for a payload that is not GitHub's shape."""
+    clock = now or dt.datetime.now(dt.timezone.utc)
+
+    def for_branch(default_branch: str) -> Handler:  # the events whose default branch is read on the way
+        return Handler(client, default_branch, clock)
+
     if event_name == "workflow_run":  # a GPU run ended: judge the sign-off on its SHA again
-        return checklist_hooks.on_workflow_run(Handler, client, payload, now).outcome
+        return checklist_hooks.on_workflow_run(for_branch, client.repository, payload).outcome
     if event_name == "merge_group":  # the merge gate on a merge-queue commit (bot/control/gate_events.py)
-        return gate_events.on_merge_group(Handler, payload, client, now)
+        return gate_events.on_merge_group(for_branch, payload, client.repository).outcome
     event = parse_event(event_name, payload)
     if isinstance(event, Ignored):
         return Outcome(log=[event.reason])
     if event.repository.lower() != client.repository.lower():
         raise EventError(f"the event is for {event.repository}, but GITHUB_REPOSITORY is {client.repository}")
-    h = Handler(client, event.default_branch, now or dt.datetime.now(dt.timezone.utc), checkout)
+    h = Handler(client, event.default_branch, clock, checkout)
     try:
         if isinstance(event, CommentEvent):
             handle_comment(h, event)

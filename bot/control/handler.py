@@ -2,62 +2,47 @@
 decisions every event handler asks of it (permissions, approvals, runs, starting a GPU run, the reply)."""
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Callable
-from typing import Any
-
 
 from bot.core import i18n
 from bot.control import approvals as approval_sources
-from bot.control import budget, dispatch, dispatch_once, trust
+from bot.control import budget, dispatch_once, trust
 from bot.core import markers
 from bot.control import limits
+from bot.control.client import ControlClient
 from bot.core.commands import Command
+from bot.control.context import Outcome, RequestState
 from bot.control.reply import Reply
 from bot.core.config import ConfigError, RepoConfig, read_repo_config
 from bot.core.events import Pull
-from bot.core.github import GitHubClient, GitHubError
-from bot.control.trust import Actor, Decision, Permission
-from bot.core.markers import Approval
+from bot.core.github import GitHubError, Run
+from bot.control.trust import Actor, Approval, Decision, Permission
 
 FALLBACK_BOT_LOGIN = "github-actions[bot]"  # what GITHUB_TOKEN acts as; it may not call GET /user
 
 
-@dataclasses.dataclass
-class Outcome:
-    """What one handle did, for the log line and for tests that call handle_event directly."""
-
-    log: list[str] = dataclasses.field(default_factory=list)
-    dispatched: list[dict[str, str]] = dataclasses.field(default_factory=list)
-    failed: str | None = None
-
-
 class Handler:
-    """The context of one event: the client, the config, the bot's login, the clock."""
+    """The context of one event: the client, the config, the bot's login, the clock, and `state`, what
+    deciding the request has learnt so far (bot/control/context.py)."""
 
-    def __init__(self, client: GitHubClient, default_branch: str, now: dt.datetime, checkout: Any = None):
+    def __init__(self, client: ControlClient, default_branch: str, now: dt.datetime,
+                 checkout: str | None = None, state: RequestState | None = None):
         self.client, self.default_branch, self.now = client, default_branch, now
-        self.checkout, self.comments = checkout, []  # the default branch's checkout, if any; the comments read
-        self.taken: dispatch_once.Taken | None = None  # the claim written before deciding (comments)
+        self.checkout = checkout  # the default branch's checkout, if any (never a PR's)
+        self.state = state if state is not None else RequestState()
         self.started = dt.datetime.now(dt.timezone.utc)  # the real clock: comments are read back from here
         self.outcome = Outcome()
         self.config: RepoConfig = RepoConfig()
         self._permissions: dict[str, Permission] = {}
         self._author_trusted: dict[str, bool] = {}
-        self._runs: list[markers.PrRun] | None = None
-        self._all_runs: list | None = None
-        self._config_read, self._config_error = False, None
+        self._all_runs: list[Run] | None = None
+        self._config_read = False
+        self._config_error: ConfigError | None = None
         self._review_approvals: list[Approval] | None = None
         self._bot: str | None = None
-        self.ledger = markers.Ledger()
-        self.request_key: str | None = None  # the request being decided (its own run is no cooldown)
-        self.request_sha: str | None = None  # ...at this head only (a label's key runs once per head)
-        self.checkout_commit: tuple | None = None  # the checkout's verified commit (checkout.verified_commit)
-        self.estimates: dict[tuple[str, str], Any] = {}  # (command line, head SHA) → its estimate (budget.py)
-        # Claim-then-check (bot/control/limits.py): once the claim is written, runs and older claims count.
-        self.claimed, self._runs_after_claim = False, False
-        self.older: list[markers.Claim] = []
+        # Claim-then-check (bot/control/limits.py): runs listed before the claim are listed again after it.
+        self._runs_after_claim = False
 
     def log(self, message: str) -> None:
         self.outcome.log.append(message)
@@ -71,7 +56,7 @@ class Handler:
         try:
             self.config = budget.local_config(self) or read_repo_config(self.client, self.default_branch)
         except ConfigError as exc:
-            self.outcome.failed = str(exc)
+            self.outcome.fail(str(exc))
             self._config_error = exc
             return exc
         return None
@@ -117,22 +102,34 @@ class Handler:
                 lambda login: self.actor(login, needed=needed).has(needed))
         return self._review_approvals
 
-    def all_runs(self) -> list:
+    def all_runs(self) -> list[Run]:
         """The GPU workflow's runs that the bot started, listed once, and once more if the first listing
         came before the claim: every decision (the cooldown, the limits, /status, /cancel, /rerun, the merge
         queue) reads these, never a run a writer dispatched by hand."""
-        if self._all_runs is None or (self.claimed and not self._runs_after_claim):
-            self._all_runs = markers.bot_runs(
+        runs = self._all_runs
+        if runs is None or (self.state.claimed and not self._runs_after_claim):
+            runs = self._all_runs = markers.bot_runs(
                 self.client.list_workflow_runs(self.config.gpu_workflow), bot_login=self.bot_login(),
                 default_branch=self.default_branch, workflow=self.config.gpu_workflow)
-            self._runs_after_claim = self.claimed
-        return self._all_runs
+            self._runs_after_claim = self.state.claimed
+        return runs
 
     def pr_runs(self, pr: int) -> list[markers.PrRun]:
         return markers.pr_runs(self.all_runs(), pr)
 
-    command_that_starts = limits.command_that_starts  # what a /rerun starts (bot/control/limits.py)
-    claim_hours = limits.claim_hours
+    def runs_after_claim(self) -> list[Run]:
+        """The GPU workflow's runs, read after the claim (dispatch_once.start asks only once it is written)."""
+        self.state.count_after_claim()
+        return self.all_runs()
+
+    def command_that_starts(self, command: Command, pull: Pull) -> Command | None:
+        """What a GPU command starts, whose own checks apply (bot/control/limits.py)."""
+        return limits.command_that_starts(command, lambda: self.pr_runs(pull.number), pull.head_sha)
+
+    def claim_hours(self, command_line: str, pull: Pull) -> float | None:
+        """The estimate a request's claim records (the cached plan that its reply will show)."""
+        return budget.Gate(self, None, command_line=command_line, pull=pull, key="", requester="",
+                           label=None, approved_hours=None).prepare()
 
     # -- the pieces every path shares --------------------------------------------------------
 
@@ -153,13 +150,14 @@ class Handler:
         decision = trust.decide(command.name, **args)
         if decision.allowed and gpu and not trust.cooldown_exempt(decision) and self.config.cooldown_seconds:
             decision = trust.decide(command.name, **args, cooldown_s=self.config.cooldown_seconds,
-                                    last_run_at=limits.last_start(self, actor.login), now=self.now)
+                                    last_run_at=limits.last_start(self.all_runs(), self.state, actor.login), now=self.now)
         if decision.allowed and gpu and not actor.trusted and self.approval_needed(pull, actor):
             pr_jobs = self.config.pr_jobs
             decision = approval_sources.limit_refusal(
                 command=command.name, scope=command.scope, allowed_scopes=list(pr_jobs.scopes),
                 runs_per_approval=pr_jobs.runs_per_approval,
-                runs_at_head=limits.started_at_head(self, pull, actor.login)) or decision
+                runs_at_head=limits.started_at_head(self.pr_runs(pull.number), self.state.older, pull,
+                                                     actor.login)) or decision
         return decision
 
     def start_run(self, reply: Reply, *, pull: Pull, command_line: str, requester: str, key: str,
@@ -178,9 +176,9 @@ class Handler:
             started = dispatch_once.start(
                 self.client, workflow=self.config.gpu_workflow, default_branch=self.default_branch,
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
-                bot_login=self.bot_login(), ledger=self.ledger, claim_body=claim_body, per_sha=label is not None,
-                started_at=self.started, taken=self.taken, before_dispatch=gate, gpu_hours=hours,
-                runs=lambda: limits.runs_after_claim(self))
+                bot_login=self.bot_login(), ledger=self.state.ledger, claim_body=claim_body, per_sha=label is not None,
+                started_at=self.started, taken=self.state.taken, before_dispatch=gate, gpu_hours=hours,
+                runs=self.runs_after_claim)
         except dispatch_once.HeadMoved as moved:
             if moved.claim_id is not None and moved.claim_id not in reply.claims:
                 reply.claims.append(moved.claim_id)
@@ -191,14 +189,14 @@ class Handler:
         for line in started.log:
             self.log(line)
         if started.lost:
-            reply.silent = True
+            reply.stay_silent()
             return
         if started.claim_id is not None and started.claim_id not in reply.claims:
             reply.claims.append(started.claim_id)
         if started.held:
             return
         run = started.run
-        reply.dispatched = True
+        reply.mark_dispatched()
         reply.markers.append(markers.ack_marker(key, pull.head_sha))
         if gate.hours is not None:  # the per-PR-per-day budget sums these
             reply.markers.append(budget.estimates.marker(key, pull.head_sha, gate.hours))

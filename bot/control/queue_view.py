@@ -10,7 +10,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only
+    from bot.control.client import JobsClient
+    from bot.core.markers import PrRun
 
 MAX_PR_RUNS = 5  # this PR's newest runs whose jobs are listed
 MAX_QUEUE_RUNS = 20  # the repository's newest active runs whose jobs are counted per label
@@ -88,7 +92,7 @@ def context(pr_jobs: Sequence[tuple[int, Sequence[Any]]], active_jobs: Iterable[
     }
 
 
-def read(client: Any, pr_runs: Sequence[Any], now: dt.datetime,
+def read(client: JobsClient, pr_runs: Sequence[PrRun], now: dt.datetime,
          log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Read this PR's newest runs' jobs and the repository's active runs' jobs (bounded), then build the view."""
     listed: dict[int, list[Any]] = {}

@@ -28,6 +28,18 @@ class Reply:
         self.refused = True
         self.add(f"refused-{code}", **context)
 
+    def mark_refused(self) -> None:
+        """A section of the reply refuses something (the reaction says so)."""
+        self.refused = True
+
+    def mark_dispatched(self) -> None:
+        """The reply acknowledges a started run (its reaction; the comment gets no other)."""
+        self.dispatched = True
+
+    def stay_silent(self, silent: bool = True) -> None:
+        """Another handler of the same request owns its reply: this one posts nothing."""
+        self.silent = silent
+
     def render(self) -> str:
         languages = ["\n\n".join(i18n.render(name, lang, **ctx) for name, ctx in self.sections)
                      for lang in i18n.LANGUAGES]

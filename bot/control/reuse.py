@@ -12,10 +12,15 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from bot.core import i18n
+from bot.control.client import ChecksClient, CommentsClient, RepositoryClient, RunsClient
 from bot.core.markers import header_markers
+
+
+class ReuseClient(RepositoryClient, RunsClient, ChecksClient, CommentsClient, Protocol):
+    """What judging a reuse reads: the run, its gate check, both commits' recipes, the PR's comments."""
 
 _MARKER = re.compile(r"^<!-- recipe-bot:reuse sha=([0-9a-f]{40}) run=(\d+) run_sha=([0-9a-f]{40}) by=(\S+) "
                      r"state=(applies|ended) -->$")
@@ -71,7 +76,7 @@ def differences(names: Iterable[str] | None, here: Mapping[str, str] | None,
             if here.get(name) is None or here.get(name) != there.get(name)]
 
 
-def recipe_fingerprints(client: Any, sha: str) -> dict[str, str] | None:
+def recipe_fingerprints(client: ReuseClient, sha: str) -> dict[str, str] | None:
     """Every recipe's fingerprint at sha, read as data through the API; None when the recipes do not load."""
     from bot.plan import remote
     from bot.plan.model import PlanError
@@ -83,7 +88,7 @@ def recipe_fingerprints(client: Any, sha: str) -> dict[str, str] | None:
         return None
 
 
-def touched_names(client: Any, pull: Any) -> list[str] | None:
+def touched_names(client: ReuseClient, pull: Any) -> list[str] | None:
     """The recipes and InferenceX configs the PR touches at its head; None when the head does not plan."""
     from bot.plan import remote
     from bot.plan.model import PlanError
@@ -122,7 +127,7 @@ def latest(comments: Iterable[Any], bot_login: str) -> Reuse | None:
 
 # -- /reuse <run-id> ---------------------------------------------------------------------------------------
 
-def judge(client: Any, *, run_id: int, pull: Any, by: str, bot_login: str, workflow: str,
+def judge(client: ReuseClient, *, run_id: int, pull: Any, by: str, bot_login: str, workflow: str,
           check_name: str, default_branch: str) -> Judgement:
     """Accept run_id for pull's head, or say why not (reads the run, the gate at its commit, both fingerprints)."""
     from bot.core.markers import parse_run_title, started_by_bot
@@ -180,7 +185,7 @@ class Carried:
     run_url: str
 
 
-def carry(client: Any, *, pull: Any, bot_login: str, comments: Iterable[Any] | None = None) -> Carried | None:
+def carry(client: ReuseClient, *, pull: Any, bot_login: str, comments: Iterable[Any] | None = None) -> Carried | None:
     """After a push: the PR's live reuse moved to the new head while the rule holds, else ended (once)."""
     live = latest(client.list_issue_comments(pull.number) if comments is None else comments, bot_login)
     if live is None or live.state != "applies":
@@ -199,7 +204,7 @@ def carry(client: Any, *, pull: Any, bot_login: str, comments: Iterable[Any] | N
     return Carried(record, body, url)
 
 
-def _run_url(client: Any, run_id: int) -> str:
+def _run_url(client: ReuseClient, run_id: int) -> str:
     from bot.core.github import GitHubError
 
     try:
