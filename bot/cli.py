@@ -5,8 +5,10 @@ import importlib
 
 import click
 
-from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.cli_guard import HELP_OPTIONS, debug_enabled, one_line
 from bot.core.messages import Message, msg
+from bot.core.messages_zh import CJK, translate
+from bot.core.settings import settings_table
 
 # Subcommands are imported only when called, so `recipe-bot plan` never pays for matplotlib
 # and a runner host never imports the control plane.
@@ -63,8 +65,6 @@ def _in_both_languages(exc: click.ClickException) -> click.ClickException:
     if isinstance(exc.message, Message):
         english, chinese = exc.message.render("en"), exc.message.render("zh")
     else:
-        from bot.core.messages_zh import CJK, translate  # only on the way out with an error
-
         english = exc.format_message()
         chinese = translate(english)
         if CJK.search(english) or chinese == english:
@@ -92,8 +92,6 @@ class LazyGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:
-            from bot.core.cli_guard import debug_enabled, one_line
-
             if debug_enabled():
                 raise
             raise click.ClickException(one_line(exc)) from None
@@ -145,6 +143,5 @@ def ci_cmd() -> None:
 @click.command("settings-doc", context_settings=HELP_OPTIONS)
 def settings_doc_cmd() -> None:
     """Print docs/settings.md (`recipe-bot ci settings-doc > docs/settings.md`)."""
-    from bot.core.settings import settings_table
 
     click.echo(settings_table(), nl=False)

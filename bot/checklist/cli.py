@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from bot.checklist.hooks import verify_cli
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.config import ConfigError
 from bot.core.github import GitHubClient, GitHubError
@@ -31,7 +32,6 @@ def verify_cmd(pr: int, sha: str | None, dry_run: bool) -> None:
 
     Reads GITHUB_API_URL, GITHUB_TOKEN and GITHUB_REPOSITORY like any Actions step.
     """
-    from bot.checklist.hooks import verify_cli
 
     if pr <= 0:
         _fail(f"--pr {pr}: a pull request number is a positive integer",

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
+from bot.checklist import verify
 from bot.core import markers
 from bot.core.config import ConfigError, RepoConfig, read_repo_config
 from bot.core.events import CommentEvent, EventError, PullRequestEvent
 from bot.core.github import GitHubClient, GitHubError
 
-if TYPE_CHECKING:  # verifying a sign-off is imported when a comment may be one: every event
-    from bot.checklist import verify  # imports this module, few need the checklist's machinery
 
 # Cheap pre-filter before any API call: every template has a Signed: line and names CODEOWNERs.
 _MAYBE = re.compile(r"codeowner|signed\s*[:：]|签名\s*[:：]|代码所有者", re.I)
@@ -59,7 +58,6 @@ def _run(h: SignoffContext, pr: int, *, trigger: str | None = None, sha: str | N
          pushed_at: str | None = None) -> None:
     if h.load_config() or h.config.checklist is None:
         return  # a broken config is answered by the command path; no `checklist:` section: sign-off off
-    from bot.checklist import verify
 
     try:
         bot = h.bot_login()
@@ -94,7 +92,6 @@ def on_workflow_run(for_branch: Callable[[str], Context], repository_name: str, 
 
 def verify_cli(client: GitHubClient, pr: int, sha: str | None) -> verify.Result:
     """The command line's path: the same verification, config read from the default branch."""
-    from bot.checklist import verify
 
     branch = client.default_branch()
     config = read_repo_config(client, branch)  # raises ConfigError, reported by the caller

@@ -14,15 +14,14 @@ import dataclasses
 import datetime as dt
 from typing import Any, Protocol
 
-from bot.checklist import owners as codeowners
-from bot.checklist import render, rules
+from bot.checklist import owners as codeowners, render, rules
 from bot.checklist.diffscan import FileChange
 from bot.checklist.render import CHECK_NAME, Verdict
 from bot.checklist.signoff import Found, find
 from bot.checklist.template import Templates, TemplateError, load_templates
 from bot.core.config import Checklist, RepoConfig
 from bot.core.github_protocols import ChecksClient, CommentsClient, PeopleClient, RepositoryClient
-from bot.core.markers import written_by
+from bot.core.markers import own_check_runs, written_by
 
 BENCHMARKS = "recipe-bot / benchmarks"
 PUSHED_AT = "pushed-at:"  # the sign-off check's external_id: when its head SHA was pushed
@@ -209,7 +208,6 @@ def _ownership(client: SignoffClient, changed: list[FileChange], branch: str, si
 def _own_checks(client: SignoffClient, head: str, name: str, bot_login: str) -> list:
     """The check runs called `name` on head that the bot's own App posted: another App's check of the
     same name (any workflow's token can post one) says nothing about the bot's gate or sign-off."""
-    from bot.core.markers import own_check_runs
 
     return [r for r in own_check_runs(client.list_check_runs(head, name), bot_login) if r.name == name]
 

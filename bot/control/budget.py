@@ -18,8 +18,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bot.control import estimate as estimates
-from bot.control import trust
+from bot.control import checkout, estimate as estimates, trust
 from bot.core.markers import written_by
 
 if TYPE_CHECKING:  # the handler imports this module; these are its annotations only
@@ -134,7 +133,6 @@ def local_config(h: Handler) -> RepoConfig | None:
     """The config from the default branch's checkout (None without one, or when it cannot be used)."""
     if h.checkout is None:
         return None
-    from bot.control import checkout
 
     try:
         return checkout.read_config(h.checkout, h.default_branch,

@@ -14,15 +14,15 @@ import pathlib
 import subprocess
 from typing import TYPE_CHECKING
 
-from bot.core.config import CONFIG_PATH, RepoConfig, load_config
 from bot.control.context import RequestState
+from bot.core.config import CONFIG_PATH, RepoConfig, load_config
 from bot.core.markers import is_full_sha
+from bot.plan.remote import ApiSource
+from bot.recipes.sources import GitSource
 
-if TYPE_CHECKING:  # annotations only: the handler imports the modules that import this one
+if TYPE_CHECKING:
     from bot.core.events import Pull
     from bot.control.handler import Handler
-    from bot.plan.remote import ApiSource
-    from bot.recipes.sources import GitSource
 
 
 class CheckoutError(Exception):
@@ -107,8 +107,6 @@ def fetch(root: pathlib.Path, *shas: str) -> None:
 def sources(h: Handler, pull: Pull) -> tuple[GitSource | ApiSource, GitSource | ApiSource]:
     """The head commit's files and its base's (the merge-base with the default branch, as gpu.yml plans),
     from the checkout when there is one, else through the API."""
-    from bot.plan.remote import ApiSource
-    from bot.recipes.sources import GitSource
 
     if h.checkout is not None:
         root = pathlib.Path(h.checkout).resolve()

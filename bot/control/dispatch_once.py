@@ -20,8 +20,8 @@ import secrets
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from bot.core import markers
 from bot.control.client import ClaimClient, CommentsClient, DispatchClient, RunsClient
+from bot.core import i18n, markers
 from bot.core.config import CONFIG_PATH
 from bot.core.github import BotLoginMismatch, DispatchedRun, GitHubError, Run
 from bot.core.markers import written_by
@@ -309,7 +309,6 @@ def claim_comment(h: Handler, event: CommentEvent, parsed: ParsedComment, reply:
     if not gpu or not event.on_pull or h.client.dry_run:
         h.state.read_comments(h.client.list_issue_comments(event.number))
         return None
-    from bot.core import i18n
 
     pull = event.pull or h.client.get_pull(event.number)
     line = gpu[0].normalized()

@@ -18,6 +18,14 @@ if TYPE_CHECKING:  # the handler imports the budget, which imports this module: 
     from bot.core.events import Pull
     from bot.control.handler import Handler
 
+from bot.control import checkout as local
+from bot.core.commands import UsageError, parse_single
+from bot.inferencex.catalog import load_catalog
+from bot.plan.model import PlanError, PlanFilters
+from bot.plan.planner import plan_change_sources
+from bot.recipes.errors import RecipeError
+from bot.recipes.sources import SourceError
+
 # The marker a reply carries for its request's estimate: the per-PR-per-day budget sums them.
 ESTIMATE_MARKER = "<!-- recipe-bot:estimate comment={key} sha={sha} gpu_hours={hours} -->"
 _ESTIMATE = re.compile(r"^<!-- recipe-bot:estimate comment=(\S+) sha=([0-9a-f]{40}) gpu_hours=([0-9.]+) -->$")
@@ -130,13 +138,6 @@ class Unavailable(Exception):
 
 def plan_command(h: Handler, command_line: str, pull: Pull) -> Estimate:
     """Plan `command_line` at the PR's head as the plan job will. Raises Unavailable."""
-    from bot.control import checkout as local
-    from bot.core.commands import UsageError, parse_single
-    from bot.plan.model import PlanError, PlanFilters
-    from bot.plan.planner import plan_change_sources
-    from bot.inferencex.catalog import load_catalog
-    from bot.recipes.errors import RecipeError
-    from bot.recipes.sources import SourceError
 
     try:
         filters = PlanFilters(**parse_single(command_line).plan_filters())

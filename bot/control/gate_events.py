@@ -5,6 +5,7 @@ PR is checked out or run.
 """
 from __future__ import annotations
 
+import json
 import pathlib
 import posixpath
 import re
@@ -14,41 +15,43 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from bot.core import i18n
-from bot.core.messages import bilingual, msg
-from bot.core.cli_guard import HELP_OPTIONS
-from bot.core import commands
-from bot.control import reuse
+from bot.control import checkout, reuse
 from bot.control.client import ChecksClient
-from bot.core.markers import SHA, foreign_edits, is_full_sha
+from bot.control.dispatch_once import dispatch_inputs
+from bot.core import commands, i18n
+from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.events import EventError
+from bot.core.github import GitHubClient, GitHubError
+from bot.core.markers import SHA, foreign_edits, is_full_sha, own_check_runs
+from bot.core.messages import bilingual, msg
+from bot.inferencex.changelog import changelog_missing
+from bot.plan import remote
+from bot.plan.model import PlanError, PlanFilters
+from bot.recipes.catalog import is_recipe_path
+from bot.recipes.errors import RecipeError, RecipeProblem
+from bot.recipes.sources import GitSource
+from bot.report import collect, compare, gate, gate_runs
+from bot.report.fetch import BASELINE_COMMAND, fetch_baseline
+from bot.report.gate_runs import render
+from bot.report.post import ACTIONS_BOT, CHECK_NAME
 
-if TYPE_CHECKING:  # annotations only (the handler imports this module)
+if TYPE_CHECKING:
     from bot.core.config import RepoConfig
     from bot.core.commands import Command
     from bot.core.events import Pull, PullRequestEvent
     from bot.control.handler import Handler
     from bot.control.reply import Reply
     from bot.control.trust import Actor, Approval
-    from bot.plan.model import PlanFilters
-    from bot.report import gate
-
-# The planner, the recipes and the report (a quarter of a second to import) are imported by the
-# functions that use them: `recipe-bot handle` imports this module for every event, and a /sweep
-# without recipe names never reaches them.
 
 POST_ON = frozenset({"opened", "synchronize", "reopened"})
 
 
 def _verdict(required: dict, **fields: Any) -> gate.GateVerdict:
-    from bot.report import gate
-
     missing = tuple((recipe, key) for key, recipe in sorted(required.items()))
     return gate.GateVerdict(fields.get("conclusion", "pending"), len(required), 0, (), missing, (), ())
 
 
 def _render(verdict: gate.GateVerdict, sha: str, *, bot_login: str, **extra: Any) -> tuple[str, str]:
-    from bot.report.gate_runs import render
-
     _, title, section = render(verdict, sha=sha, bot_login=bot_login, **extra)
     return title, section
 
@@ -56,8 +59,6 @@ def _render(verdict: gate.GateVerdict, sha: str, *, bot_login: str, **extra: Any
 def _own_gates(client: ChecksClient, sha: str, bot_login: str) -> list:
     """The gate checks on sha that the bot's own App posted: a check of the same name by another App
     (any workflow's token can post one) neither counts nor is updated; the bot posts its own beside it."""
-    from bot.report.post import CHECK_NAME
-    from bot.core.markers import own_check_runs
 
     return [run for run in own_check_runs(client.list_check_runs(sha, CHECK_NAME), bot_login)
             if run.name == CHECK_NAME]
@@ -66,7 +67,6 @@ def _own_gates(client: ChecksClient, sha: str, bot_login: str) -> list:
 def _post_check(client: ChecksClient, sha: str, *, bot_login: str, conclusion: str | None, title: str, summary: str,
                 details_url: str | None = None) -> None:
     """Update the bot's latest gate check on sha, or create it; conclusion None leaves it in progress."""
-    from bot.report.post import CHECK_NAME
 
     status = "completed" if conclusion else "in_progress"
     existing = _own_gates(client, sha, bot_login)
@@ -79,8 +79,6 @@ def _post_check(client: ChecksClient, sha: str, *, bot_login: str, conclusion: s
 
 
 def required_filters(config: RepoConfig) -> tuple[list[str], list[PlanFilters]]:
-    from bot.plan.model import PlanFilters
-
     lines = list(config.gate.required)
     return lines, [PlanFilters(**commands.parse_single(line).plan_filters()) for line in lines]
 
@@ -90,7 +88,6 @@ def on_pull_request(h: Handler, event: PullRequestEvent) -> None:
 
     A GitHub failure here is reported (exit 1) but does not stop the rest of the event's handling
     (cancelling superseded runs, label runs)."""
-    from bot.core.github import GitHubError
 
     try:
         _on_pull_request(h, event)
@@ -100,12 +97,6 @@ def on_pull_request(h: Handler, event: PullRequestEvent) -> None:
 
 
 def _on_pull_request(h: Handler, event: PullRequestEvent) -> None:
-    from bot.plan import remote
-    from bot.inferencex.changelog import changelog_missing
-    from bot.plan.model import PlanError
-    from bot.recipes.errors import RecipeError
-    from bot.report import gate
-
     pull = event.pull
     if event.action not in POST_ON or pull.closed:
         return
@@ -160,12 +151,6 @@ def refuse_unknown_recipes(h: Handler, reply: Reply, command: Command, pull: Pul
     """`/sweep name` where no recipe of the head commit is called name: refused before any run starts."""
     if command.name != "sweep" or not command.recipes:
         return False
-    from bot.control import checkout
-    from bot.plan import remote
-    from bot.plan.model import PlanError
-    from bot.recipes.catalog import is_recipe_path
-    from bot.recipes.errors import RecipeError
-    from bot.recipes.sources import GitSource
 
     # Cheap first: a glob that matches a recipe file's name needs no more reads (one listing; none with a
     # checkout of the default branch, which holds the head commit's objects as data: bot/control/checkout.py).
@@ -201,7 +186,6 @@ def refuse_unknown_recipes(h: Handler, reply: Reply, command: Command, pull: Pul
 
 def accept_regression(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull, approvals: list[Approval], key: str) -> None:
     """Pin a maintainer's acknowledgement to the head SHA, then judge the gate again with it."""
-    from bot.report import gate
 
     ack = gate.Ack(pull.head_sha, command.recipes[0], actor.login, command.reason or "")
     reply.markers.append(gate.ack_marker(ack))
@@ -217,8 +201,6 @@ def accept_regression(h: Handler, reply: Reply, command: Command, actor: Actor, 
 
 def regate(h: Handler, pull: Pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
     """The gate of pull's head from every finished run's artifacts, with the baseline the report uses."""
-    from bot.report import collect, compare, gate_runs
-    from bot.report.fetch import fetch_baseline
 
     with tempfile.TemporaryDirectory(prefix="recipe-bot-gate-") as tmp:
         root = pathlib.Path(tmp)
@@ -250,7 +232,6 @@ def regate(h: Handler, pull: Pull, acks: list[gate.Ack]) -> gate.GateVerdict | N
 
 def reuse_run(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull, approvals: list[Approval], key: str) -> None:
     """Accept an earlier run for the head when every touched recipe's fingerprint matches, or say why not."""
-    from bot.report.post import CHECK_NAME
 
     judged = reuse.judge(h.client, run_id=command.run_id, pull=pull, by=actor.login, bot_login=h.bot_login(),
                          workflow=h.config.gpu_workflow, check_name=CHECK_NAME, default_branch=h.default_branch)
@@ -324,7 +305,6 @@ def handle_merge_group(h: Handler, payload: dict[str, Any]) -> None:
     lines = list(h.config.gate.required)
     title, section = _render(_verdict({}), sha, bot_login=h.bot_login(), reason="planned", commands=lines)
     _post_check(h.client, sha, bot_login=h.bot_login(), conclusion=None, title=title, summary=section)
-    from bot.control.dispatch_once import dispatch_inputs
 
     for number, line in enumerate(lines):
         h.client.dispatch_workflow(h.config.gpu_workflow, ref=h.default_branch, inputs=dispatch_inputs(
@@ -335,7 +315,6 @@ def handle_merge_group(h: Handler, payload: dict[str, Any]) -> None:
 def on_merge_group(for_branch: Callable[[str], Handler], payload: object, repository_name: str) -> Handler:
     """The entry point bot.control.handle.handle_event calls for `merge_group` events: `for_branch(default
     branch)` makes the event's handler once the payload names the default branch."""
-    from bot.core.events import EventError
 
     if not isinstance(payload, dict) or not isinstance(payload.get("repository"), dict):
         raise EventError("the merge_group event has no field 'repository'")
@@ -355,8 +334,6 @@ def on_merge_group(for_branch: Callable[[str], Handler], payload: object, reposi
 
 def baseline(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull, approvals: list[Approval], key: str) -> None:
     """Dispatch the GPU workflow's baseline mode on the default branch's tip (pr 0: no PR's run)."""
-    from bot.control.dispatch_once import dispatch_inputs
-    from bot.report.fetch import BASELINE_COMMAND
 
     sha = h.client.branch_sha(h.default_branch)
     run = h.client.dispatch_workflow(h.config.gpu_workflow, ref=h.default_branch, inputs=dispatch_inputs(
@@ -371,9 +348,6 @@ def baseline(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pul
 
 def plan_problems(path: pathlib.Path) -> list[str]:
     """The planner's errors (`recipe-bot plan --format json` prints {"errors": [...]}); never raises."""
-    import json
-
-    from bot.recipes.errors import RecipeProblem
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -394,8 +368,6 @@ def plan_problems(path: pathlib.Path) -> list[str]:
 
 def _poster_login(client) -> str:
     """Who this token posts as: GET /user, which GITHUB_TOKEN may not call (it posts as github-actions[bot])."""
-    from bot.core.github import GitHubError
-    from bot.report.post import ACTIONS_BOT
 
     try:
         return client.authenticated_login()
@@ -415,7 +387,6 @@ def _full_sha(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.argument("run_url", required=False)
 def plan_failed_cmd(sha: str, plan_json: pathlib.Path, run_url: str | None) -> None:
     """Fail the merge gate on SHA with the planner's reason (PLAN_JSON: its errors, or missing)."""
-    from bot.core.github import GitHubClient, GitHubError
 
     problems = plan_problems(plan_json)
     try:

@@ -14,9 +14,16 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from bot.core import i18n
 from bot.control.client import ChecksClient, CommentsClient, RepositoryClient, RunsClient
-from bot.core.markers import header_markers
+from bot.core import i18n
+from bot.core.github import GitHubError
+from bot.core.markers import header_markers, own_check_runs, parse_run_title, started_by_bot
+from bot.plan import remote
+from bot.plan.model import PlanError
+from bot.plan.touched import touched_native
+from bot.recipes.errors import RecipeError
+from bot.report import gate
+from bot.report.gate_runs import render
 
 
 class ReuseClient(RepositoryClient, RunsClient, ChecksClient, CommentsClient, Protocol):
@@ -78,9 +85,6 @@ def differences(names: Iterable[str] | None, here: Mapping[str, str] | None,
 
 def recipe_fingerprints(client: ReuseClient, sha: str) -> dict[str, str] | None:
     """Every recipe's fingerprint at sha, read as data through the API; None when the recipes do not load."""
-    from bot.plan import remote
-    from bot.plan.model import PlanError
-    from bot.recipes.errors import RecipeError
 
     try:
         return {name: entry.fingerprint for name, entry in remote.head_catalog(client, sha).entries.items()}
@@ -90,10 +94,6 @@ def recipe_fingerprints(client: ReuseClient, sha: str) -> dict[str, str] | None:
 
 def touched_names(client: ReuseClient, pull: Any) -> list[str] | None:
     """The recipes and InferenceX configs the PR touches at its head; None when the head does not plan."""
-    from bot.plan import remote
-    from bot.plan.model import PlanError
-    from bot.plan.touched import touched_native
-    from bot.recipes.errors import RecipeError
 
     try:
         catalog = remote.head_catalog(client, pull.head_sha)
@@ -130,9 +130,6 @@ def latest(comments: Iterable[Any], bot_login: str) -> Reuse | None:
 def judge(client: ReuseClient, *, run_id: int, pull: Any, by: str, bot_login: str, workflow: str,
           check_name: str, default_branch: str) -> Judgement:
     """Accept run_id for pull's head, or say why not (reads the run, the gate at its commit, both fingerprints)."""
-    from bot.core.markers import parse_run_title, started_by_bot
-    from bot.core.github import GitHubError
-    from bot.core.markers import own_check_runs
 
     base = {"run_id": run_id, "head_sha": pull.head_sha}
     try:
@@ -205,8 +202,6 @@ def carry(client: ReuseClient, *, pull: Any, bot_login: str, comments: Iterable[
 
 
 def _run_url(client: ReuseClient, run_id: int) -> str:
-    from bot.core.github import GitHubError
-
     try:
         return client.get_run(run_id).html_url
     except GitHubError:  # gone since: the reply still names the run by its id
@@ -215,7 +210,6 @@ def _run_url(client: ReuseClient, run_id: int) -> str:
 
 def check_text(record: Reuse, run_url: str, recipes: list[str] | None = None) -> tuple[str, str]:
     """The gate check's title and summary for a head that reuses a run."""
-    from bot.report.gate_runs import render
 
     _, title, section = render(_nothing(), sha=record.sha, reason="reused-run", reused_run=record.run_id,
                                reused_sha=record.run_sha, reused_by=record.by, reused_url=run_url,
@@ -224,6 +218,4 @@ def check_text(record: Reuse, run_url: str, recipes: list[str] | None = None) ->
 
 
 def _nothing() -> Any:
-    from bot.report import gate
-
     return gate.GateVerdict("success", 0, 0, (), (), (), ())

@@ -16,6 +16,9 @@ import gettext
 import io
 import pathlib
 
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+
 LOCALE_DIR = pathlib.Path(__file__).parent / "locale"
 DOMAIN = "bot"
 LOCALES = {"en": "en", "zh": "zh_CN"}  # the bot's language names -> the catalog's locale folder
@@ -31,8 +34,6 @@ def catalog_path(lang: str, locale_dir: pathlib.Path = LOCALE_DIR) -> pathlib.Pa
 
 def compile_catalog(po: pathlib.Path, lang: str) -> bytes:
     """The .mo bytes a .po file compiles to (what `pybabel compile` writes)."""
-    from babel.messages.mofile import write_mo
-    from babel.messages.pofile import read_po
 
     with po.open("rb") as source:
         catalog = read_po(source, locale=locale_name(lang), domain=DOMAIN)

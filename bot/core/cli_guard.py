@@ -6,6 +6,7 @@ import re
 import sys
 
 from bot.core.messages import Message, msg
+from bot.core.settings import SettingsError, setting
 
 DEBUG_ENV = "RECIPE_BOT_DEBUG"
 # Every command takes -h. Each command says so itself: click keeps a command's help option from the
@@ -16,8 +17,6 @@ _ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")
 
 
 def debug_enabled(environ: dict[str, str] | None = None) -> bool:
-    from bot.core.settings import SettingsError, setting
-
     try:
         return bool(setting("DEBUG", environ))
     except SettingsError:  # asked while an error is already on its way out: a bad value means no

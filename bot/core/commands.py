@@ -10,6 +10,8 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
+from markdown_it import MarkdownIt
+
 from bot.core.registry import (  # noqa: F401  (re-exported: the registry's names are part of this API)
     GPU_COMMANDS, MAX_CONCURRENCIES, NAME_PATTERN, REGISTRY, SHA_PREFIX, SPECS, CommandSpec, UsageError,
 )
@@ -132,8 +134,6 @@ _MARKUP = frozenset({"em_open", "em_close", "strong_open", "strong_close"})
 
 @functools.cache
 def _markdown() -> Any:
-    from markdown_it import MarkdownIt  # imported here: a plain one-line command needs no parse (_lines)
-
     return MarkdownIt("commonmark")
 
 

@@ -16,8 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-if TYPE_CHECKING:  # the result models are imported where a failure is classified: the control
-    from bot.core.results import CaseResult, FailureClass, JobResult  # plane reads records only
+from bot.core.results import FailureClass
+
+if TYPE_CHECKING:
+    from bot.core.results import CaseResult, JobResult
 
 RECORD_PREFIX = "<!-- recipe-bot:infra-runners"
 _REPORT_PREFIX = "<!-- recipe-bot:report "
@@ -177,7 +179,6 @@ def _lines(texts: Iterable[str | None]) -> list[str]:
 
 def classify_lines(lines: list[str], *, started: bool) -> FailureClass:
     """The first rule (in table order) that any line matches, with its last matching lines."""
-    from bot.core.results import FailureClass
 
     for candidate in RULES:
         if candidate.after_start is not None and candidate.after_start != started:

@@ -16,6 +16,8 @@ import random
 import time
 from collections.abc import Mapping
 
+from bot.core.settings import load_settings
+
 RATE_LIMIT_STATUSES = frozenset({403, 429})
 TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
 
@@ -33,7 +35,6 @@ class RetryPolicy:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RetryPolicy:
         """RECIPE_BOT_GITHUB_{ATTEMPTS,RETRY_BUDGET_S,BACKOFF_S,TIMEOUT_S}; tests shrink them."""
-        from bot.core.settings import load_settings
 
         settings = load_settings({k: v for k, v in (os.environ if environ is None else environ).items()
                                   if k.startswith("RECIPE_BOT_GITHUB_")})

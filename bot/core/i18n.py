@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import pathlib
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # jinja2 is imported when a message is first rendered, not with the module:
-    import jinja2  # every command imports bot.core.i18n, and most runs render nothing
+import jinja2
+import jinja2.meta
 
 from bot.core import catalogue, messages, messages_zh
+from bot.core.settings import setting
 
 TEMPLATES = pathlib.Path(__file__).parent.parent / "templates"
 LANGUAGES = ("en", "zh")  # the order of a bilingual comment
@@ -48,13 +49,9 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     (created 0700 and checked to be this user's); an entry is used only for the same template
     source, Jinja and Python, and the file name carries these options. None where it cannot be
     made, or with RECIPE_BOT_TEMPLATE_CACHE=0."""
-    from bot.core.settings import setting
 
     if not setting("TEMPLATE_CACHE"):
         return None
-    import hashlib
-
-    import jinja2
 
     class Cache(jinja2.FileSystemBytecodeCache):
         """A cache that cannot be read or written (a full disk) only means compiling again."""
@@ -95,8 +92,6 @@ def environment(lang: str = "en", locale_dir: pathlib.Path | None = None) -> jin
 
 @functools.cache
 def _environment(lang: str, locale_dir: str) -> jinja2.Environment:
-    import jinja2
-
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         undefined=jinja2.StrictUndefined,
@@ -131,8 +126,6 @@ def template_names() -> list[str]:
 
 
 def placeholders(name: str, lang: str | None = None) -> set[str]:
-    import jinja2.meta
-
     env = environment()
     source = env.loader.get_source(env, template_path(name))[0]
     return jinja2.meta.find_undeclared_variables(env.parse(source))

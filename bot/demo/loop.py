@@ -13,10 +13,14 @@ from typing import Any
 
 from rich.console import Console
 
+from bot.core.config import load_config
 from bot.demo import sample
-from bot.report import marker
-from bot.runner import retry
+from bot.demo.preview import write_preview
 from bot.demo.sandbox import Sandbox, SandboxError, build_seed
+from bot.demo.serve_mode import ServeError, serving, wait_for_dispatch
+from bot.report import marker
+from bot.report.gate_runs import required_commands
+from bot.runner import retry
 
 
 class DemoError(RuntimeError):
@@ -70,8 +74,6 @@ def _required_plans(checkout: Path, base: str, sha: str, default_branch: str, fo
                     env: dict[str, str], cwd: Path, log: Path) -> Path:
     """As gpu.yml's plan job: each command of gate.required (the default branch's config) planned for the
     head, so the gate requires what the PR requires, not what the command happened to run."""
-    from bot.core.config import load_config
-    from bot.report.gate_runs import required_commands
 
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -121,7 +123,6 @@ def _run_against_sandbox(seed: Path, out_dir: Path, work_dir: Path, console: Con
 
         started = step(f"{sample.MAINTAINER} comments `{command}` on PR #{sample.PR_NUMBER}; the bot handles the event")
         if serve:  # App mode: the sandbox sends the signed webhook to `recipe-bot serve` (bot/demo/serve_mode.py)
-            from bot.demo.serve_mode import ServeError, serving, wait_for_dispatch
 
             try:
                 with serving(sandbox, env, work_dir, log) as url:
@@ -208,7 +209,6 @@ def _run_against_sandbox(seed: Path, out_dir: Path, work_dir: Path, console: Con
     if not posted or not checks:
         raise DemoError(f"the report posted {len(posted)} report comment(s) and {len(checks)} check run(s); "
                         f"see {log}")
-    from bot.demo.preview import write_preview
 
     files = write_preview(out_dir, posted[-1]["body"], checks[-1], report_dir / "chart.png")
     step.done(started)

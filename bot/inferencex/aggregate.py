@@ -1,6 +1,9 @@
 """InferenceX's single-node result aggregation (`utils/process_result.py`'s derived fields), as a pure function."""
 from __future__ import annotations
 
+import json
+import re
+
 
 class AggregateError(ValueError):
     """A raw result or environment the aggregation cannot use."""
@@ -25,8 +28,6 @@ def aggregate(env: dict[str, str], bench: dict) -> dict:
             "recipe_fingerprint": env.get("RECIPE_FINGERPRINT", ""), "isl": int(env["ISL"]), "osl": int(env["OSL"]),
         }
         if env.get("ROUTER_METADATA") not in (None, "", "null"):
-            import json
-
             data["router"] = json.loads(env["ROUTER_METADATA"])
         if env.get("KV_P2P_TRANSFER"):
             data["kv_p2p_transfer"] = env["KV_P2P_TRANSFER"]
@@ -52,7 +53,6 @@ def aggregate(env: dict[str, str], bench: dict) -> dict:
 def gpus_from_name(name: str) -> tuple[int, int] | None:
     """(prefill GPUs, decode GPUs) from a multi-node result file name (`..._gpus_N_ctx_P_gen_D...`), as the
     multi-node template reads them; a name without `_ctx_`/`_gen_` puts every GPU on the one worker."""
-    import re
 
     gpus = re.search(r"_gpus_(\d+)", name)
     if not gpus:

@@ -1,8 +1,10 @@
 """perf-changelog.yaml as InferenceX reads it: only appended entries run, a deleted line is an error."""
 from __future__ import annotations
 
+import difflib
 from collections import defaultdict
 from dataclasses import dataclass, field
+
 from bot.inferencex.append_only import (
     SCENARIO_TYPES, AppendOnlyError, append_only_delta, check_scope, recipe_fingerprint_once,
 )
@@ -68,7 +70,6 @@ def appended_text(base: bytes | None, head: bytes | None, path: str) -> tuple[st
     with its neighbour): each added block is slid to where it starts an entry, as git's heuristic
     places it, so that the added lines parse as the entries the author wrote.
     """
-    import difflib  # only a plan against a base reads the changelog's difference
 
     old = (base or b"").decode("utf-8", "replace").splitlines()
     new = (head or b"").decode("utf-8", "replace").splitlines()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections import defaultdict
+from decimal import Decimal
 from typing import Literal
 
 MIN_EVAL_CONC = 16
@@ -104,7 +105,6 @@ def dram_offload_gb(agentic: dict, bmk: dict, runner: str, runners: dict) -> int
         gpus = _replica_gpus(bmk["prefill"], per_node)
     else:
         gpus = bmk["tp"] * bmk.get("pp", 1) * bmk.get("pcp-size", 1)
-    from decimal import Decimal  # agentic DRAM budgets only: exact as InferenceX computes them
 
     budget = Decimal(available) * BYTES_PER_MIB * Decimal(str(agentic["dram-utilization"])) * gpus / per_node
     return int(budget / BYTES_PER_GB)

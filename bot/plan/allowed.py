@@ -13,6 +13,7 @@ import dataclasses
 from pathlib import Path
 
 from bot.core.config import CONFIG_PATH, ConfigError, load_config
+from bot.inferencex.repo import load_inferencex
 from bot.plan.model import Plan, PlanError
 from bot.recipes.catalog import RUNNERS_FILE, load_runners
 from bot.recipes.errors import RecipeError
@@ -50,7 +51,6 @@ def allowed_at(repo: Path, rev: str) -> Allowed:
 
 def _inferencex_labels(source: GitSource, rev: str) -> set[str]:
     """The labels of the default branch's `configs/runners.yaml` and those its master configs use."""
-    from bot.inferencex.repo import load_inferencex  # only an InferenceX repository has them
 
     try:
         repo = load_inferencex(source)

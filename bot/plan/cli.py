@@ -6,11 +6,15 @@ import sys
 from pathlib import Path
 
 import click
+from rich.console import Console
 
-from bot.core.messages import msg
 from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.commands import UsageError, parse_single
+from bot.core.messages import msg
+from bot.plan.allowed import allowed_at, check_plan
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
+from bot.plan.outputs import actions_outputs, output_lines, write_row_files
 from bot.plan.planner import plan_change
 from bot.plan.render import dump_json, errors_markdown, plan_document, plan_markdown, print_table, write_jobs
 from bot.recipes.errors import RecipeError
@@ -31,7 +35,6 @@ def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
 
 def _command_filters(text: str) -> dict:
     """The filters a /sweep or /e2e command line asks for (parsed by the control plane's grammar)."""
-    from bot.core.commands import UsageError, parse_single
 
     try:
         command = parse_single(text)
@@ -93,12 +96,8 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
             filters = filters_for_labels(labels, filters)
         plan = plan_change(repo, base=base, head=head, filters=filters)
         if allowed_from is not None:
-            from bot.plan.allowed import allowed_at, check_plan  # the repository's config: only when asked
-
             check_plan(plan, allowed_at(repo, allowed_from))
         if outputs_file is not None:
-            from bot.plan.outputs import actions_outputs
-
             outputs = actions_outputs(plan)
     except RecipeError as exc:
         if fmt == "json":
@@ -111,8 +110,6 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
         raise click.ClickException(str(exc)) from None
     job_files = write_jobs(plan, jobs_dir) if jobs_dir is not None else None
     if outputs is not None:
-        from bot.plan.outputs import output_lines, write_row_files
-
         write_row_files(outputs, jobs_dir)
         with outputs_file.open("a", encoding="utf-8") as stream:
             stream.write(output_lines(outputs))
@@ -121,8 +118,6 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
     elif fmt == "markdown":
         click.echo(plan_markdown(plan))
     else:
-        from rich.console import Console  # the table only: JSON and Markdown never load rich
-
         out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         print_table(plan, out)
         if job_files is not None:

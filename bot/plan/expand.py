@@ -5,8 +5,8 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from bot import engines
-from bot.engines import Parallelism
 from bot.core.jobs import AccuracySpec, Case, CommandSpec, Job, SearchSpec, ServerSpec
+from bot.engines import Parallelism
 from bot.plan.ids import check_globs, job_id, slurm_spec
 from bot.plan.limits import chunk_sizes, limit_for
 from bot.plan.model import PlanFilters
@@ -214,7 +214,7 @@ def expand_e2e(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilt
     suite: E2ESuite = entry.recipe  # type: ignore[assignment]
     out = Expanded()
     if suite.compare is not None and (filters.compare or suite.compare.default):
-        from bot.plan.compare import expand_compare
+        from bot.plan.compare import expand_compare  # here, not at the top: bot/plan/compare.py imports this module
 
         out = expand_compare(entry, runner, filters)
     if filters.compare:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from bot.core.config import CONFIG_PATH, ConfigError, load_config
 from bot.inferencex.changelog import default_rows
 from bot.inferencex.launches import STARTUP_S, names_file, point_seconds, row_concurrencies, row_gpus, shared_reason
 from bot.inferencex.repo import InferenceXRepo
@@ -14,7 +15,6 @@ _SHOWN = 8  # config keys named in a note before "... N more"
 def infra_rule(base: Source) -> str:
     """`plan.infra` of the repository's config on the base revision (a PR cannot change its base);
     "note" for an InferenceX repository when unset or unreadable."""
-    from bot.core.config import CONFIG_PATH, ConfigError, load_config
 
     raw = base.read(CONFIG_PATH)
     if raw is None:

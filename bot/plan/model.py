@@ -8,6 +8,7 @@ models honour `exclude_none`, and the filters are checked when made (a TypeError
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -77,8 +78,6 @@ class Record:
         return out
 
     def model_dump_json(self, indent: int | None = None, exclude_none: bool = False) -> str:
-        import json
-
         separators = (",", ": ") if indent is not None else (",", ":")  # pydantic's spacing
         return json.dumps(self.model_dump(mode="json", exclude_none=exclude_none), indent=indent,
                           separators=separators, ensure_ascii=False)

@@ -5,13 +5,15 @@ import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.inferencex.catalog import load_catalog
+from bot.plan.expand import expand
 from bot.plan.ids import check_globs, job_id
 from bot.plan.inferencex_plan import plan_inferencex
 from bot.plan.matrix import matrices_for
 from bot.plan.model import MatrixEntry, Plan, PlanError, PlanFilters, RecipePlan, TouchedRecipe
 from bot.plan.touched import Touched, touched_native
 from bot.recipes.catalog import Catalog
-from bot.inferencex.catalog import load_catalog
+from bot.recipes.schema import SweepRecipe
 from bot.recipes.sources import Source, SourceError, changed_paths, open_source
 
 if TYPE_CHECKING:
@@ -31,7 +33,6 @@ def _select(names: list[str], filters: PlanFilters, touched: Touched | None) -> 
 
 def _named(catalog: Catalog, name: str, filters: PlanFilters) -> bool:
     """`/e2e <suite>` or `/e2e <case>` names what to run: it runs whether the change touched it or not."""
-    from bot.recipes.schema import SweepRecipe
 
     recipe = catalog.entries[name].recipe
     if not filters.cases or isinstance(recipe, SweepRecipe):
@@ -41,15 +42,12 @@ def _named(catalog: Catalog, name: str, filters: PlanFilters) -> bool:
 
 
 def _kind_ok(catalog: Catalog, name: str, filters: PlanFilters) -> bool:
-    from bot.recipes.schema import SweepRecipe
-
     kind = "sweep" if isinstance(catalog.entries[name].recipe, SweepRecipe) else "e2e"
     return filters.kind in ("all", kind)
 
 
 def _costs(catalog: Catalog, job: Job) -> tuple[float, float]:
     """GPU-hours of one launch's start-up and of one of its points, from the recipe's estimate."""
-    from bot.recipes.schema import SweepRecipe
 
     recipe = catalog.entries[job.recipe].recipe
     point_s = ((recipe.workload.duration_s or recipe.estimate.point_s) * recipe.workload.repeats
@@ -62,7 +60,6 @@ def pick_canary(catalog: Catalog, jobs: list[Job]) -> tuple[Job | None, list[Job
 
     Returns the canary, the other jobs, and whether the canary is a launch of its own (split off).
     """
-    from bot.recipes.schema import SweepRecipe
 
     candidates = [(p.concurrency, i, p) for i, j in enumerate(jobs) if j.kind == "sweep" for p in j.points]
     if not candidates:
@@ -115,8 +112,6 @@ def plan_native(catalog: Catalog, filters: PlanFilters, touched: Touched | None)
             plan.notes.append(f"{name}: manual ({reason}); not required by the gate; run it with /e2e {name}")
     selected = [n for n in names if n in picked and _kind_ok(catalog, n, filters)]
     jobs: list[Job] = []
-    if selected:
-        from bot.plan.expand import expand
     for name in selected:
         entry = catalog.entries[name]
         runner = catalog.runners.runners.get(entry.recipe.runner) if catalog.runners else None

@@ -8,7 +8,8 @@ from __future__ import annotations
 import fnmatch
 
 from bot.core.jobs import Job
-from bot.plan.model import PlanFilters
+from bot.plan.inferencex_plan import plan_inferencex
+from bot.plan.model import Plan, PlanFilters
 from bot.plan.planner import plan_native
 from bot.plan.touched import touched_native
 from bot.recipes.catalog import Catalog
@@ -56,8 +57,6 @@ def touched_inferencex_keys(client, *, catalog: Catalog, base_sha: str, changed:
     """InferenceX config keys with rows to run for this PR (the plan job plans the same rows)."""
     if catalog.inferencex is None:
         return []
-    from bot.plan.inferencex_plan import plan_inferencex
-    from bot.plan.model import Plan
 
     filters = PlanFilters()
     plan = Plan(base=base_sha[:12], head=catalog.source.label, filters=filters)

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
+from rich.table import Table
 
+from bot.core.i18n import render_bilingual
 from bot.plan.model import MatrixEntry, Plan
 from bot.recipes.errors import RecipeProblem
 
@@ -57,8 +61,6 @@ def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
 
 def write_jobs(plan: Plan, jobs_dir: Path) -> dict[str, str]:
     """Write every job as <jobs_dir>/<job_id>.json, all or nothing; returns job id → file path."""
-    import shutil
-    import tempfile
 
     jobs_dir = Path(jobs_dir)
     jobs_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -98,8 +100,6 @@ def _conc_text(plan: Plan) -> str:
 
 
 def print_table(plan: Plan, console: Console) -> None:
-    from rich.table import Table  # only the table needs rich: the JSON the workflow reads does not
-
     summary = plan.summary()
     title = f"recipe-bot plan: {plan.head}" + (f" against {plan.base}" if plan.base else "")
     table = Table(title=title, title_justify="left")
@@ -161,7 +161,6 @@ def _print_limits(plan: Plan, console: Console, shown: int = 20) -> None:
 
 def plan_markdown(plan: Plan) -> str:
     """The bilingual Markdown summary (for a job summary or a comment)."""
-    from bot.core.i18n import render_bilingual
 
     return render_bilingual(
         "plan/summary", head=plan.head, base=plan.base, summary=plan.summary(),
@@ -171,8 +170,6 @@ def plan_markdown(plan: Plan) -> str:
 
 
 def errors_markdown(problems: list[RecipeProblem]) -> str:
-    from bot.core.i18n import render_bilingual
-
     return render_bilingual("plan/recipe-error", problems=[p.as_dict() for p in problems])
 
 

@@ -8,12 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from bot.recipes.errors import RecipeError, RecipeProblem, dotted
 from bot.recipes.loader import Resolved, YamlCache, resolve, validate
+from bot.recipes.schema import E2ESuite, KINDS, RunnerTable, SweepRecipe
 from bot.recipes.sources import Source, open_source
 
 if TYPE_CHECKING:
-    from bot.recipes.schema import Recipe, RunnerTable
+    from bot.recipes.schema import Recipe
 
 # The schema (pydantic models) is imported by the functions that read a native recipe or
 # recipes/_runners.yaml: an InferenceX-only repository loads without it.
@@ -60,7 +63,6 @@ def is_recipe_path(path: str, recipes_dir: str = RECIPES_DIR) -> bool:
 
 def recipes_dir_of(source: Source) -> str:
     """The recipe folder the repository's config names (`recipes_dir:`), else `recipes`."""
-    import yaml
 
     data = source.read(CONFIG_FILE)
     try:
@@ -91,8 +93,6 @@ def glob_paths(source: Source, patterns: list[str] | tuple[str, ...]) -> list[st
 
 
 def named_files(recipe: Recipe) -> tuple[str, ...]:
-    from bot.recipes.schema import SweepRecipe
-
     names: list[str] = list(recipe.files)
     if isinstance(recipe, SweepRecipe):
         names += [recipe.launch.script] if recipe.launch.script else []
@@ -143,7 +143,6 @@ def load_runners(source: Source, cache: YamlCache, path: str | None = None) -> t
     located = cache.parse(path)
     if located is None:
         return None, {}
-    from bot.recipes.schema import RunnerTable
 
     def locate(loc: tuple) -> tuple[str, int | None]:
         return path, located.line_of(loc)
@@ -153,8 +152,6 @@ def load_runners(source: Source, cache: YamlCache, path: str | None = None) -> t
 
 
 def _check_runner(recipe: Recipe, resolved: Resolved, runners: RunnerTable | None) -> None:
-    from bot.recipes.schema import SweepRecipe
-
     if runners is None:
         return
     spec = runners.runners.get(recipe.runner)
@@ -189,7 +186,6 @@ def _check_runner(recipe: Recipe, resolved: Resolved, runners: RunnerTable | Non
 
 def load_entry(path: str, cache: YamlCache, source: Source, runners: RunnerTable | None) -> CatalogEntry:
     """Resolve, validate and fingerprint one recipe file; raises RecipeError with one problem."""
-    from bot.recipes.schema import KINDS, SweepRecipe
 
     resolved = resolve(path, cache)
     data = resolved.data
@@ -256,8 +252,5 @@ def raise_problems(problems: list[RecipeProblem]) -> None:
         raise RecipeError(list(dict.fromkeys(problems)))
 
 
-
 def recipe_kind(recipe: Recipe) -> str:
-    from bot.recipes.schema import E2ESuite
-
     return "e2e" if isinstance(recipe, E2ESuite) else "sweep"

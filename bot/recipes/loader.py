@@ -7,13 +7,13 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from bot.recipes.errors import RecipeError, RecipeProblem, dotted
 from bot.recipes.yamlsrc import Located, load_yaml
 
-if TYPE_CHECKING:
-    from pydantic import BaseModel, ValidationError
 
 Reader = Callable[[str], "bytes | None"]
 
@@ -138,7 +138,6 @@ def _unwrap(annotation: Any) -> list[Any]:
 
 def annotation_at(model: type[BaseModel], loc: tuple) -> Any:
     """The annotation of the field that `loc` points to, walking models, lists and dicts."""
-    from pydantic import BaseModel
 
     current: Any = model
     for part in loc:
@@ -164,8 +163,6 @@ def annotation_at(model: type[BaseModel], loc: tuple) -> Any:
 
 
 def accepted_keys(model: type[BaseModel], loc: tuple) -> tuple[str, ...]:
-    from pydantic import BaseModel
-
     for candidate in _unwrap(annotation_at(model, loc) if loc else model):
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return tuple(f.alias or name for name, f in candidate.model_fields.items())
@@ -201,7 +198,6 @@ _BOUND_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_
 def field_range(model: type[BaseModel], loc: tuple) -> str | None:
     """`from 1 to 4096`, `at least 0`, `at most 30`: the range a bounded number field accepts, from
     its declared bounds; None when the field has none (or `loc` names no model field)."""
-    from pydantic import BaseModel
 
     if not loc or not isinstance(loc[-1], str):
         return None
@@ -281,8 +277,6 @@ def problem_from_validation(
 
 
 def validate(model: type[BaseModel], data: Any, locate: Callable[[tuple], tuple[str, int | None]]) -> Any:
-    from pydantic import ValidationError  # imported with the model being validated, never before
-
     try:
         validated = model.model_validate(data)
     except ValidationError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 import click
+import yaml
 
 from bot.core.cli_guard import HELP_OPTIONS
 
@@ -37,8 +38,6 @@ def cases_from_collect(collect_output: str) -> list[dict]:
 
 
 def cases_yaml(collect_output: str) -> str:
-    import yaml
-
     return yaml.safe_dump({"cases": cases_from_collect(collect_output)}, sort_keys=False, width=200)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path, PurePosixPath
 
 
@@ -10,8 +11,6 @@ class SourceError(Exception):
 
 
 def _git(repo: Path, *args: str, input_bytes: bytes | None = None) -> bytes:
-    import subprocess  # here: a plan of the working tree starts no process and need not load the module
-
     proc = subprocess.run(
         ["git", "-c", "core.quotepath=off", *args],
         cwd=repo,

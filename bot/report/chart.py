@@ -29,6 +29,11 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from bot.report import plausible
+
 if TYPE_CHECKING:  # only annotations: the chart child imports this module without the report's models
     from bot.report.model import Report
 
@@ -107,8 +112,6 @@ def plotted(report: Report) -> list[Series]:
     charts are drawn from, worked out once a report (the last report's, kept without keeping it)."""
     global _plotted
     if _plotted is None or _plotted[0]() is not report:
-        from bot.report import plausible
-
         _plotted = (weakref.ref(report), series_from(plausible.without_implausible(report)))
     return list(_plotted[1])
 
@@ -197,8 +200,6 @@ def write_png(series: list[Series], path: pathlib.Path, title: str) -> None:
     if len(labels) > len(kept):
         title = f"{title} · {len(kept)} of {len(labels)} arms, regressed first"
     series = [s for s in series if s.label in kept]
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     figure = Figure(figsize=(10, 6.5), dpi=110)
     FigureCanvasAgg(figure)

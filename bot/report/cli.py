@@ -12,13 +12,17 @@ from typing import TYPE_CHECKING
 import click
 import orjson
 
+from bot.core import i18n
 from bot.core.cli_guard import HELP_OPTIONS
-from bot.report import post
+from bot.core.config import ConfigError, load_config
+from bot.core.github import GitHubClient, GitHubError
+from bot.report import arms, build, chart, collect, compare, failure_groups, gate_runs, marker, post, render
+from bot.report.fetch import BaselineFetchError, fetch_baseline
+from bot.report.model import Meta
 from bot.report.options import ReportOptions
 
 if TYPE_CHECKING:
-    from bot.report import render
-    from bot.report.model import Meta, Report
+    from bot.report.model import Report
 
 DEFAULT_CONFIG = pathlib.Path(".github/recipe-bot.yaml")
 
@@ -47,12 +51,9 @@ def _json_default(value: object) -> object:
 
 
 def _load_thresholds(config_path: pathlib.Path | None) -> tuple[dict[str, float], object | None]:
-    from bot.report import collect, compare
-
     path = config_path or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
     if path is None:
         return compare.thresholds_from(None), None
-    from bot.core.config import ConfigError, load_config
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -84,8 +85,6 @@ def _run_url(explicit: str | None) -> str | None:
 
 
 def summary_of(report: Report, rendered: render.Rendered) -> dict:
-    from bot.report import failure_groups
-
     counts = report.counts
     return {
         "verdict": report.verdict.conclusion,
@@ -102,9 +101,6 @@ def summary_of(report: Report, rendered: render.Rendered) -> dict:
 
 
 def check_title(report: Report) -> str:
-    from bot.core import i18n
-    from bot.report import failure_groups
-
     context = {"verdict": report.verdict.conclusion,
                "reasons": [dataclasses.asdict(r) for r in report.verdict.reasons],
                "calls": failure_groups.whom_to_call(report.failure_groups)}
@@ -113,8 +109,6 @@ def check_title(report: Report) -> str:
 
 
 def _bot_login(explicit: str | None, config: object | None, client: object) -> str:
-    from bot.core.github import GitHubError
-
     login = explicit or getattr(config, "bot_login", None)
     if login:
         return login
@@ -175,9 +169,6 @@ def run_report(options: ReportOptions) -> None:
     src, who, posting = options.sources, options.identity, options.posting
     out_dir, sha, baseline_dir = options.out_dir, who.sha, src.baseline_dir
     check_name = _check_name(posting.check_name, options.gate_on)
-    from bot.core import i18n
-    from bot.report import build, chart, collect, compare, render
-    from bot.report.model import Meta
 
     thresholds, config = _load_thresholds(src.config_path)
     try:
@@ -215,8 +206,6 @@ def run_report(options: ReportOptions) -> None:
         default=_json_default, option=orjson.OPT_NON_STR_KEYS))
     gated = None
     if options.gate_on:
-        from bot.report import gate_runs
-
         gated = gate_runs.cli_hook(collection, report, meta, required_dir=options.required_dir, baseline=baseline,
                                    thresholds=thresholds, workflow=src.workflow, out_dir=out_dir,
                                    bot_login=posting.bot_login, config=config,
@@ -229,7 +218,6 @@ def run_report(options: ReportOptions) -> None:
             "report/baseline-runs", runs=[dataclasses.asdict(r) for r in base_runs], branch=src.base_branch)
     if gated is not None:
         extra += "\n\n" + gated.section
-    from bot.report import arms  # a compare: job's arms side by side
 
     compared = arms.section(results)
     if compared:
@@ -275,8 +263,6 @@ def _check_name(given: str | None, gate_on: bool) -> str:
 
 def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
                     skipped: list[str]) -> tuple[pathlib.Path, list]:
-    from bot.core.github import GitHubClient, GitHubError
-    from bot.report.fetch import BaselineFetchError, fetch_baseline
 
     dest.mkdir(parents=True, exist_ok=True)
     try:
@@ -294,8 +280,6 @@ def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
 
 def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str,
           bot_login: str | None, config: object | None, dry_run: bool, gated=None) -> dict:
-    from bot.core.github import GitHubClient, GitHubError
-    from bot.report import marker, render
 
     if meta.pr is None or not meta.sha:
         raise click.ClickException("--post needs the PR number and the head SHA "

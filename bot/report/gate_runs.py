@@ -14,10 +14,12 @@ import click
 
 from bot.core import i18n
 from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.config import ConfigError, load_config
+from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import parse_run_title, started_by_bot
 from bot.report import build, collect, gate
 from bot.report.compare import Baseline
-from bot.report.fetch import RESULT_ARTIFACT_PREFIX, ArtifactRejected, extract_safely
+from bot.report.fetch import ArtifactRejected, BaselineFetchError, RESULT_ARTIFACT_PREFIX, extract_safely
 from bot.report.model import Meta
 from bot.report.post import ACTIONS_BOT
 
@@ -165,11 +167,6 @@ def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | Non
              thresholds: Mapping[str, float], workflow: str, out_dir: pathlib.Path,
              bot_login: str | None, config: object | None, use_github: bool) -> GateResult:
     """`recipe-bot report --gate`: reads GitHub only when it will post (GITHUB_* as in Actions)."""
-    import click
-
-    from bot.core.github import GitHubClient, GitHubError
-    from bot.report.fetch import BaselineFetchError
-    from bot.report.post import ACTIONS_BOT
 
     if not meta.sha:
         raise click.ClickException("--gate needs the head SHA (--sha, or results that carry it)")
@@ -204,7 +201,6 @@ def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | Non
 @click.argument("config_yaml", type=click.Path(dir_okay=False, path_type=pathlib.Path))
 def required_commands_cmd(config_yaml: pathlib.Path) -> None:
     """Print the commands the merge gate requires (gate.required of CONFIG_YAML), one a line; no file: the defaults."""
-    from bot.core.config import ConfigError, load_config
 
     try:
         config = load_config(config_yaml.read_text(encoding="utf-8"), str(config_yaml)) if config_yaml.is_file() else None

@@ -21,12 +21,12 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
+
+import numpy as np
 
 from bot.core.results import RequestSamples
 
-if TYPE_CHECKING:  # numpy is imported by the functions that resample: a report whose results
-    import numpy as np  # carry no per-request data never needs it (a tenth of its start-up)
 
 CONFIDENCE = 0.95
 RESAMPLES = 1000
@@ -69,7 +69,6 @@ _Arrays = dict[str, "np.ndarray"]
 
 
 def _arrays(samples: RequestSamples) -> _Arrays:
-    import numpy as np
     e2el = np.asarray(samples.e2el_ms, dtype=float)
     out = np.asarray(samples.output_tokens, dtype=float)
     total = out + np.asarray(samples.input_tokens, dtype=float)
@@ -97,7 +96,6 @@ def _statistic(metric: str) -> tuple[tuple[str, ...], Callable[[_Arrays], np.nda
 def _quantile(values: np.ndarray, q: float) -> np.ndarray:
     """np.percentile's default (linear) along the last axis, by partitioning at the two ranks
     around it: the same figures, without sorting each replicate (tens of times faster)."""
-    import numpy as np
     n = values.shape[-1]
     h = (n - 1) * q
     lo, hi = int(math.floor(h)), int(math.ceil(h))
@@ -111,7 +109,6 @@ MAX_REQUESTS = 20_000
 
 
 def _capped(arrays: _Arrays) -> _Arrays:
-    import numpy as np
     n = len(arrays["e2el"])
     if n <= MAX_REQUESTS:
         return arrays
@@ -143,7 +140,6 @@ def _replicates(runs: list[_Arrays], wanted: dict[str, _Recompute], resamples: i
     """Each wanted statistic on the same `resamples` bootstrap replicates: runs with replacement
     (when there are several), then requests within each run. Runs of one length (one run, or
     repeats of one point) draw whole blocks of replicates at once; others one at a time."""
-    import numpy as np
     columns = sorted({key for keys, _ in wanted.values() for key in keys})
     lengths = {len(run["e2el"]) for run in runs}
     values: dict[str, list[np.ndarray]] = {metric: [] for metric in wanted}
@@ -175,7 +171,6 @@ def _replicates(runs: list[_Arrays], wanted: dict[str, _Recompute], resamples: i
 
 
 def _pooled(runs: list[_Arrays]) -> _Arrays:
-    import numpy as np
     return {key: np.concatenate([run[key] for run in runs]) for key in runs[0]}
 
 
@@ -203,7 +198,6 @@ def bootstrap(wanted: Sequence[Wanted], head_runs: Sequence[RequestSamples | Non
     recomputes = {metric: r for metric, r in recomputes.items() if r is not None}
     if head is None or base is None or not recomputes:
         return {}
-    import numpy as np
 
     rng = np.random.default_rng(seed)
     with np.errstate(divide="ignore", invalid="ignore"):

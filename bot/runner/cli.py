@@ -19,6 +19,8 @@ from bot.core.failure_classes import annotate
 from bot.core.jobs import Job
 from bot.core.results import JobResult
 from bot.runner import hygiene
+from bot.runner.ix_row import RowJob, is_row_job, proxy_job, run_row_job
+from bot.runner.local import run_job_local
 
 RESULT_FILE = "result.json"
 
@@ -94,7 +96,6 @@ def _row_job(path: Path):  # noqa: ANN202 - RowJob, imported lazily
         data = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else None
     except (OSError, ValueError):
         return None
-    from bot.runner.ix_row import RowJob, is_row_job
 
     if not is_row_job(data):
         return None
@@ -130,8 +131,6 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
     console = Console(stderr=True)
     row_job = _row_job(job_file)
     if row_job is not None:
-        from bot.runner.ix_row import proxy_job, run_row_job
-
         if backend == "slurm":  # one allocation per row; inside it this same command runs --backend local
             slurm = importlib.import_module("bot.runner.slurm.backend")
             result = slurm.run_job_slurm(proxy_job(row_job), job_file, out_dir, console, repo=repo)
@@ -146,8 +145,6 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
         result = slurm.run_job_slurm(job, job_file, out_dir, console, repo=repo, attempt=attempt,
                                      retry=attempt == 1)
     else:
-        from bot.runner.local import run_job_local
-
         result = run_job_local(job, out_dir, console, repo=repo, job_file=str(job_file))
         result = result.model_copy(update={"attempt": attempt})
     result = annotate(result)  # infrastructure or recipe, with the lines that decided it

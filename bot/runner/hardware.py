@@ -9,13 +9,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bot.core.results import Hardware
+from bot.runner.provenance import checkout_head
 
 
 @contextmanager
 def nvml() -> Iterator[object | None]:
     """pynvml, initialised, or None where there is no NVIDIA driver or GPU."""
     try:
-        import pynvml
+        import pynvml  # here, not at the top: an optional runner-side extra, absent on hosts without a GPU
 
         pynvml.nvmlInit()
     except Exception:  # noqa: BLE001 - no library, no driver, no device: all mean "no GPU"
@@ -112,6 +113,5 @@ def describe_host() -> Hardware:
 
 def git_head(repo: Path) -> str | None:
     """HEAD of the checkout rooted at `repo`, never of a repository enclosing it."""
-    from bot.runner.provenance import checkout_head
 
     return checkout_head(repo)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from bot.core.config import load_config
+
 EPHEMERAL_ENV = "RECIPE_BOT_RUNNER_EPHEMERAL"
 
 
@@ -19,7 +21,6 @@ def allows_persistent(config_path: Path | None) -> bool:
     """`pr_jobs.allow_persistent_runners` of the default branch's config (False when there is none)."""
     if config_path is None or not config_path.is_file():
         return False
-    from bot.core.config import load_config  # the config module is only needed when a path is given
 
     return load_config(config_path.read_text(encoding="utf-8"), str(config_path)).pr_jobs.allow_persistent_runners
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from bot.core.settings import setting
 from bot.engines import Engine
 from bot.runner.server import OWN_GROUP, die_with_runner
 
@@ -33,8 +34,6 @@ class DriverGone(RuntimeError):
 
 
 def wanted(env: Mapping[str, str]) -> bool:
-    from bot.core.settings import setting
-
     return bool(setting("INPROCESS_CLIENT", env))
 
 

@@ -16,6 +16,7 @@ from bot import engines
 from bot.core.jobs import Case, Job, LoadPoint
 from bot.core.provenance import dataset_of
 from bot.core.results import CaseResult, JobResult, PointResult, Provenance
+from bot.core.settings import setting
 from bot.engines import Installed
 from bot.runner import kernel_log, procs
 from bot.runner.accuracy import run_gsm8k
@@ -40,8 +41,6 @@ DEFAULT_GRACE_S = 30.0
 
 def shutdown_grace_s() -> float:
     """SIGTERM grace before SIGKILL. vLLM needs about 2 s here and on an H200; 30 s is generous."""
-    from bot.core.settings import setting
-
     return max(0.5, setting("SHUTDOWN_GRACE_S"))
 
 

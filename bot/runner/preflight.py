@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.core.settings import setting
 from bot.runner.hardware import _used_mib, nvml, nvml_handles
 
 IDLE_ENV = "RECIPE_BOT_IDLE_GPU_MIB"
@@ -28,7 +29,6 @@ class GpuUse:
 
 def idle_bound_mib(env: Mapping[str, str] | None = None) -> float:
     """The memory an idle GPU may show, from RECIPE_BOT_IDLE_GPU_MIB (a non-negative number)."""
-    from bot.core.settings import setting
 
     return setting("IDLE_GPU_MIB", env)
 

@@ -1,6 +1,7 @@
 """Processes and ports as psutil sees them: group members, zombies, run tags, port holders."""
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import socket
@@ -92,8 +93,6 @@ def reap_zombie_children(skip: set[int] = frozenset()) -> list[int]:
 def become_subreaper() -> bool:
     """Ask Linux to reparent orphans of our process tree to us, so their zombies get reaped here."""
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_child_subreaper = 36
         return libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0

@@ -1,6 +1,7 @@
 """One engine server as a context manager: own group, log file, readiness, bounded teardown."""
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -57,8 +58,6 @@ def die_with_runner() -> Callable[[], None] | None:
     """A preexec hook: the kernel sends the server SIGTERM if the runner dies without teardown
     (SIGKILL, OOM), so a lost runner leaves no engine holding GPUs. Linux only."""
     try:
-        import ctypes
-
         prctl = ctypes.CDLL(None, use_errno=True).prctl  # bound now: the child only calls it
     except (OSError, AttributeError):
         return None

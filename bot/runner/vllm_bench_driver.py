@@ -39,6 +39,8 @@ def _load():
     """vLLM's own parser and entry point of `vllm bench serve`, set up as its CLI sets them up."""
     # `vllm` (entrypoints/cli/main.py) sets these before any subcommand; do the same.
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+    # vLLM is imported here, not at the top: this file runs under the engine's own Python, after the
+    # environment above is set, and the bot's own interpreter never has vLLM.
     from vllm.benchmarks.serve import add_cli_args, main
 
     try:

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+import waitress
 
+from bot.control.handle import handle_event
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.serve.auth import AppTokenSource, ClientFactory, TokenSource
 from bot.serve.logs import JsonLog
@@ -101,7 +103,6 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
     factory = ClientFactory(source, base_url)
 
     def handler(event: str, payload: dict) -> object:
-        from bot.control.handle import handle_event  # the Actions-mode handler, unchanged
         return handle_event(event, payload, factory(payload))
 
     return Service(store, secret, handler, workers=workers, log=log)
@@ -129,7 +130,6 @@ def serve_cmd(host: str, port: int, queue: str, secret_env: str, token_env: str 
 
     Endpoints: POST / (webhooks), GET /healthz, /readyz, /metrics. Reads GITHUB_API_URL.
     """
-    import waitress
 
     log = JsonLog()
     service = build_service(queue=queue, secret_env=secret_env, token_env=token_env, app_id_env=app_id_env,
