@@ -1,6 +1,6 @@
 """Planning an InferenceX-sized catalogue (208 configs, 1,820 rows): recipe-bot beside InferenceX's own generator.
 
-    .venv/bin/python bench/bench_ix_catalogue.py --ix-dir /tmp/ix [--repeat 5]
+    .venv/bin/python bench/bench_ix_catalogue.py --ix-dir /tmp/ix [--repeat 5] [--reference OTHER_CHECKOUT]
 
 Generates a catalogue of our own (configs/bench-master.yaml, runners.yaml, one benchmark script per
 config, half of them sizing the server by $CONC) in a temporary git repository, then times, in one
@@ -168,6 +168,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ix-dir", type=pathlib.Path, help="a checkout of InferenceX (not copied here)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--reference", type=pathlib.Path,
+                        help="another checkout (a folder holding its `bot` package): its plan runs in turn with this "
+                             "tree's, as recipe_bot_plan@reference")
     args = parser.parse_args()
     record: dict = {"command": command_line(), "machine": machine_info()}
     with tempfile.TemporaryDirectory(prefix="ix-catalogue-") as tmp:
@@ -186,8 +189,10 @@ def main() -> int:
         env = bytecode_env(pathlib.Path(tmp))
         record["bytecode"] = ("both sides read cached bytecode (PYTHONPYCACHEPREFIX in the temporary directory, "
                               "PYTHONDONTWRITEBYTECODE unset), filled by one untimed round of each")
-        samples: dict[str, list[float]] = {"recipe_bot_plan": [], "inferencex_generator": []}
-        cpu: dict[str, list[float]] = {"recipe_bot_plan": [], "inferencex_generator": []}
+        samples: dict[str, list[float]] = {"recipe_bot_plan": [], "inferencex_generator": [],
+                                           "recipe_bot_plan@reference": []}
+        cpu: dict[str, list[float]] = {"recipe_bot_plan": [], "inferencex_generator": [],
+                                       "recipe_bot_plan@reference": []}
         plan_doc, their_rows = None, None
         for round_ in range(args.repeat + 1):  # round 0 fills the bytecode cache of both and is not counted
             wall, used, out = _timed(ours, ROOT, env)
@@ -195,6 +200,11 @@ def main() -> int:
                 samples["recipe_bot_plan"].append(wall)
                 cpu["recipe_bot_plan"].append(used)
             plan_doc = json.loads(out)
+            if args.reference is not None:  # `python -c` imports `bot` from its working directory first
+                wall, used, _ = _timed(ours, args.reference.resolve(), env)
+                if round_:
+                    samples["recipe_bot_plan@reference"].append(wall)
+                    cpu["recipe_bot_plan@reference"].append(used)
             if theirs:
                 total, total_cpu, rows = 0.0, 0.0, []
                 for argv in theirs:
@@ -234,6 +244,12 @@ def main() -> int:
         cpu_ratio = (record["cpu_seconds"]["recipe_bot_plan"]["median"]
                      / record["cpu_seconds"]["inferencex_generator"]["median"])
         record["cpu_ratio_recipe_bot_to_inferencex"] = round(cpu_ratio, 3)
+    if args.reference is not None:
+        record["reference"] = str(args.reference)
+        record["ratio_to_reference"] = round(record["seconds"]["recipe_bot_plan"]["median"]
+                                             / record["seconds"]["recipe_bot_plan@reference"]["median"], 3)
+        record["cpu_ratio_to_reference"] = round(record["cpu_seconds"]["recipe_bot_plan"]["median"]
+                                                 / record["cpu_seconds"]["recipe_bot_plan@reference"]["median"], 3)
     path = write_result("ix_catalogue", record)
     print(json.dumps({k: record[k] for k in record if k not in ("machine", "command")}, indent=1))
     print(f"written {path}")
