@@ -118,3 +118,30 @@ def test_no_module_in_bot_or_the_sandbox_is_over_500_lines() -> None:
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
     assert long == {}, f"split these modules (500 lines at most): {long}"
 
+
+
+def redefined_names(source: str) -> list[tuple[str, int, int]]:
+    """Top-level functions and classes a module defines twice: (name, first line, second line).
+    The second silently replaces the first (a merge can leave one behind, with the first's methods lost)."""
+    import ast
+
+    seen: dict[str, int] = {}
+    twice = []
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name in seen:
+                twice.append((node.name, seen[node.name], node.lineno))
+            seen[node.name] = node.lineno
+    return twice
+
+
+def test_a_name_defined_twice_in_one_module_is_found() -> None:
+    assert redefined_names("class A:\n    def f(self): ...\n\n\nclass A:\n    x = 1\n") == [("A", 1, 5)]
+    assert redefined_names("def f(): ...\n\n\ndef g(): ...\n") == []
+
+
+def test_no_module_in_bot_or_the_sandbox_defines_a_top_level_name_twice() -> None:
+    modules = [*(ROOT / "bot").rglob("*.py"), *(ROOT / "sandbox" / "github_sandbox").rglob("*.py")]
+    twice = {str(p.relative_to(ROOT)): found for p in sorted(modules)
+             if (found := redefined_names(p.read_text(encoding="utf-8")))}
+    assert twice == {}, f"one definition each: {twice}"

@@ -84,16 +84,6 @@ def dispatch(client: DispatchClient, *, workflow: str, default_branch: str, pr: 
     return client.dispatch_workflow(workflow, ref=default_branch, inputs=inputs)
 
 
-@dataclasses.dataclass
-class Started:
-    run: DispatchedRun | None = None
-    claim_id: int | None = None  # the comment to turn into the reply
-    dispatched_now: bool = False  # False: the run already existed (a resumed request)
-    lost: bool = False  # another handler holds the request's claim: say nothing, do nothing
-    held: bool = False  # before_dispatch() said no (a budget): the claim becomes the reply, nothing runs
-    log: list[str] = dataclasses.field(default_factory=list)
-
-
 def find_runs(client: RunsClient, workflow: str, pr: int, key: str, sha: str | None = None,
               since: dt.datetime | None = None, *, bot_login: str, default_branch: str) -> list[Run]:
     """The request's runs that the bot started (every page down to `since`), oldest first: a run a
