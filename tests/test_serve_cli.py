@@ -20,12 +20,14 @@ GOOD = {"RECIPE_BOT_WEBHOOK_SECRET": SECRET, "GITHUB_TOKEN": "bot"}
     ({"MY_SECRET": ""}, ["--secret-env", "MY_SECRET"], "export MY_SECRET", "MY_SECRET"),
     ({"RECIPE_BOT_WEBHOOK_SECRET": SECRET}, ["--token-env", "NOPE"], "--token-env NOPE", "该环境变量未设置"),
     ({"RECIPE_BOT_WEBHOOK_SECRET": SECRET}, [], "RECIPE_BOT_APP_ID", "私钥"),
+    ({"RECIPE_BOT_WEBHOOK_SECRET": SECRET, "RECIPE_BOT_APP_ID": "twelve"}, [],
+     "RECIPE_BOT_APP_ID='twelve' is not accepted: expected digits", "RECIPE_BOT_APP_ID='twelve' 无效"),
     ({"RECIPE_BOT_WEBHOOK_SECRET": SECRET, "RECIPE_BOT_APP_ID": "12",
       "RECIPE_BOT_APP_PRIVATE_KEY_PATH": "/nonexistent/key.pem"}, [], "cannot read the private key", "无法读取私钥"),
     ({"RECIPE_BOT_WEBHOOK_SECRET": SECRET, "RECIPE_BOT_APP_ID": "12",
       "RECIPE_BOT_APP_PRIVATE_KEY_PATH": "{readme}"}, [], "not a PEM private key", "不是 PEM 私钥"),
     ({**GOOD}, ["--token-env", "GITHUB_TOKEN", "--queue", "{readme}/q.sqlite3"], "cannot open the SQLite queue", "无法打开"),
-], ids=["no-secret", "empty-named-secret", "empty-token-env", "no-app-id", "unreadable-key", "key-not-pem",
+], ids=["no-secret", "empty-named-secret", "empty-token-env", "no-app-id", "app-id-not-digits", "unreadable-key", "key-not-pem",
         "queue-under-a-file"])
 def test_bad_config_is_one_bilingual_error_and_exit_1(tmp_path, env, args, english, chinese):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("RECIPE_BOT_", "GITHUB_"))}

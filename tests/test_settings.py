@@ -75,3 +75,17 @@ def test_an_environment_given_is_read_alone_not_mixed_with_the_process_environme
     monkeypatch.setenv("RECIPE_BOT_VLLM", "/from/the/process")
     assert load_settings({}).VLLM is None and setting("VLLM", {}) is None
     assert setting("VLLM") == "/from/the/process"
+
+
+def test_a_renamed_variable_is_checked_as_its_setting_and_named_in_the_refusal():
+    from bot.core.settings import setting_named
+
+    assert setting_named("APP_ID", "MY_APP_ID", {"MY_APP_ID": "12", "RECIPE_BOT_APP_ID": "x"}) == "12"
+    with pytest.raises(SettingsError, match="^MY_APP_ID='twelve' is not accepted: expected digits"):
+        setting_named("APP_ID", "MY_APP_ID", {"MY_APP_ID": "twelve"})
+
+
+def test_the_webhook_secret_is_a_secret_that_no_repr_shows():
+    settings = load_settings({"RECIPE_BOT_WEBHOOK_SECRET": "hunter2"})
+    assert settings.WEBHOOK_SECRET.get_secret_value() == "hunter2"
+    assert "hunter2" not in repr(settings) and "hunter2" not in str(settings)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, SecretStr, ValidationError, create_model
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.core.messages import Message, msg
@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     GITHUB_TIMEOUT_S: int = _setting(30, "Seconds per GitHub request before it counts as timed out (at least 1).",
                                      msg("a whole number of seconds"))
     # -- `recipe-bot serve` (the defaults of --secret-env, --app-id-env, --private-key-env)
-    WEBHOOK_SECRET: str | None = _setting(None, "The GitHub App's webhook secret.", _TEXT)
+    WEBHOOK_SECRET: SecretStr | None = _setting(None, "The GitHub App's webhook secret (never printed).", _TEXT)
     APP_ID: str | None = _setting(None, "The GitHub App's numeric id.", msg("digits"), pattern=r"^\d+$")
     APP_PRIVATE_KEY_PATH: Path | None = _setting(None, "The GitHub App's private key (.pem).", _PATH)
     # -- the runner
@@ -114,8 +114,11 @@ def variable(field: str) -> str:
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """The settings of `environ` (default: this process's environment); a bad value raises SettingsError."""
     env = os.environ if environ is None else environ
-    values = {name: env[variable(name)] for name in Settings.model_fields
-              if env.get(variable(name), "") != ""}
+    return _checked({name: env[variable(name)] for name in Settings.model_fields
+                     if env.get(variable(name), "") != ""}, {})
+
+
+def _checked(values: dict[str, str], names: dict[str, str]) -> Settings:
     try:
         # the fields' own validation over exactly the mapping given: BaseSettings itself would also read
         # this process's environment, so a plain model with the same fields checks the values
@@ -123,8 +126,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         return Settings.model_construct(**dict(checked))
     except ValidationError as exc:
         field = str(exc.errors()[0]["loc"][0])
-        raise SettingsError(msg("%(name)s=%(value)s is not accepted: expected %(accepted)s", name=variable(field),
-                                value=repr(values[field]), accepted=accepts(field))) from None
+        # a secret's value is never echoed, not even a bad one
+        shown = "***" if Settings.model_fields[field].annotation == SecretStr | None else repr(values[field])
+        raise SettingsError(msg("%(name)s=%(value)s is not accepted: expected %(accepted)s",
+                                name=names.get(field, variable(field)), value=shown,
+                                accepted=accepts(field))) from None
 
 
 def setting(field: str, environ: Mapping[str, str] | None = None) -> Any:
@@ -132,6 +138,14 @@ def setting(field: str, environ: Mapping[str, str] | None = None) -> Any:
     env = os.environ if environ is None else environ
     raw = env.get(variable(field), "")
     return getattr(load_settings({variable(field): raw} if raw != "" else {}), field)
+
+
+def setting_named(field: str, name: str, environ: Mapping[str, str] | None = None) -> Any:
+    """One setting read from the variable `name` (serve's --secret-env and kin rename its variable); a bad
+    value raises SettingsError naming `name`."""
+    env = os.environ if environ is None else environ
+    raw = env.get(name, "")
+    return getattr(_checked({field: raw} if raw != "" else {}, {field: name}), field)
 
 
 def settings_table() -> str:

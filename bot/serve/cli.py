@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 
 import click
 import waitress
+from pydantic import SecretStr
 
 from bot.control.handle import handle_event
 from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.settings import SettingsError, setting_named, variable
 from bot.serve.auth import AppTokenSource, ClientFactory, TokenSource
 from bot.serve.logs import JsonLog
 from bot.serve.queue import DeliveryQueue
@@ -64,10 +66,17 @@ def _fail(english: str, chinese: str) -> click.ClickException:
 
 def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_env: str, key_env: str,
                   workers: int, environ: dict[str, str] | None = None, log: JsonLog | None = None) -> Service:
-    """Everything `serve` needs, checked up front; bad config raises one bilingual ClickException."""
+    """Everything `serve` needs, read through the settings model at this edge and checked up front; bad config
+    raises one bilingual ClickException."""
     env = os.environ if environ is None else environ
-    secret = env.get(secret_env, "")
-    if not secret:
+    try:
+        # the model's fields, read from the variables the options name (their defaults: the fields' own)
+        secret: SecretStr | None = setting_named("WEBHOOK_SECRET", secret_env, env)
+        app_id: str | None = None if token_env else setting_named("APP_ID", app_id_env, env)
+        key_path: Path | None = None if token_env else setting_named("APP_PRIVATE_KEY_PATH", key_env, env)
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    if secret is None:
         raise _fail(f"the webhook secret is not set: export {secret_env} (the GitHub App's webhook secret), "
                     "or name another variable with --secret-env",
                     f"未设置 webhook 密钥：请设置环境变量 {secret_env}（GitHub App 的 webhook secret），"
@@ -80,14 +89,13 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
                         f"--token-env {token_env}：该环境变量未设置或为空")
         source: TokenSource | AppTokenSource = TokenSource(token)
     else:
-        app_id, key_path = env.get(app_id_env, ""), env.get(key_env, "")
-        if not app_id.isdigit() or not key_path:
+        if app_id is None or key_path is None:
             raise _fail(f"GitHub App auth needs {app_id_env} (the App's numeric id) and {key_env} (the path of "
                         "its private key .pem); for a plain token (the sandbox) pass --token-env NAME",
                         f"GitHub App 认证需要 {app_id_env}（App 的数字 id）和 {key_env}（私钥 .pem 文件路径）；"
                         "使用普通 token（如 sandbox）请传 --token-env NAME")
         try:
-            private_key = Path(key_path).read_text(encoding="utf-8")
+            private_key = key_path.read_text(encoding="utf-8")
         except OSError as exc:
             raise _fail(f"{key_env}={key_path}: cannot read the private key: {exc.strerror}",
                         f"{key_env}={key_path}：无法读取私钥：{exc.strerror}") from None
@@ -114,13 +122,13 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
               help="Port to listen on (0: any free port; the log line `listening` names it).")
 @click.option("--queue", "queue", default="recipe-bot-queue.sqlite3", show_default=True,
               type=click.Path(dir_okay=False), help="SQLite file of the durable delivery queue (WAL mode).")
-@click.option("--secret-env", default="RECIPE_BOT_WEBHOOK_SECRET", show_default=True,
+@click.option("--secret-env", default=variable("WEBHOOK_SECRET"), show_default=True,
               help="Environment variable holding the App's webhook secret.")
 @click.option("--token-env", default=None,
               help="Act with the plain token in this variable instead of App installation tokens (the sandbox).")
-@click.option("--app-id-env", default="RECIPE_BOT_APP_ID", show_default=True,
+@click.option("--app-id-env", default=variable("APP_ID"), show_default=True,
               help="Environment variable holding the GitHub App's id.")
-@click.option("--private-key-env", "key_env", default="RECIPE_BOT_APP_PRIVATE_KEY_PATH", show_default=True,
+@click.option("--private-key-env", "key_env", default=variable("APP_PRIVATE_KEY_PATH"), show_default=True,
               help="Environment variable holding the path of the App's private key (.pem).")
 @click.option("--workers", default=4, show_default=True, type=click.IntRange(1, 64),
               help="Deliveries handled at once (one at a time per PR).")

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import SecretStr
 from werkzeug.wrappers import Request, Response
 
 from bot.core.events import EventError, parse_event
@@ -58,11 +59,13 @@ def check_payload(event: str, body: bytes) -> dict[str, Any]:
 class Service:
     """The queue, the workers and the WSGI app of one `recipe-bot serve` process."""
 
-    def __init__(self, queue: DeliveryQueue, secret: str, handler: Handler, *, workers: int = 4,
+    def __init__(self, queue: DeliveryQueue, secret: SecretStr | str, handler: Handler, *, workers: int = 4,
                  log: JsonLog | None = None, max_body: int = MAX_BODY):
-        if not secret:
+        # a SecretStr shows as '**********' in any repr, log line or traceback; only verify() sees the value
+        self.secret = secret if isinstance(secret, SecretStr) else SecretStr(secret)
+        if not self.secret.get_secret_value():
             raise ValueError("the webhook secret is empty")
-        self.queue, self.secret, self.handler = queue, secret, handler
+        self.queue, self.handler = queue, handler
         self.log = log or JsonLog()
         self.metrics = Metrics()
         self.max_body = max_body
@@ -156,7 +159,7 @@ class Service:
         body = request.stream.read(self.max_body + 1)
         if len(body) > self.max_body:
             return answer(413, {"error": f"the body is over {self.max_body} bytes"}, "webhook refused", "warning")
-        if not signature.verify(self.secret, body, request.headers.get("X-Hub-Signature-256")):
+        if not signature.verify(self.secret.get_secret_value(), body, request.headers.get("X-Hub-Signature-256")):
             # Nothing about an unsigned body is trusted or handled, not even its event name.
             return answer(401, {"error": "bad or missing X-Hub-Signature-256"}, "webhook signature refused", "warning")
         if event == "ping":
