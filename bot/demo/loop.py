@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 
 from bot.core.config import load_config
+from bot.core.messages import msg
 from bot.demo import sample
 from bot.demo.preview import write_preview
 from bot.demo.sandbox import Sandbox, SandboxError, build_seed
@@ -65,8 +66,8 @@ def recipe_bot(args: list[str], env: dict[str, str], cwd: Path, log: Path, *, ch
         handle.write(proc.stdout or "")
     if check and proc.returncode != 0:
         tail = "\n".join((proc.stdout or "").splitlines()[-15:])
-        raise DemoError(f"`recipe-bot {args[0]}` failed with exit code {proc.returncode}; "
-                        f"full output in {log}\n{tail}")
+        raise DemoError(msg("`recipe-bot %(command)s` failed with exit code %(code)s; full output in %(log)s\n%(tail)s",
+                            command=args[0], code=proc.returncode, log=log, tail=tail))
     return proc
 
 
@@ -140,7 +141,8 @@ def _run_against_sandbox(seed: Path, out_dir: Path, work_dir: Path, console: Con
         runs = [run for run in state["workflow_runs"] if run["workflow"] == "gpu.yml"]
         if len(runs) != 1:
             replies = [c["body"] for c in state["comments"] if c["user"] == sample.BOT_LOGIN]
-            raise DemoError(f"the bot dispatched {len(runs)} GPU runs instead of 1; its replies: {replies}")
+            raise DemoError(msg("the bot dispatched %(runs)s GPU runs instead of 1; its replies: %(replies)s",
+                                runs=len(runs), replies=replies))
         run = runs[0]
         inputs = run["inputs"]
         step.done(started, f"dispatched gpu.yml for {inputs['sha'][:12]} ({inputs['command']})")
@@ -162,7 +164,7 @@ def _run_against_sandbox(seed: Path, out_dir: Path, work_dir: Path, console: Con
                                        out_dir / "required", env, work_dir, log)
         job_files = sorted(jobs_dir.glob("*.json"))
         if not job_files:
-            raise DemoError(f"the plan has no jobs; see {plan_file}")
+            raise DemoError(msg("the plan has no jobs; see %(plan)s", plan=plan_file))
         jobs = [json.loads(path.read_text(encoding="utf-8")) for path in job_files]
         launches = sum(len(job["cases"]) for job in jobs)
         points = sum(len(case["points"]) for job in jobs for case in job["cases"])
@@ -207,8 +209,8 @@ def _run_against_sandbox(seed: Path, out_dir: Path, work_dir: Path, console: Con
     posted = [c for c in state["comments"] if c["user"] == sample.BOT_LOGIN and marker.parse(c["body"])]
     checks = [c for c in state["check_runs"] if c["head_sha"] == inputs["sha"]]
     if not posted or not checks:
-        raise DemoError(f"the report posted {len(posted)} report comment(s) and {len(checks)} check run(s); "
-                        f"see {log}")
+        raise DemoError(msg("the report posted %(comments)s report comment(s) and %(checks)s check run(s); see %(log)s",
+                           comments=len(posted), checks=len(checks), log=log))
 
     files = write_preview(out_dir, posted[-1]["body"], checks[-1], report_dir / "chart.png")
     step.done(started)
