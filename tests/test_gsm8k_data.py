@@ -98,7 +98,6 @@ def test_gsm8k_is_read_from_the_first_available_source(tmp_path: Path, monkeypat
                                                        source: str) -> None:
     recipe = _write_split(tmp_path / "recipe", [Doc("recipe q", "#### 3")], [Doc("recipe t", "#### 4")])
     env = _write_split(tmp_path / "env", [Doc("env q", "#### 5")], [Doc("env t", "#### 6")])
-    monkeypatch.setenv(gsm8k.DATA_ENV, str(env) if env_dir else "")
 
     def hub_load() -> tuple[list[Doc], list[Doc]]:
         if not hub:
@@ -106,7 +105,8 @@ def test_gsm8k_is_read_from_the_first_available_source(tmp_path: Path, monkeypat
         return HUB_DOCS
 
     monkeypatch.setattr(gsm8k, "load_from_hub", hub_load)
-    test, train, got = gsm8k.load_docs(recipe if recipe_path else None, num_shots=1)
+    test, train, got = gsm8k.load_docs(recipe if recipe_path else None, num_shots=1,
+                                      env_folder=env if env_dir else None)
     assert got == source.format(recipe=recipe, env=env, sample=gsm8k.SAMPLE_DIR)
     expected_first = {"local:" + str(recipe): "recipe q", "local:" + str(env): "env q",
                       "huggingface": "hub q", "recipe-bot-sample-problems": SAMPLE_TEST[0].question}
@@ -119,9 +119,8 @@ def test_a_gsm8k_dir_without_test_jsonl_is_one_bilingual_error(tmp_path: Path, m
     folder = tmp_path / "gsm8k"
     if content == "empty-folder":
         folder.mkdir()
-    monkeypatch.setenv(gsm8k.DATA_ENV, str(folder))
     with pytest.raises(ValueError) as err:
-        gsm8k.load_docs(None, num_shots=0)
+        gsm8k.load_docs(None, num_shots=0, env_folder=folder)
     assert f"{gsm8k.DATA_ENV}={folder}" in str(err.value) and "test.jsonl" in str(err.value)
     assert "目录" in str(err.value)
 
@@ -160,8 +159,6 @@ def test_without_gsm8k_the_gate_fails_with_the_reason_never_on_other_problems(
     from bot.core.failure_classes import classify_lines
     from bot.core.messages_zh import translate
 
-    monkeypatch.setenv(gsm8k.DATA_ENV, "")
-
     def hub_load() -> tuple[list[Doc], list[Doc]]:
         raise hub_error
 
@@ -178,8 +175,8 @@ def test_without_gsm8k_the_gate_fails_with_the_reason_never_on_other_problems(
 @pytest.mark.parametrize("how", ["env", "recipe"])
 def test_the_sample_problems_named_explicitly_say_they_are_not_gsm8k(monkeypatch: pytest.MonkeyPatch,
                                                                      how: str) -> None:
-    monkeypatch.setenv(gsm8k.DATA_ENV, str(gsm8k.SAMPLE_DIR) if how == "env" else "")
-    test, _, source = gsm8k.load_docs(gsm8k.SAMPLE_DIR if how == "recipe" else None, num_shots=1)
+    test, _, source = gsm8k.load_docs(gsm8k.SAMPLE_DIR if how == "recipe" else None, num_shots=1,
+                                      env_folder=gsm8k.SAMPLE_DIR if how == "env" else None)
     named = "RECIPE_BOT_GSM8K_DIR" if how == "env" else "data_path given in the recipe"
     assert source == (f"recipe-bot-sample-problems:{gsm8k.SAMPLE_DIR}/test.jsonl (not GSM8K: recipe-bot's own "
                       f"sample problems, named by {named})")

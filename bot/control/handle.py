@@ -22,6 +22,7 @@ from bot.core.config import ConfigError
 from bot.core.events import CommentEvent, EventError, Ignored, Pull, PullRequestEvent, parse_event
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import foreign_edits
+from bot.core.settings import setting
 from bot.control.trust import Actor, Approval, Permission
 from bot.control.handler import FALLBACK_BOT_LOGIN, Handler, Outcome  # noqa: F401  (callers' names)
 
@@ -270,14 +271,21 @@ def handle_event(event_name: str, payload: object, client: ControlClient,
     return h.outcome
 
 
+def _checkout_setting() -> str | None:
+    # read through the settings model at this edge; click then checks the folder exists, as for the flag
+    folder = setting("CHECKOUT")
+    return None if folder is None else str(folder)
+
+
 @click.command("handle", context_settings=HELP_OPTIONS)
 @click.option("--event-name", required=True, help="GITHUB_EVENT_NAME: issue_comment, pull_request, ...")
 @click.option("--event-path", required=True, type=click.Path(dir_okay=False),
               help="GITHUB_EVENT_PATH: the webhook payload as JSON.")
 @click.option("--dry-run", is_flag=True,
               help="Make no write to GitHub; print each intended write as one JSON object a line.")
-@click.option("--checkout", type=click.Path(file_okay=False, exists=True), envvar="RECIPE_BOT_CHECKOUT",
-              help="A checkout of the default branch (never a PR's): the config and the estimate's recipes come from it.")
+@click.option("--checkout", type=click.Path(file_okay=False, exists=True), default=_checkout_setting,
+              help="A checkout of the default branch (never a PR's): the config and the estimate's recipes come from "
+                   "it (default: RECIPE_BOT_CHECKOUT).")
 def handle_cmd(event_name: str, event_path: str, dry_run: bool, checkout: str | None) -> None:
     """Act on one GitHub event (the Actions entry point).
 

@@ -14,6 +14,7 @@ from rich.rule import Rule
 
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.messages import msg
+from bot.core.settings import setting
 from bot.demo import sample
 from bot.demo.loop import DemoError, run_demo
 from bot.runner import gsm8k
@@ -42,7 +43,7 @@ def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
         raise click.ClickException(msg("the tiny model is missing at %(model)s: %(hint)s", model=model, hint=SETUP_HINT))
     # Offline, the demo's GSM8K gates (e.g. --command "/sweep tiny-cpu-e2e") score recipe-bot's own sample
     # problems, named here so that the runner says so; a GSM8K folder of the user's own wins.
-    gsm8k_dir = os.environ.get(gsm8k.DATA_ENV, "").strip() or str(gsm8k.SAMPLE_DIR)
+    gsm8k_dir = str(setting("GSM8K_DIR") or gsm8k.SAMPLE_DIR)
     return {"RECIPE_BOT_VLLM": vllm, "RECIPE_BOT_TINY_MODEL": str(model), gsm8k.DATA_ENV: gsm8k_dir}
 
 

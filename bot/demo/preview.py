@@ -4,13 +4,13 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from markdown_it import MarkdownIt
 
+from bot.core.settings import setting
 from bot.report import marker
 
 STYLE = """
@@ -32,15 +32,15 @@ details { margin: 8px 0; }
 pre.mermaid { background: none; text-align: center; }
 """
 MERMAID_PACKAGE = "mermaid"
-# Where scripts/setup-upstream.sh installs the pinned npm packages (the sandbox reads GitHub's from there too).
-UPSTREAM_ENV = "RECIPE_BOT_UPSTREAM_DIR"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _MERMAID_FENCE = re.compile(r'<pre><code class="language-mermaid">(.*?)</code></pre>', re.S)
 
 
 def mermaid_script() -> str | None:
     """mermaid's browser bundle, from the pinned npm package in .upstream/; None when not installed."""
-    upstream = Path(os.environ.get(UPSTREAM_ENV) or REPO_ROOT / ".upstream")
+    # where scripts/setup-upstream.sh installs the pinned npm packages (the sandbox reads its own copy of the
+    # variable: it does not import the bot)
+    upstream = setting("UPSTREAM_DIR") or REPO_ROOT / ".upstream"
     bundle = upstream / "node_modules" / MERMAID_PACKAGE / "dist" / "mermaid.min.js"
     return bundle.read_text(encoding="utf-8") if bundle.is_file() else None
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bot.core.jobs import AccuracySpec
 from bot.core.results import AccuracyResult
+from bot.core.settings import setting
 from bot.runner import gsm8k
 from bot.runner.server import InferenceServer
 
@@ -62,7 +63,7 @@ def run_gsm8k(spec: AccuracySpec, *, base_url: str, model: str, case_dir: Path, 
     if spec.data_path:
         data_path = Path(spec.data_path)
         data_path = data_path if data_path.is_absolute() else repo / data_path
-    test_docs, train_docs, source = gsm8k.load_docs(data_path, spec.num_shots)
+    test_docs, train_docs, source = gsm8k.load_docs(data_path, spec.num_shots, setting("GSM8K_DIR"))
     docs = test_docs[:spec.num_samples]
     prompts = gsm8k.build_prompts(docs, train_docs, spec.num_shots)
     completions: dict[int, Completion] = {}

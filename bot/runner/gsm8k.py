@@ -9,7 +9,6 @@ imported: lm-eval pulls in datasets, evaluate and sacrebleu, too much for a runn
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 from dataclasses import dataclass
@@ -160,11 +159,10 @@ def load_from_hub() -> tuple[list[Doc], list[Doc]]:
             [Doc(r["question"], r["answer"]) for r in splits["train"]])
 
 
-def _env_dir() -> Path | None:
-    value = os.environ.get(DATA_ENV, "").strip()
-    if not value:
+def _env_dir(folder: Path | None) -> Path | None:
+    if folder is None or not str(folder).strip():
         return None
-    folder = Path(value)
+    value = str(folder)
     if not (folder / "test.jsonl").is_file():
         raise ValueError(f"{DATA_ENV}={value}: expected a folder holding GSM8K's test.jsonl (and train.jsonl "
                          f"for few-shot prompts)\n{DATA_ENV}={value}：应为包含 GSM8K 的 test.jsonl（少样本提示还需 "
@@ -176,9 +174,10 @@ def _read(test_path: Path, train_path: Path, num_shots: int) -> tuple[list[Doc],
     return load_jsonl(test_path), (load_jsonl(train_path) if num_shots > 0 else [])
 
 
-def load_docs(data_path: Path | None, num_shots: int) -> tuple[list[Doc], list[Doc], str]:
-    """(test docs, train docs, where they came from), first of: the recipe's `data_path`; the folder in
-    RECIPE_BOT_GSM8K_DIR; openai/gsm8k from the Hugging Face hub. Raises GSM8KUnavailable otherwise.
+def load_docs(data_path: Path | None, num_shots: int, env_folder: Path | None = None) -> tuple[list[Doc], list[Doc], str]:
+    """(test docs, train docs, where they came from), first of: the recipe's `data_path`; `env_folder`, the
+    folder in RECIPE_BOT_GSM8K_DIR (the caller reads the setting); openai/gsm8k from the Hugging Face hub.
+    Raises GSM8KUnavailable otherwise.
 
     An explicit path always wins, so a pinned recipe or an offline fleet never touches the hub.
     recipe-bot's own sample problems are read only where one of the two names them, and their
@@ -187,7 +186,7 @@ def load_docs(data_path: Path | None, num_shots: int) -> tuple[list[Doc], list[D
     if data_path is not None:
         test_path, train_path = local_split_paths(data_path)
         return *_read(test_path, train_path, num_shots), _named(test_path, "data_path given in the recipe")
-    folder = _env_dir()
+    folder = _env_dir(env_folder)
     if folder is not None:
         test_path, train_path = local_split_paths(folder)
         return *_read(test_path, train_path, num_shots), _named(test_path, DATA_ENV)
