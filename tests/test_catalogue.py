@@ -223,7 +223,8 @@ def test_the_pseudo_locale_render_of_a_refusal_has_no_untranslated_text(pseudo_r
     names = {name for name in PLACEHOLDER.findall(message_id) if name}
     text = Message(message_id, tuple((name, Anything()) for name in sorted(names))).render("qps", pseudo_root)
     translations = catalogue.translations("qps", pseudo_root)
-    assert translations.gettext(message_id) != message_id
+    if latin_words(PLACEHOLDER.sub(" ", message_id)):  # a place and a message (`%(path)s: %(problem)s`) has no words
+        assert translations.gettext(message_id) != message_id
     assert latin_words(text) - KEPT == set(), text
 
 

@@ -71,19 +71,24 @@ CATALOGUE_REFUSALS = catalogue_refusals()
 
 
 def test_the_scan_finds_the_refusals_raised_as_catalogue_messages():
-    assert "%(path)s: cannot read the event: %(reason)s" in {text for _, text in CATALOGUE_REFUSALS}
+    assert {"%(path)s: cannot read the event: %(reason)s", "%(path)s: the results directory does not exist"} <= {
+        text for _, text in CATALOGUE_REFUSALS}
 
 
 @pytest.mark.parametrize("where, message_id", CATALOGUE_REFUSALS, ids=[where for where, _ in CATALOGUE_REFUSALS])
 def test_every_catalogue_refusal_has_its_chinese_translation(where, message_id):
     from bot.core import catalogue
 
-    assert messages_zh.CJK.search(catalogue.translations("zh").gettext(message_id)), where
+    chinese = catalogue.translations("zh").gettext(message_id)
+    if WRAPPER.match(re.sub(r"%\(\w+\)s", "X", message_id)):  # `%(path)s: %(problem)s`: its words are the problem's
+        assert chinese != message_id, where
+    else:
+        assert messages_zh.CJK.search(chinese), where
 
 
 def test_the_scan_finds_the_refusals_it_should():
     texts = {text for _, text in REFUSALS}
-    assert {"X: the results directory does not exist", "X is not a positive integer",
+    assert {"X is not a positive integer",
             "the event payload must be a JSON object"} <= texts
     assert len(REFUSALS) >= 40
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pydantic
 
 from bot.core.jobs import Job
+from bot.core.messages import msg
 from bot.core.results import JobResult
 
 RESULT_FILE = "result.json"
@@ -54,16 +55,16 @@ def load_plan(path: pathlib.Path) -> list[Job]:
     """Jobs from a plan: a directory of job JSON files, or one file holding a job, a list of
     jobs, or an object with a "jobs" list (what `recipe-bot plan --format json` prints)."""
     if not path.exists():
-        raise InputError(f"{path}: no such plan file or directory")
+        raise InputError(msg("%(path)s: no such plan file or directory", path=path))
     files = sorted(path.rglob("*.json")) if path.is_dir() else [path]
     jobs: list[Job] = []
     for file in files:
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"{file}: not a readable JSON plan: {exc}") from exc
+            raise InputError(msg("%(file)s: not a readable JSON plan: %(why)s", file=file, why=exc)) from exc
         except RecursionError:  # json's parser recurses once per nesting level
-            raise InputError(f"{file}: not a readable JSON plan: nested too deeply") from None
+            raise InputError(msg("%(file)s: not a readable JSON plan: %(why)s", file=file, why="nested too deeply")) from None
         if isinstance(data, dict) and isinstance(data.get("jobs"), list):
             data = data["jobs"]
         entries = data if isinstance(data, list) else [data]
@@ -72,15 +73,15 @@ def load_plan(path: pathlib.Path) -> list[Job]:
                 jobs.append(Job.model_validate(entry))
             except pydantic.ValidationError as exc:
                 where = f"job {index}" if isinstance(data, list) else "job"
-                raise InputError(
-                    f"{file}: {where} is not a recipe-bot Job: {_pydantic_problem(exc)}; "
-                    "expected a Job, a list of Jobs or {\"jobs\": [...]}") from exc
+                raise InputError(msg(
+                    '%(file)s: %(where)s is not a recipe-bot Job: %(problem)s; expected a Job, a list of Jobs or '
+                    '{"jobs": [...]}', file=file, where=where, problem=_pydantic_problem(exc))) from exc
     # A plan folder may hold plan.json next to jobs/<id>.json: the same job twice is one job,
     # two different jobs under one id are a broken plan.
     unique: dict[str, Job] = {}
     for job in jobs:
         if job.job_id in unique and unique[job.job_id] != job:
-            raise InputError(f"{path}: job id {job.job_id!r} is planned twice, differently")
+            raise InputError(msg("%(path)s: job id %(job)s is planned twice, differently", path=path, job=repr(job.job_id)))
         unique.setdefault(job.job_id, job)
     return list(unique.values())
 
@@ -177,7 +178,7 @@ def collect(results_dir: pathlib.Path, plan: list[Job] | None = None,
 
     Without `head_sha`, the head is the commit the plan names, else the one most results name."""
     if not results_dir.is_dir():
-        raise InputError(f"{results_dir}: the results directory does not exist")
+        raise InputError(msg("%(path)s: the results directory does not exist", path=results_dir))
     plan = plan or []
     plan_by_id = {job.job_id: job for job in plan}
     found: dict[str, list[tuple[JobResult, str, str | None]]] = {}

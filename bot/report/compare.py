@@ -23,6 +23,7 @@ import pydantic
 from bot.report import noise
 from bot.report.collect import RESULT_FILE, InputError
 from bot.core.results import JobResult, PointMetrics, PointResult
+from bot.core.messages import msg
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,8 @@ def _percent(value: object, key: str) -> float:
     except (TypeError, ValueError):
         number = math.nan
     if not math.isfinite(number) or number < 0:
-        raise InputError(f"report.thresholds.{key}: {value!r} is not a percentage; "
-                         "write a non-negative number such as 5 or \"5%\"")
+        raise InputError(msg('report.thresholds.%(key)s: %(value)s is not a percentage; write a non-negative number '
+                             'such as 5 or "5%%"', key=key, value=repr(value)))
     return number
 
 
@@ -84,12 +85,12 @@ def thresholds_from(config: object | None) -> dict[str, float]:
     if raw is None:
         return thresholds
     if not isinstance(raw, Mapping):
-        raise InputError("report.thresholds: expected a mapping of metric to percent, "
-                         f"e.g. {{tput_per_gpu: 5, ttft_p99: 10}}; got {type(raw).__name__}")
+        raise InputError(msg("report.thresholds: expected a mapping of metric to percent, e.g. {tput_per_gpu: 5, "
+                             "ttft_p99: 10}; got %(got)s", got=type(raw).__name__))
     for key, value in raw.items():
         if key not in METRICS:
-            raise InputError(f"report.thresholds.{key}: unknown metric; accepted: "
-                             + ", ".join(METRICS))
+            raise InputError(msg("report.thresholds.%(key)s: unknown metric; accepted: %(accepted)s", key=key,
+                                 accepted=", ".join(METRICS)))
         if value is None:  # an explicit null switches the gate off for that metric
             thresholds.pop(key, None)
         else:
