@@ -17,6 +17,7 @@ from bot import engines
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.failure_classes import annotate
 from bot.core.jobs import Job
+from bot.core.messages import msg
 from bot.core.results import JobResult
 from bot.runner import hygiene
 from bot.runner.ix_row import RowJob, is_row_job, proxy_job, run_row_job
@@ -40,11 +41,11 @@ def load_job(path: Path) -> Job:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = " ".join(part for part in (exc.context, exc.problem) if part)
-        raise JobFileError(f"job file {where}: cannot read it as YAML: {problem}") from exc
+        raise JobFileError(msg("job file %(file)s: cannot read it as %(format)s: %(why)s", file=where, format="YAML",
+                                why=problem)) from exc
     except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise JobFileError(f"job file {path}: cannot read it as "
-                                   f"{'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: "
-                                   f"{exc}") from exc
+        raise JobFileError(msg("job file %(file)s: cannot read it as %(format)s: %(why)s", file=path,
+                                format="YAML" if path.suffix in (".yaml", ".yml") else "JSON", why=exc)) from exc
     if isinstance(data, dict) and "matrices" in data and "job_id" not in data:
         ids = [j.get("job_id") for j in data.get("jobs") or [] if isinstance(j, dict)]
         raise JobFileError(
@@ -58,10 +59,10 @@ def load_job(path: Path) -> Job:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: {error['msg']}"
             for error in exc.errors())
-        raise JobFileError(f"job file {path} is not a valid job: {problems}") from exc
+        raise JobFileError(msg("job file %(file)s is not a valid job: %(problems)s", file=path, problems=problems)) from exc
     unknown = unknown_engines(job)
     if unknown:
-        raise JobFileError(f"job file {path} is not a valid job: {'; '.join(unknown)}")
+        raise JobFileError(msg("job file %(file)s is not a valid job: %(problems)s", file=path, problems="; ".join(unknown)))
     return job
 
 
@@ -103,7 +104,8 @@ def _row_job(path: Path):  # noqa: ANN202 - RowJob, imported lazily
         return RowJob.model_validate(data["inferencex"])
     except ValidationError as exc:
         problems = "; ".join(f"inferencex.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise JobFileError(f"job file {path} is not a valid InferenceX row job: {problems}") from exc
+        raise JobFileError(msg("job file %(file)s is not a valid InferenceX row job: %(problems)s", file=path,
+                                problems=problems)) from exc
 
 
 @click.command(name="run", context_settings=HELP_OPTIONS)
