@@ -12,7 +12,6 @@ from pathlib import Path
 
 from bot.core.jobs import AccuracySpec
 from bot.core.results import AccuracyResult
-from bot.core.settings import setting
 from bot.runner import gsm8k
 from bot.runner.server import InferenceServer
 
@@ -58,12 +57,12 @@ class AccuracyOutcome:
 
 def run_gsm8k(spec: AccuracySpec, *, base_url: str, model: str, case_dir: Path, out_dir: Path,
               repo: Path, servers: Sequence[InferenceServer], tick: Callable[[str], None],
-              remaining_s: Callable[[], float]) -> AccuracyOutcome:
+              remaining_s: Callable[[], float], gsm8k_dir: Path | None = None) -> AccuracyOutcome:
     data_path = None
     if spec.data_path:
         data_path = Path(spec.data_path)
         data_path = data_path if data_path.is_absolute() else repo / data_path
-    test_docs, train_docs, source = gsm8k.load_docs(data_path, spec.num_shots, setting("GSM8K_DIR"))
+    test_docs, train_docs, source = gsm8k.load_docs(data_path, spec.num_shots, gsm8k_dir)
     docs = test_docs[:spec.num_samples]
     prompts = gsm8k.build_prompts(docs, train_docs, spec.num_shots)
     completions: dict[int, Completion] = {}

@@ -19,6 +19,7 @@ from bot.core.failure_classes import annotate
 from bot.core.jobs import Job
 from bot.core.messages import msg
 from bot.core.results import JobResult
+from bot.core.settings import load_settings
 from bot.runner import hygiene
 from bot.runner.ix_row import RowJob, is_row_job, proxy_job, run_row_job
 from bot.runner.local import run_job_local
@@ -128,6 +129,7 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
 
     Exit 0 when the job passed, 1 when it failed or was cancelled, 2 when the job file is bad.
     """
+    settings = load_settings()  # once, here: the backends get the values, not the environment
     if refusal := hygiene.runner_refusal(os.environ, allow_persistent=hygiene.allows_persistent(config_path)):
         raise JobFileError(refusal)
     console = Console(stderr=True)
@@ -135,7 +137,9 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
     if row_job is not None:
         if backend == "slurm":  # one allocation per row; inside it this same command runs --backend local
             slurm = importlib.import_module("bot.runner.slurm.backend")
-            result = slurm.run_job_slurm(proxy_job(row_job), job_file, out_dir, console, repo=repo)
+            result = slurm.run_job_slurm(proxy_job(row_job), job_file, out_dir, console, repo=repo,
+                                         poll_s=settings.SLURM_POLL_S,
+                                         pending_timeout_s=settings.SLURM_PENDING_TIMEOUT_S)
         else:
             result = run_row_job(row_job, out_dir, console, repo=repo, backend=backend)
         path = write_result(result, out_dir)
@@ -145,9 +149,10 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
     if backend == "slurm":
         slurm = importlib.import_module("bot.runner.slurm.backend")
         result = slurm.run_job_slurm(job, job_file, out_dir, console, repo=repo, attempt=attempt,
-                                     retry=attempt == 1)
+                                     retry=attempt == 1, poll_s=settings.SLURM_POLL_S,
+                                     pending_timeout_s=settings.SLURM_PENDING_TIMEOUT_S)
     else:
-        result = run_job_local(job, out_dir, console, repo=repo, job_file=str(job_file))
+        result = run_job_local(job, out_dir, console, repo=repo, job_file=str(job_file), settings=settings)
         result = result.model_copy(update={"attempt": attempt})
     result = annotate(result)  # infrastructure or recipe, with the lines that decided it
     path = write_result(result, out_dir)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bot.core.config import load_config
+from bot.core.settings import setting
 
 EPHEMERAL_ENV = "RECIPE_BOT_RUNNER_EPHEMERAL"
 
@@ -29,7 +30,7 @@ def runner_refusal(env: Mapping[str, str], *, allow_persistent: bool) -> str | N
     """Why this machine must not run PR code (English, then 简体中文), or None when it may."""
     if env.get("GITHUB_ACTIONS") != "true" or env.get("RUNNER_ENVIRONMENT") != "self-hosted":
         return None
-    if env.get(EPHEMERAL_ENV) == "1" or allow_persistent:
+    if setting("RUNNER_EPHEMERAL", env) == "1" or allow_persistent:
         return None
     name = env.get("RUNNER_NAME", "this runner")
     return (f"refusing to run pull request code on {name}: a self-hosted runner must be ephemeral "

@@ -16,7 +16,7 @@ from bot import engines
 from bot.core.jobs import Case, Job, LoadPoint
 from bot.core.provenance import dataset_of
 from bot.core.results import CaseResult, JobResult, PointResult, Provenance
-from bot.core.settings import setting
+from bot.core.settings import Settings, load_settings
 from bot.engines import Installed
 from bot.runner import kernel_log, procs
 from bot.runner.accuracy import run_gsm8k
@@ -39,9 +39,9 @@ GRACE_ENV = "RECIPE_BOT_SHUTDOWN_GRACE_S"
 DEFAULT_GRACE_S = 30.0
 
 
-def shutdown_grace_s() -> float:
+def shutdown_grace_s(settings: Settings) -> float:
     """SIGTERM grace before SIGKILL. vLLM needs about 2 s here and on an H200; 30 s is generous."""
-    return max(0.5, setting("SHUTDOWN_GRACE_S"))
+    return max(0.5, settings.SHUTDOWN_GRACE_S)
 
 
 @dataclass
@@ -53,6 +53,7 @@ class RunContext:
     budget: Budget
     engines: dict[str, Installed]  # every engine, with where this host has its program
     grace_s: float
+    gsm8k_dir: Path | None = None  # RECIPE_BOT_GSM8K_DIR, read with the other settings where the run starts
 
 
 def _now() -> str:
@@ -292,7 +293,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
             with progress.waiting(f"GSM8K: {case.accuracy.num_samples} samples"):
                 outcome = run_gsm8k(case.accuracy, base_url=f"http://{HOST}:{primary.port}",
                                     model=primary.served_model_name, case_dir=case_dir,
-                                    out_dir=ctx.out_dir, repo=ctx.repo, servers=servers,
+                                    out_dir=ctx.out_dir, repo=ctx.repo, servers=servers, gsm8k_dir=ctx.gsm8k_dir,
                                     tick=budget.tick, remaining_s=budget.remaining)
             accuracy = outcome.result
             progress.say(f"  GSM8K {accuracy.num_shots}-shot, {accuracy.num_samples} samples: "
@@ -371,10 +372,13 @@ def _gates_scored(provenance: Provenance, job: Job, cases: list[CaseResult]) -> 
 
 
 def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
-                  repo: Path | None = None, job_file: str | None = None) -> JobResult:
+                  repo: Path | None = None, job_file: str | None = None,
+                  settings: Settings | None = None) -> JobResult:
     """Run every case of the job in order on this host and return the typed result.
 
-    A checkout at another commit than the job's authorized SHA runs nothing and fails the job."""
+    A checkout at another commit than the job's authorized SHA runs nothing and fails the job.
+    settings: the RECIPE_BOT_* settings the command read (default: this process's environment's)."""
+    settings = settings or load_settings()
     out_dir.mkdir(parents=True, exist_ok=True)
     repo = (repo or Path.cwd()).resolve()
     checkout = checkout_head(repo)
@@ -386,7 +390,7 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     started_at, t0 = _now(), time.monotonic()
     ctx = RunContext(job=job, out_dir=out_dir, repo=repo, progress=progress, budget=budget,
                      engines=engines.installed(repo, os.environ),
-                     grace_s=shutdown_grace_s())
+                     grace_s=shutdown_grace_s(settings), gsm8k_dir=settings.GSM8K_DIR)
     engine = next((c.servers[0].engine for c in job.cases if c.servers), engines.DEFAULT)
     progress.say(f"job [bold]{escape(job.job_id)}[/bold] ({job.kind}, recipe "
                  f"{escape(job.recipe)}): {len(job.cases)} case(s), timeout {job.timeout_s:g} s")

@@ -104,7 +104,7 @@ def _submit_env(kill_wait_s: float | None) -> dict[str, str]:
         # Slurm SIGKILLs a cancelled or timed-out step KillWait seconds after its SIGTERM: the
         # inner run's own SIGTERM grace for its servers must end before that, so that it still
         # tears down in order and writes result.json.
-        grace = _env_float(GRACE_ENV) or DEFAULT_GRACE_S
+        grace = setting("SHUTDOWN_GRACE_S") or DEFAULT_GRACE_S
         env[GRACE_ENV] = f"{min(grace, max(0.5, kill_wait_s * 0.6)):g}"
     return env
 
