@@ -98,3 +98,12 @@ def test_the_client_acts_on_the_deliverys_repository_with_the_plain_token():
     client = ClientFactory(TokenSource("recipe-bot[bot]"), "http://127.0.0.1:9")(
         {"repository": {"full_name": "acme/bench"}, "installation": {"id": 3}})
     assert client.repository == "acme/bench" and client.base_url == "http://127.0.0.1:9"
+
+
+def test_each_deliverys_client_keeps_the_retry_policy_serve_read_at_its_start():
+    from bot.core.github_retry import RetryPolicy
+
+    policy = RetryPolicy.from_env({"RECIPE_BOT_GITHUB_ATTEMPTS": "2", "RECIPE_BOT_GITHUB_TIMEOUT_S": "7"})
+    client = ClientFactory(TokenSource("recipe-bot[bot]"), "http://127.0.0.1:9", policy)(
+        {"repository": {"full_name": "acme/bench"}})
+    assert (client.policy.attempts, client.policy.timeout_s) == (2, 7)

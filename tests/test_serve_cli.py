@@ -27,8 +27,10 @@ GOOD = {"RECIPE_BOT_WEBHOOK_SECRET": SECRET, "GITHUB_TOKEN": "bot"}
     ({"RECIPE_BOT_WEBHOOK_SECRET": SECRET, "RECIPE_BOT_APP_ID": "12",
       "RECIPE_BOT_APP_PRIVATE_KEY_PATH": "{readme}"}, [], "not a PEM private key", "不是 PEM 私钥"),
     ({**GOOD}, ["--token-env", "GITHUB_TOKEN", "--queue", "{readme}/q.sqlite3"], "cannot open the SQLite queue", "无法打开"),
+    ({**GOOD, "RECIPE_BOT_GITHUB_ATTEMPTS": "lots"}, ["--token-env", "GITHUB_TOKEN"],
+     "RECIPE_BOT_GITHUB_ATTEMPTS='lots' is not accepted: expected a whole number", "无效，应为：整数"),
 ], ids=["no-secret", "empty-named-secret", "empty-token-env", "no-app-id", "app-id-not-digits", "unreadable-key", "key-not-pem",
-        "queue-under-a-file"])
+        "queue-under-a-file", "bad-retry-setting"])
 def test_bad_config_is_one_bilingual_error_and_exit_1(tmp_path, env, args, english, chinese):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("RECIPE_BOT_", "GITHUB_"))}
     env = {k: v.format(readme=ROOT / "README.md") for k, v in env.items()}

@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Mapping
 
-from bot.core.settings import load_settings
+from bot.core.settings import Settings, load_settings
 
 RATE_LIMIT_STATUSES = frozenset({403, 429})
 TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
@@ -36,8 +36,12 @@ class RetryPolicy:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RetryPolicy:
         """RECIPE_BOT_GITHUB_{ATTEMPTS,RETRY_BUDGET_S,BACKOFF_S,TIMEOUT_S}; tests shrink them."""
 
-        settings = load_settings({k: v for k, v in (os.environ if environ is None else environ).items()
-                                  if k.startswith("RECIPE_BOT_GITHUB_")})
+        return cls.from_settings(load_settings({k: v for k, v in (os.environ if environ is None else environ).items()
+                                                if k.startswith("RECIPE_BOT_GITHUB_")}))
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RetryPolicy:
+        """The policy of settings an edge has read already, each held to its bounds."""
         policy = cls(attempts=settings.GITHUB_ATTEMPTS, budget_s=settings.GITHUB_RETRY_BUDGET_S,
                      base_s=settings.GITHUB_BACKOFF_S, timeout_s=settings.GITHUB_TIMEOUT_S)
         policy = dataclasses.replace(policy, attempts=max(1, min(policy.attempts, 10)),

@@ -8,6 +8,7 @@ from typing import Any
 from github import Auth, GithubIntegration
 
 from bot.core.github import GitHubClient, GitHubError
+from bot.core.github_retry import RetryPolicy
 
 REFRESH_BEFORE = dt.timedelta(minutes=5)  # installation tokens live an hour; renew before they lapse
 
@@ -49,10 +50,11 @@ class AppTokenSource:
 class ClientFactory:
     """One GitHubClient per delivery, for the delivery's repository and installation."""
 
-    def __init__(self, source: TokenSource | AppTokenSource, base_url: str):
-        self.source, self.base_url = source, base_url
+    def __init__(self, source: TokenSource | AppTokenSource, base_url: str, policy: RetryPolicy | None = None):
+        self.source, self.base_url, self.policy = source, base_url, policy
 
     def __call__(self, payload: Any) -> GitHubClient:
         repository = payload["repository"]["full_name"]
         installation = (payload.get("installation") or {}).get("id")
-        return GitHubClient(base_url=self.base_url, token=self.source.token(installation), repository=repository)
+        return GitHubClient(base_url=self.base_url, token=self.source.token(installation), repository=repository,
+                            policy=self.policy)

@@ -15,6 +15,7 @@ from pydantic import SecretStr
 
 from bot.control.handle import handle_event
 from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.github_retry import RetryPolicy
 from bot.core.settings import SettingsError, setting_named, variable
 from bot.serve.auth import AppTokenSource, ClientFactory, TokenSource
 from bot.serve.logs import JsonLog
@@ -74,6 +75,7 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
         secret: SecretStr | None = setting_named("WEBHOOK_SECRET", secret_env, env)
         app_id: str | None = None if token_env else setting_named("APP_ID", app_id_env, env)
         key_path: Path | None = None if token_env else setting_named("APP_PRIVATE_KEY_PATH", key_env, env)
+        policy = RetryPolicy.from_env(env)  # RECIPE_BOT_GITHUB_*: read once, for every delivery's client
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     if secret is None:
@@ -108,7 +110,7 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
     except Exception as exc:  # noqa: BLE001 (sqlite3.Error, OSError: both mean a bad --queue)
         raise _fail(f"--queue {queue}: cannot open the SQLite queue: {exc}",
                     f"--queue {queue}：无法打开 SQLite 队列：{exc}") from None
-    factory = ClientFactory(source, base_url)
+    factory = ClientFactory(source, base_url, policy)
 
     def handler(event: str, payload: dict) -> object:
         return handle_event(event, payload, factory(payload))
