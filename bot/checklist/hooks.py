@@ -10,6 +10,7 @@ from bot.core import markers
 from bot.core.config import ConfigError, RepoConfig, read_repo_config
 from bot.core.events import CommentEvent, EventError, PullRequestEvent
 from bot.core.github import GitHubClient, GitHubError
+from bot.core.messages import msg
 
 
 # Cheap pre-filter before any API call: every template has a Signed: line and names CODEOWNERs.
@@ -77,10 +78,11 @@ def on_workflow_run(for_branch: Callable[[str], Context], repository_name: str, 
     `for_branch(default branch)`: the event's handler, made once the payload names the default branch."""
     if not isinstance(payload, dict) or not isinstance(payload.get("workflow_run"), dict) \
             or not isinstance(payload.get("repository"), dict):
-        raise EventError("the event payload has no field workflow_run or repository")
+        raise EventError(msg("the event payload has no field workflow_run or repository"))
     repository = payload["repository"]
     if str(repository.get("full_name", "")).lower() != repository_name.lower():
-        raise EventError(f"the event is for {repository.get('full_name')}, but GITHUB_REPOSITORY is {repository_name}")
+        raise EventError(msg("the event is for %(event_repo)s, but GITHUB_REPOSITORY is %(repo)s",
+                             event_repo=repository.get("full_name"), repo=repository_name))
     h = for_branch(str(repository.get("default_branch") or "main"))
     title = markers.parse_run_title(str(payload["workflow_run"].get("display_title") or ""))
     if payload.get("action") != "completed" or title is None:

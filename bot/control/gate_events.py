@@ -317,15 +317,15 @@ def on_merge_group(for_branch: Callable[[str], Handler], payload: object, reposi
     branch)` makes the event's handler once the payload names the default branch."""
 
     if not isinstance(payload, dict) or not isinstance(payload.get("repository"), dict):
-        raise EventError("the merge_group event has no field 'repository'")
+        raise EventError(msg("the merge_group event has no field %(field)s", field="'repository'"))
     repository = payload["repository"]
     h = for_branch(str(repository.get("default_branch") or "main"))
     if payload.get("action") != "checks_requested":
         h.log(f"merge_group {payload.get('action')}: nothing to do")
         return h
     if str(repository.get("full_name", "")).lower() != repository_name.lower():
-        raise EventError(f"the event is for {repository.get('full_name')}, but GITHUB_REPOSITORY is "
-                         f"{repository_name}")
+        raise EventError(msg("the event is for %(event_repo)s, but GITHUB_REPOSITORY is %(repo)s",
+                             event_repo=repository.get("full_name"), repo=repository_name))
     handle_merge_group(h, payload)
     return h
 

@@ -259,7 +259,8 @@ def handle_event(event_name: str, payload: object, client: ControlClient,
     if isinstance(event, Ignored):
         return Outcome(log=[event.reason])
     if event.repository.lower() != client.repository.lower():
-        raise EventError(f"the event is for {event.repository}, but GITHUB_REPOSITORY is {client.repository}")
+        raise EventError(msg("the event is for %(event_repo)s, but GITHUB_REPOSITORY is %(repo)s",
+                             event_repo=event.repository, repo=client.repository))
     h = Handler(client, event.default_branch, clock, checkout)
     try:
         if isinstance(event, CommentEvent):
@@ -307,7 +308,7 @@ def handle_cmd(event_name: str, event_path: str, dry_run: bool, checkout: str | 
         client = GitHubClient.from_env(dry_run=dry_run)
         outcome = handle_event(event_name, payload, client, checkout=checkout)
     except EventError as exc:
-        raise click.ClickException(f"{event_path}: {exc}") from None
+        raise click.ClickException(msg("%(path)s: %(problem)s", path=event_path, problem=exc.args[0])) from None
     except GitHubError as exc:
         raise click.ClickException(str(exc)) from None
     for line in outcome.log:

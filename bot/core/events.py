@@ -4,6 +4,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from bot.core.messages import msg
+
 PULL_ACTIONS = frozenset({
     "opened", "synchronize", "labeled", "unlabeled", "edited", "reopened", "closed",
     "ready_for_review", "converted_to_draft",
@@ -92,11 +94,12 @@ Event = CommentEvent | PullRequestEvent
 def parse_event(event_name: str, payload: Any) -> Event | Ignored:
     """Typed event for the ones the bot acts on, Ignored (with why) for the rest."""
     if not isinstance(payload, dict):
-        raise EventError("the event payload must be a JSON object")
+        raise EventError(msg("the event payload must be a JSON object"))
     action = payload.get("action")
     handled = ("issue_comment", "pull_request", "pull_request_target", "pull_request_review")
     if event_name in handled and not isinstance(action, str):
-        raise EventError(f"the event payload field action should be str, not {type(action).__name__}")
+        raise EventError(msg("the event payload field %(field)s should be %(expected)s, not %(got)s", field="action",
+                               expected="str", got=type(action).__name__))
     if event_name == "issue_comment":
         if action not in COMMENT_ACTIONS:
             return Ignored(f"issue_comment {action}: nothing to do")
@@ -116,13 +119,14 @@ def _get(payload: Any, path: str, kind: type | tuple[type, ...], nullable: bool 
     value = payload
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
-            raise EventError(f"the event payload has no field {path}")
+            raise EventError(msg("the event payload has no field %(field)s", field=path))
         value = value[part]
     if value is None and nullable:
         return None
     if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
         expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise EventError(f"the event payload field {path} should be {expected}, not {type(value).__name__}")
+        raise EventError(msg("the event payload field %(field)s should be %(expected)s, not %(got)s", field=path,
+                               expected=expected, got=type(value).__name__))
     return value
 
 

@@ -236,12 +236,6 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("List should have at least {} items after validation, not {}", "列表至少应有 {0} 项，实际为 {1} 项"),
     ("String should match pattern {}", "字符串应符合模式 {0}"),
     # the command line's refusals (bot/*/cli.py, report inputs, GitHub events), shown by bot/cli.py
-    ("the event payload has no field workflow_run or repository", "事件数据中没有 workflow_run 或 repository 字段"),
-    ("the event payload has no field {}", "事件数据中没有字段 {0}"),
-    ("the event payload must be a JSON object", "事件数据必须是 JSON 对象"),
-    ("the event payload field {} should be {}, not {}", "事件数据的字段 {0} 应为 {1}，实际为 {2}"),
-    ("the merge_group event has no field {}", "merge_group 事件中没有字段 {0}"),
-    ("the event is for {}, but GITHUB_REPOSITORY is {}", "事件属于 {0}，但 GITHUB_REPOSITORY 是 {1}"),
     ("{} is not a positive integer", "{0} 不是正整数"),
     ("a comment must have from 1 to {} characters (got {})", "评论的长度必须在 1 到 {0} 个字符之间（实际为 {1}）"),
     ("{}; check GITHUB_API_URL and the network", "{0}；请检查 GITHUB_API_URL 和网络"),
