@@ -8,7 +8,8 @@ import sys
 import pytest
 from handle_helpers import BOT, CONFIG, PULLS, ROOT, Harness, bilingual, dry_run_lines
 
-from bot.checklist.render import CHECK_NAME, parse_marker
+from bot.checklist.render import CHECK_NAME
+from bot.core.stage_markers import parse_sign_off_marker as parse_marker
 from github_sandbox.harness import make_seed
 
 CHECKLIST = ("checklist:\n  version: 1\n  allowed_registries: [docker.io/vllm]\n")

@@ -8,6 +8,7 @@ import pathlib
 
 import pytest
 
+from bot.core import stage_markers
 from bot.core import i18n
 from bot.control import queue_view, reuse
 from bot.core.github_records import RunJob
@@ -62,13 +63,13 @@ def reuse_refused_not_bot() -> str:
 
 
 def _carried(state: str, diffs: list[reuse.Difference]) -> str:
-    record = reuse.Reuse(HEAD, 9876543210, MEASURED, "alice", state)
+    record = stage_markers.Reuse(HEAD, 9876543210, MEASURED, "alice", state)
     return i18n.render_bilingual("control/reuse-carried", record=dataclasses.asdict(record), previous_sha=MEASURED,
                                  differences=[dataclasses.asdict(d) for d in diffs], more=0, run_url=URL)
 
 
 def gate_reused_run() -> str:
-    title, section = reuse.check_text(reuse.Reuse(HEAD, 9876543210, MEASURED, "alice"), URL, ["tiny-cpu"])
+    title, section = reuse.check_text(stage_markers.Reuse(HEAD, 9876543210, MEASURED, "alice"), URL, ["tiny-cpu"])
     return section + "\n\nCheck title (both languages on one line): " + title
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core import failure_classes as fc
+from bot.core import failure_classes as fc, stage_markers
 from bot.core.results import CaseResult, CleanupProof, FailureClass, JobResult, SlurmInfo
 
 VLLM = "(APIServer pid=881) INFO 11-30 04:46:59 [api_utils.py:345] "
@@ -231,6 +231,6 @@ def test_kernel_log_lines_before_the_case_started_are_not_its_evidence():
 def test_merged_record_counts_the_last_report_of_each_head_and_adds_the_heads():
     head = "<!-- recipe-bot:report sha=aaaaaaa failures=- -->\n"
     other = "<!-- recipe-bot:report sha=bbbbbbb failures=- -->\n"
-    bodies = [other + fc.record_line({"n1": 1}), head + fc.record_line({"n1": 1}),
-              head + fc.record_line({"n1": 2, "n2": 1})]
+    bodies = [other + stage_markers.infra_record_line({"n1": 1}), head + stage_markers.infra_record_line({"n1": 1}),
+              head + stage_markers.infra_record_line({"n1": 2, "n2": 1})]
     assert fc.merged_record(bodies) == {"n1": 3, "n2": 1}

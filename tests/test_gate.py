@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from bot.core import stage_markers
 from bot.report import gate
 from tests import synthetic
 from bot.report.cli import report_cmd
@@ -37,13 +38,13 @@ CASES = {
     "required points nobody measured keep the gate pending": (
         [o("tp1-c1", "passed", 1)], [], "pending", []),
     "an accepted regression passes with the acknowledgement": (
-        [o("tp1-c1", "passed", 1), o("tp1-c64", "regressed", 1)], [gate.Ack(HEAD, "tiny", "alice", "known")],
+        [o("tp1-c1", "passed", 1), o("tp1-c64", "regressed", 1)], [stage_markers.Ack(HEAD, "tiny", "alice", "known")],
         "success", []),
     "an acknowledgement for an earlier commit does not count": (
-        [o("tp1-c1", "passed", 1), o("tp1-c64", "regressed", 1)], [gate.Ack(OTHER, "tiny", "alice", "known")],
+        [o("tp1-c1", "passed", 1), o("tp1-c64", "regressed", 1)], [stage_markers.Ack(OTHER, "tiny", "alice", "known")],
         "failure", ["tp1-c64"]),
     "an acknowledgement never covers a failed point": (
-        [o("tp1-c1", "passed", 1), o("tp1-c64", "failed", 1)], [gate.Ack(HEAD, "tiny", "alice", "known")],
+        [o("tp1-c1", "passed", 1), o("tp1-c64", "failed", 1)], [stage_markers.Ack(HEAD, "tiny", "alice", "known")],
         "failure", ["tp1-c64"]),
 }
 
@@ -62,11 +63,11 @@ def test_nothing_required_and_nothing_run_is_success():
 
 
 def test_acks_count_only_in_the_bot_s_own_comments():
-    marker = gate.ack_marker(gate.Ack(HEAD, "tiny", "alice", "known slowdown, see #12"))
+    marker = stage_markers.ack_marker(stage_markers.Ack(HEAD, "tiny", "alice", "known slowdown, see #12"))
     comments = [type("C", (), {"user": "mallory", "body": marker.replace("alice", "mallory")})(),
                 type("C", (), {"user": "recipe-bot[bot]", "body": marker + "\n\ntext"})()]
     acks = gate.read_acks(comments, "recipe-bot[bot]", HEAD)
-    assert acks == [gate.Ack(HEAD, "tiny", "alice", "known slowdown, see #12")]
+    assert acks == [stage_markers.Ack(HEAD, "tiny", "alice", "known slowdown, see #12")]
     assert gate.read_acks(comments, "recipe-bot[bot]", OTHER) == []
 
 

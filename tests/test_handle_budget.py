@@ -5,8 +5,8 @@ import pathlib
 
 import pytest
 
-from bot.core import i18n
-from bot.control import budget, estimate
+from bot.core import i18n, stage_markers
+from bot.control import budget
 from github_sandbox.harness import SandboxProcess, make_seed
 from handle_helpers import BOT, ROOT, Harness, bilingual
 from golden_helpers import assert_golden
@@ -91,7 +91,7 @@ def test_a_label_trigger_is_acknowledged_with_its_estimate_before_the_run(open_h
     assert "1 job(s), 1 point(s), 1 server launch(es)" in english and "This is an estimate" in english
     assert "**估算**" in chinese and f"约 **{LOWEST_HOURS} GPU 小时**" in chinese
     assert english.index("Estimate") < english.index("Started")  # the estimate first
-    assert estimate.read_markers(reply["body"]) == [("label-sweep-enabled", run["inputs"]["sha"], 2.0)]
+    assert stage_markers.read_estimate_markers(reply["body"]) == [("label-sweep-enabled", run["inputs"]["sha"], 2.0)]
 
 
 def test_under_the_budget_a_sweep_runs_as_before_in_at_most_seven_requests(open_harness):

@@ -8,6 +8,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
+from bot.core import stage_markers
 from bot.report import build, collect, compare, failure_groups, render
 from tests import synthetic
 from bot.report.cli import check_title, report_cmd
@@ -60,7 +61,7 @@ def test_a_passing_report_has_no_class_and_no_record_line(tmp_path):
     assert report.failure_groups == ()
     text = render.render_comment(report).text
     title = check_title(report)
-    assert failure_groups.RECORD_PREFIX not in text
+    assert stage_markers.INFRA_RECORD_PREFIX not in text
     assert "infrastructure" not in title and "recipe" not in title and "配方" not in title
 
 
@@ -91,7 +92,7 @@ def test_record_counts_infrastructure_failures_per_host_and_reads_back(tmp_path)
     record = failure_groups.runner_record(report.failure_groups)
     assert record == {"gpu-host-3": 1, "gpu-node-07": 1, "gpu-node-09": 1}
     text = render.render_comment(report).text
-    assert failure_groups.parse_record(text) == record
+    assert stage_markers.parse_infra_record(text) == record
 
 
 FORGED = [
@@ -105,7 +106,7 @@ FORGED = [
 
 @pytest.mark.parametrize("body", FORGED)
 def test_only_a_well_formed_second_line_is_a_record(body):
-    assert failure_groups.parse_record(body) == {}
+    assert stage_markers.parse_infra_record(body) == {}
 
 
 def test_report_cli_writes_classes_and_the_runner_record_to_summary_json(tmp_path):

@@ -5,7 +5,8 @@ import pytest
 from click.testing import CliRunner
 
 from bot.core.github import Comment
-from bot.report import marker, post
+from bot.core import stage_markers
+from bot.report import post
 from tests import synthetic
 from bot.report.cli import report_cmd
 
@@ -14,7 +15,7 @@ SHA_A, SHA_B = "a" * 40, "b" * 40
 
 
 def body(sha, failures=()):
-    return marker.build(sha, list(failures)) + "\n## report"
+    return stage_markers.report_marker(sha, list(failures)) + "\n## report"
 
 
 def comment(id_, user, text):
@@ -57,13 +58,13 @@ def test_sticky_comment_rule(comments, new_body, expected):
     "<!-- recipe-bot:reports sha=" + "a" * 40 + " failures=- -->",
 ], ids=["short-sha", "bad-digests", "no-failures-field", "other-marker"])
 def test_malformed_markers_are_not_markers(first_line):
-    assert marker.parse(first_line + "\nbody") is None
+    assert stage_markers.parse_report_marker(first_line + "\nbody") is None
 
 
 def test_marker_round_trips():
     keys = ["job/a/failed", "job/b//lost"]
-    parsed = marker.parse(marker.build(SHA_A, keys) + "\n")
-    assert parsed.sha == SHA_A and parsed.failures == {marker.digest(k) for k in keys}
+    parsed = stage_markers.parse_report_marker(stage_markers.report_marker(SHA_A, keys) + "\n")
+    assert parsed.sha == SHA_A and parsed.failures == {stage_markers.failure_digest(k) for k in keys}
 
 
 def test_the_job_summary_gets_the_comment_without_its_marker(tmp_path):
@@ -94,7 +95,7 @@ def report(sb, tmp_path, sha, *, failed=False, tag=""):
 
 def bot_reports(state):
     return [c for c in state["comments"]
-            if c["user"] == state["bot"] and marker.parse(c["body"]) is not None]
+            if c["user"] == state["bot"] and stage_markers.parse_report_marker(c["body"]) is not None]
 
 
 def latest_check(state, sha):
@@ -131,7 +132,7 @@ def test_one_sticky_comment_per_head_sha_and_a_check_run_per_verdict(sb, tmp_pat
     state = sb.state()
     reports = bot_reports(state)
     assert len(reports) == 2
-    assert [marker.parse(c["body"]).sha for c in reports] == [head, new_head]
+    assert [stage_markers.parse_report_marker(c["body"]).sha for c in reports] == [head, new_head]
     assert latest_check(state, new_head)["conclusion"] == "failure"
     assert latest_check(state, head)["conclusion"] == "success"
     summary = (tmp_path / f"{new_head[:8]}" / "out" / "summary.json").read_text(encoding="utf-8")

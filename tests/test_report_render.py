@@ -5,7 +5,8 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from bot.report import chart, marker, render
+from bot.core import stage_markers
+from bot.report import chart, render
 from tests import synthetic
 from bot.report.cli import report_cmd
 from golden_helpers import assert_golden
@@ -44,7 +45,7 @@ def test_comment_matches_its_golden_file_in_both_languages(name, tmp_path):
 def test_golden_files_hold_english_first_then_chinese(name):
     text = (GOLDEN / f"{name}.md").read_text(encoding="utf-8")
     english, _, chinese = text.partition("\n\n---\n\n## ")
-    assert marker.parse(text) is not None
+    assert stage_markers.parse_report_marker(text) is not None
     assert "recipe-bot benchmarks" in english and "基准测试" not in english
     assert chinese.split("\n", 1)[0].endswith("recipe-bot 基准测试")
     assert len(text) <= render.COMMENT_LIMIT

@@ -2,6 +2,7 @@
 same at both commits; kept after a push of other files, ended by a push that changes a touched recipe."""
 import pytest
 
+from bot.core import stage_markers
 from bot.control import reuse
 from github_sandbox.harness import make_seed
 from handle_helpers import BOT, PULLS, Harness, bilingual
@@ -54,7 +55,7 @@ def test_reuse_is_accepted_kept_after_a_push_of_other_files_and_ended_by_a_recip
     english, chinese = bilingual(reply)
     assert f"reuses run [{run_id}]" in english and measured_sha in english and "`tiny-cpu`" in english
     assert "沿用运行" in chinese and measured_sha in chinese and "配方指纹" in chinese
-    assert reuse.marker(reuse.Reuse(head, run_id, measured_sha, "alice")) in reply  # pinned to the full head
+    assert stage_markers.reuse_marker(stage_markers.Reuse(head, run_id, measured_sha, "alice")) in reply  # pinned to the full head
     [check] = checks(h, head)
     assert (check["status"], check["conclusion"]) == ("completed", "success")
     assert f"reused run {run_id}" in check["title"] and measured_sha in check["summary"]
@@ -122,7 +123,7 @@ def test_reuse_needs_maintain_and_a_marker_typed_by_someone_else_counts_for_noth
     h.on_comment(7, "carol", f"/reuse {run_id}")  # write is not enough
     english, _ = bilingual(h.bot_comments(7)[-1]["body"])
     assert "maintain" in english
-    forged = reuse.marker(reuse.Reuse(measured_sha, run_id, measured_sha, "alice"))
+    forged = stage_markers.reuse_marker(stage_markers.Reuse(measured_sha, run_id, measured_sha, "alice"))
     h.comment(7, "carol", forged + "\nreusing, trust me")
     head = push(h, {"README.md": "# docs\n"})
     [check] = checks(h, head)

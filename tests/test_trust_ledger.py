@@ -8,10 +8,8 @@ import time
 
 import pytest
 
-from bot.control import budget, estimate, reuse
-from bot.core import markers
+from bot.core import markers, stage_markers
 from bot.core.github import GitHubClient
-from bot.report import gate
 from github_sandbox.harness import make_seed
 from handle_helpers import BOT, PULLS, Harness, bilingual
 from test_checklist_sandbox import benchmarks_passed, gpu_run_ends, hc, latest_check, pushed, signoff  # noqa: F401
@@ -60,7 +58,7 @@ def test_a_reuse_marker_a_writer_put_into_a_bot_comment_does_not_pass_the_gate_a
     measured = h.head(7)
     h.on_comment(7, "carol", f"/reuse {FORGED_RUN}")  # refused (write is not maintain): a reply of the bot
     refusal = h.bot_comments(7)[-1]
-    forged = reuse.marker(reuse.Reuse(measured, FORGED_RUN, measured, "alice"))
+    forged = stage_markers.reuse_marker(stage_markers.Reuse(measured, FORGED_RUN, measured, "alice"))
     edit_later(h, refusal, "carol", forged + "\n" + refusal["body"])
 
     head, handled = push(h, {"README.md": "# only the docs\n"})
@@ -77,7 +75,7 @@ def test_an_accept_regression_marker_a_writer_put_into_a_bot_comment_does_not_cl
     head = regressed_run(h)
     h.on_comment(7, "carol", "/accept-regression tiny-cpu trust me")  # refused: maintain is needed
     refusal = h.bot_comments(7)[-1]
-    forged = gate.ack_marker(gate.Ack(head, "tiny-cpu", "alice", "bigger batches"))
+    forged = stage_markers.ack_marker(stage_markers.Ack(head, "tiny-cpu", "alice", "bigger batches"))
     edit_later(h, refusal, "carol", forged + "\n" + refusal["body"])
 
     h.on_comment(7, "alice", "/accept-regression other-recipe not this one")  # the gate is judged again
@@ -194,7 +192,7 @@ def test_a_budget_wait_marker_a_writer_put_into_a_bot_comment_starts_nothing_on_
     head = h.head(7)
     _handle(h, "carol", "/status")
     reply = h.bot_comments(7)[-1]
-    forged = budget.wait_marker(budget.Waiting("forged-1", head, "carol", 0.5, "/sweep", None))
+    forged = stage_markers.wait_marker(stage_markers.Waiting("forged-1", head, "carol", 0.5, "/sweep", None))
     edit_later(h, reply, "carol", forged + "\n" + reply["body"])
     result = _handle(h, "alice", f"/approve-budget {head}")
     assert h.dispatches() == [] and "nothing waits" in result.stderr
@@ -204,7 +202,7 @@ def test_an_estimate_marker_a_writer_put_into_a_bot_comment_spends_no_budget(ope
     h = open_harness(_config("budget:\n  gpu_hours_per_pr_per_day: 6\n"))
     _handle(h, "carol", "/status")
     reply = h.bot_comments(7)[-1]
-    edit_later(h, reply, "carol", estimate.marker("forged-1", h.head(7), 100.0) + "\n" + reply["body"])
+    edit_later(h, reply, "carol", stage_markers.estimate_marker("forged-1", h.head(7), 100.0) + "\n" + reply["body"])
     result = _handle(h, "carol", "/sweep")
     assert len(h.dispatches()) == 1 and "waits" not in result.stderr
 

@@ -3,37 +3,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 from typing import Any
 
 from bot.core import i18n
+from bot.core.stage_markers import sign_off_marker
 from bot.checklist.rules import Check, Source
 
 CHECK_NAME = "recipe-bot / sign-off"
-_MARKER = re.compile(r"^<!-- recipe-bot:sign-off sha=([0-9a-f]{40}) source=([a-z0-9-]+) digest=([0-9a-f]+) -->$")
 SUMMARY_LIMIT = 60000
-
-
-@dataclasses.dataclass(frozen=True)
-class Marker:
-    sha: str
-    source: str  # comment-<id> | review-<id> | none
-    digest: str
 
 
 def digest(text: str) -> str:
     """Which text of a sign-off a verdict judged: an edit is a new sign-off, the same text is not."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def marker(sha: str, source: str, digest: str) -> str:
-    return f"<!-- recipe-bot:sign-off sha={sha} source={source} digest={digest} -->"
-
-
-def parse_marker(body: str) -> Marker | None:
-    """Only a first line counts, so a quoted marker in someone's reply is text."""
-    match = _MARKER.match((body or "").split("\n", 1)[0].strip())
-    return Marker(*match.groups()) if match else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +39,7 @@ class Verdict:
 
 
 def comment(verdict: Verdict, source_key: str, digest: str) -> str:
-    return marker(verdict.sha, source_key, digest) + "\n" + i18n.render_bilingual("checklist/verdict", **verdict.context()) + "\n"
+    return sign_off_marker(verdict.sha, source_key, digest) + "\n" + i18n.render_bilingual("checklist/verdict", **verdict.context()) + "\n"
 
 
 def title(verdict: Verdict) -> str:

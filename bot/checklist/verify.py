@@ -22,6 +22,7 @@ from bot.checklist.template import Templates, TemplateError, load_templates
 from bot.core.config import Checklist, RepoConfig
 from bot.core.github_protocols import ChecksClient, CommentsClient, PeopleClient, RepositoryClient
 from bot.core.markers import own_check_runs, written_by
+from bot.core.stage_markers import parse_sign_off_marker
 
 BENCHMARKS = "recipe-bot / benchmarks"
 PUSHED_AT = "pushed-at:"  # the sign-off check's external_id: when its head SHA was pushed
@@ -82,7 +83,7 @@ def verify(client: SignoffClient, *, pr: int, config: RepoConfig, default_branch
     runs = _own_checks(client, head, CHECK_NAME, bot_login)
     anchor = _pushed_at(runs, pushed_at)
     own = {m.sha: (c, m) for c in sorted(comments, key=lambda c: c.id)
-           if written_by(c, bot_login) and (m := render.parse_marker(c.body))}
+           if written_by(c, bot_login) and (m := parse_sign_off_marker(c.body))}
     try:
         templates = read_templates(client, settings, default_branch)
     except TemplateError as exc:
@@ -131,7 +132,7 @@ def _candidates(client: SignoffClient, pr: int, head: str, comments: list, bot_l
     bound: dict[tuple[str, str], str] = {(m.source, m.digest): sha for sha, (_, m) in own.items()}
     out: list[Candidate] = []
     for c in comments:
-        if c.user.lower() == bot_login.lower() or render.parse_marker(c.body):
+        if c.user.lower() == bot_login.lower() or parse_sign_off_marker(c.body):
             continue
         found = find(c.body, templates)
         if found is None:

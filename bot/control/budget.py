@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
-import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bot.control import checkout, estimate as estimates, trust
 from bot.core.markers import written_by
+from bot.core.stage_markers import Waiting, marker_lines, parse_wait_marker, read_estimate_markers, wait_marker
 
 if TYPE_CHECKING:  # the handler imports this module; these are its annotations only
     from bot.core.config import Budget, RepoConfig
@@ -30,9 +29,6 @@ if TYPE_CHECKING:  # the handler imports this module; these are its annotations 
     from bot.control.reply import Reply
     from bot.control.trust import Actor, Approval, Decision
 
-WAIT_MARKER = "<!-- recipe-bot:budget-wait comment={key} sha={sha} by={by} gpu_hours={hours} cmd={cmd}{label} -->"
-_WAIT = re.compile(r"^<!-- recipe-bot:budget-wait comment=(\S+) sha=([0-9a-f]{40}) by=(\S+) gpu_hours=([0-9.]+) "
-                   r"cmd=(\S+)(?: label=(\S+))? -->$")
 DAY = dt.timedelta(hours=24)
 
 
@@ -44,16 +40,6 @@ class Verdict:
     limit: float
     spent: float = 0.0
     total: float = 0.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Waiting:
-    key: str
-    sha: str
-    requester: str
-    gpu_hours: float
-    command: str
-    label: str | None
 
 
 def check(budget: Budget, gpu_hours: float, spent_today: float) -> Verdict | None:
@@ -75,7 +61,7 @@ def spent_today(comments: list, bot_login: str, now: dt.datetime, *, exclude_key
     for comment in comments:
         if not written_by(comment, bot_login) or (comment.created_at is not None and now - comment.created_at > DAY):
             continue
-        for key, sha, hours in estimates.read_markers(comment.body):
+        for key, sha, hours in read_estimate_markers(comment.body):
             if key != exclude_key and (key, sha) not in seen:
                 seen.add((key, sha))
                 total += hours
@@ -103,27 +89,16 @@ def spent_in_window(markers: dict[tuple[str, str], float], runs: list[PrRun], ol
                if not (key == mine[0] and (mine[1] is None or sha == mine[1])))
 
 
-def wait_marker(w: Waiting) -> str:
-    label = f" label={urllib.parse.quote(w.label, safe='')}" if w.label else ""
-    return WAIT_MARKER.format(key=w.key, sha=w.sha, by=w.requester, hours=f"{w.gpu_hours:.2f}",
-                              cmd=urllib.parse.quote(w.command, safe=""), label=label)
-
-
 def waiting(comments: list, bot_login: str, sha: str) -> list[Waiting]:
     """The requests waiting for a budget approval at `sha`, oldest first, from the bot's own comments."""
     found: dict[str, Waiting] = {}
     for comment in sorted(comments, key=lambda c: c.id):
         if not written_by(comment, bot_login):
             continue
-        for line in comment.body.replace("\r\n", "\n").split("\n"):
-            line = line.strip()
-            if not line.startswith("<!-- recipe-bot:"):
-                break
-            match = _WAIT.match(line)
-            if match and match.group(2) == sha:
-                label = urllib.parse.unquote(match.group(6)) if match.group(6) else None
-                found.setdefault(match.group(1), Waiting(match.group(1), sha, match.group(3), float(match.group(4)),
-                                                         urllib.parse.unquote(match.group(5)), label))
+        for line in marker_lines(comment.body):
+            wait = parse_wait_marker(line)
+            if wait is not None and wait.sha == sha:
+                found.setdefault(wait.key, wait)
     return list(found.values())
 
 

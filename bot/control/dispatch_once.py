@@ -24,7 +24,7 @@ from bot.control.client import ClaimClient, CommentsClient, DispatchClient, Runs
 from bot.core import i18n, markers
 from bot.core.config import CONFIG_PATH
 from bot.core.github import BotLoginMismatch, DispatchedRun, GitHubError, Run
-from bot.core.markers import written_by
+from bot.core.markers import MARKER_PREFIX, written_by
 
 if TYPE_CHECKING:  # the handler imports this module; these are its annotations only
     from bot.core.commands import ParsedComment
@@ -412,7 +412,7 @@ def create_reply(client: CommentsClient, number: int, body: str, bot_login: str,
             raise
         lost = exc
     header = body.split("\n", 1)[0]
-    if client.dry_run or not header.startswith("<!-- recipe-bot:"):
+    if client.dry_run or not header.startswith(MARKER_PREFIX):
         return []
     twins = [c for c in client.list_issue_comments(number, since=started_at - CLOCK_SLACK)
              if written_by(c, bot_login) and c.body.split("\n", 1)[0] == header]

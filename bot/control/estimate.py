@@ -11,7 +11,6 @@ Only the default branch's recipe is believed about its own speed: a recipe whose
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the handler imports the budget, which imports this module: annotations only
@@ -25,11 +24,6 @@ from bot.plan.model import PlanError, PlanFilters
 from bot.plan.planner import plan_change_sources
 from bot.recipes.errors import RecipeError
 from bot.recipes.sources import SourceError
-
-# The marker a reply carries for its request's estimate: the per-PR-per-day budget sums them.
-ESTIMATE_MARKER = "<!-- recipe-bot:estimate comment={key} sha={sha} gpu_hours={hours} -->"
-_ESTIMATE = re.compile(r"^<!-- recipe-bot:estimate comment=(\S+) sha=([0-9a-f]{40}) gpu_hours=([0-9.]+) -->$")
-
 
 @dataclasses.dataclass(frozen=True)
 class Estimate:
@@ -111,23 +105,6 @@ def own_estimates(head: Any, base: Any, names: list[str]) -> frozenset[str]:
         if entry is None or theirs is None or estimate_inputs(entry.recipe) != estimate_inputs(theirs.recipe):
             own.add(name)
     return frozenset(own)
-
-
-def marker(key: str, sha: str, gpu_hours: float) -> str:
-    return ESTIMATE_MARKER.format(key=key, sha=sha, hours=f"{gpu_hours:.2f}")
-
-
-def read_markers(body: str) -> list[tuple[str, str, float]]:
-    """(key, sha, GPU-hours) of the estimate markers in a comment's header."""
-    out = []
-    for line in body.replace("\r\n", "\n").split("\n"):
-        line = line.strip()
-        if not line.startswith("<!-- recipe-bot:"):
-            break
-        match = _ESTIMATE.match(line)
-        if match:
-            out.append((match.group(1), match.group(2), float(match.group(3))))
-    return out
 
 
 # -- I/O: plan the head commit ------------------------------------------------------------------

@@ -23,6 +23,7 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.events import EventError
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import SHA, foreign_edits, is_full_sha, own_check_runs
+from bot.core.stage_markers import Ack, ack_marker, reuse_marker
 from bot.core.messages import bilingual, msg
 from bot.inferencex.changelog import changelog_missing
 from bot.plan import remote
@@ -187,8 +188,8 @@ def refuse_unknown_recipes(h: Handler, reply: Reply, command: Command, pull: Pul
 def accept_regression(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull, approvals: list[Approval], key: str) -> None:
     """Pin a maintainer's acknowledgement to the head SHA, then judge the gate again with it."""
 
-    ack = gate.Ack(pull.head_sha, command.recipes[0], actor.login, command.reason or "")
-    reply.markers.append(gate.ack_marker(ack))
+    ack = Ack(pull.head_sha, command.recipes[0], actor.login, command.reason or "")
+    reply.markers.append(ack_marker(ack))
     comments = h.client.list_issue_comments(pull.number)
     for line in foreign_edits(comments, h.bot_login()):
         h.log(line)
@@ -199,7 +200,7 @@ def accept_regression(h: Handler, reply: Reply, command: Command, actor: Actor, 
     h.log(f"{actor.login} accepted regressions of {ack.recipe} on {pull.head_sha}")
 
 
-def regate(h: Handler, pull: Pull, acks: list[gate.Ack]) -> gate.GateVerdict | None:
+def regate(h: Handler, pull: Pull, acks: list[Ack]) -> gate.GateVerdict | None:
     """The gate of pull's head from every finished run's artifacts, with the baseline the report uses."""
 
     with tempfile.TemporaryDirectory(prefix="recipe-bot-gate-") as tmp:
@@ -241,7 +242,7 @@ def reuse_run(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pu
         h.log(f"refused {command.normalized()}: {judged.reason}")
         return
     record = judged.record
-    reply.markers.append(reuse.marker(record))
+    reply.markers.append(reuse_marker(record))
     title, section = reuse.check_text(record, judged.run_url, judged.context["recipes"])
     _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion="success", title=title, summary=section,
                 details_url=judged.run_url or None)

@@ -9,6 +9,7 @@ from bot.core import i18n
 from bot.control import approvals as approval_sources
 from bot.control import budget, dispatch_once, trust
 from bot.core import markers
+from bot.core.stage_markers import estimate_marker
 from bot.control import limits
 from bot.control.client import ControlClient
 from bot.core.commands import Command
@@ -199,7 +200,7 @@ class Handler:
         reply.mark_dispatched()
         reply.markers.append(markers.ack_marker(key, pull.head_sha))
         if gate.hours is not None:  # the per-PR-per-day budget sums these
-            reply.markers.append(budget.estimates.marker(key, pull.head_sha, gate.hours))
+            reply.markers.append(estimate_marker(key, pull.head_sha, gate.hours))
         if not started.dispatched_now:
             self.log(f"request {key} resumed: its run was already started")
         else:

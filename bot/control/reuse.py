@@ -10,7 +10,6 @@ keeps it), and once a push breaks it, it stays ended.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -18,6 +17,7 @@ from bot.control.client import ChecksClient, CommentsClient, RepositoryClient, R
 from bot.core import i18n
 from bot.core.github import GitHubError
 from bot.core.markers import header_markers, own_check_runs, parse_run_title, started_by_bot
+from bot.core.stage_markers import Reuse, parse_reuse_marker, reuse_marker
 from bot.plan import remote
 from bot.plan.model import PlanError
 from bot.plan.touched import touched_native
@@ -29,20 +29,7 @@ from bot.report.gate_runs import render
 class ReuseClient(RepositoryClient, RunsClient, ChecksClient, CommentsClient, Protocol):
     """What judging a reuse reads: the run, its gate check, both commits' recipes, the PR's comments."""
 
-_MARKER = re.compile(r"^<!-- recipe-bot:reuse sha=([0-9a-f]{40}) run=(\d+) run_sha=([0-9a-f]{40}) by=(\S+) "
-                     r"state=(applies|ended) -->$")
 MAX_LISTED = 30  # recipes named in a reply or check; the rest are counted
-
-
-@dataclasses.dataclass(frozen=True)
-class Reuse:
-    """One reuse decision: run `run_id`, which measured `run_sha`, counts for head `sha` (or has ended)."""
-
-    sha: str
-    run_id: int
-    run_sha: str
-    by: str
-    state: str = "applies"  # "applies" | "ended"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,17 +98,12 @@ def _rows(diffs: list[Difference]) -> list[dict[str, Any]]:
 
 # -- records in the bot's own comments -------------------------------------------------------------------
 
-def marker(record: Reuse) -> str:
-    return (f"<!-- recipe-bot:reuse sha={record.sha} run={record.run_id} run_sha={record.run_sha} "
-            f"by={record.by} state={record.state} -->")
-
-
 def latest(comments: Iterable[Any], bot_login: str) -> Reuse | None:
     """The newest reuse record the bot wrote on this PR; a marker typed by anyone else counts for nothing."""
     found = None
     for line in header_markers(comments, bot_login):
-        if match := _MARKER.match(line):
-            found = Reuse(match.group(1), int(match.group(2)), match.group(3), match.group(4), match.group(5))
+        if (record := parse_reuse_marker(line)) is not None:
+            found = record
     return found
 
 
@@ -195,7 +177,7 @@ def carry(client: ReuseClient, *, pull: Any, bot_login: str, comments: Iterable[
     there = recipe_fingerprints(client, live.run_sha) if here is not None else None
     diffs = differences(names, here, there) if names is not None else [Difference("*", None, None)]
     record = dataclasses.replace(live, sha=pull.head_sha, state="ended" if diffs else "applies")
-    body = marker(record) + "\n" + i18n.render_bilingual(
+    body = reuse_marker(record) + "\n" + i18n.render_bilingual(
         "control/reuse-carried", record=dataclasses.asdict(record), previous_sha=live.sha,
         differences=_rows(diffs), more=max(0, len(diffs) - MAX_LISTED), run_url=url) + "\n"
     return Carried(record, body, url)

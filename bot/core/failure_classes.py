@@ -17,14 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from bot.core.results import FailureClass
+from bot.core.stage_markers import parse_infra_record
 
 if TYPE_CHECKING:
     from bot.core.results import CaseResult, JobResult
-
-RECORD_PREFIX = "<!-- recipe-bot:infra-runners"
-_REPORT_PREFIX = "<!-- recipe-bot:report "
-_RECORD = re.compile(r"^<!-- recipe-bot:infra-runners (?P<pairs>(?:[A-Za-z0-9._-]{1,80}=\d{1,6}"
-                     r"(?:,|(?= -->)))+) -->$")
 
 Kind = Literal["infrastructure", "recipe"]
 INFRASTRUCTURE: Kind = "infrastructure"
@@ -268,33 +264,13 @@ def should_retry(result: JobResult) -> bool:
     return result.attempt == 1 and failure is not None and failure.kind == INFRASTRUCTURE
 
 
-def record_line(record: dict[str, int]) -> str | None:
-    """The hidden second line of a report comment: infrastructure failures per runner host."""
-    if not record:
-        return None
-    return f"{RECORD_PREFIX} {','.join(f'{h}={n}' for h, n in sorted(record.items()))} -->"
-
-
-def parse_record(body: str) -> dict[str, int]:
-    """The record of one report comment: its second line only, under a report marker (any later
-    line may be quoted log text). Hosts are [A-Za-z0-9._-]; anything else is no record."""
-    lines = body.split("\n", 2)
-    if len(lines) < 2 or not lines[0].startswith(_REPORT_PREFIX):
-        return {}
-    match = _RECORD.match(lines[1].rstrip("\r"))
-    if match is None:
-        return {}
-    pairs = (pair.split("=") for pair in match["pairs"].split(","))
-    return {host: int(count) for host, count in pairs}
-
-
 def merged_record(bodies: Iterable[str]) -> dict[str, int]:
     """Infrastructure failures per host over the bot's report comments, oldest first: the last
     report of each head SHA counts (a later comment for the same SHA repeats the earlier one's
     failures), and the SHAs add up."""
     latest: dict[str, dict[str, int]] = {}
     for body in bodies:
-        record = parse_record(body)
+        record = parse_infra_record(body)
         if record:
             sha = re.search(r"\bsha=(\S+)", body.split("\n", 1)[0])
             latest[sha.group(1) if sha else ""] = record

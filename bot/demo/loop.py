@@ -19,7 +19,7 @@ from bot.demo import sample
 from bot.demo.preview import write_preview
 from bot.demo.sandbox import Sandbox, SandboxError, build_seed
 from bot.demo.serve_mode import ServeError, serving, wait_for_dispatch
-from bot.report import marker
+from bot.core import stage_markers
 from bot.report.gate_runs import required_commands
 from bot.runner import retry
 
@@ -206,7 +206,7 @@ def _run_against_sandbox(seed: Path, out_dir: Path, work_dir: Path, console: Con
         step.done(started, f"verdict {summary.get('verdict')}")
 
     started = step("Writing the comment as Markdown and an HTML preview with the chart")
-    posted = [c for c in state["comments"] if c["user"] == sample.BOT_LOGIN and marker.parse(c["body"])]
+    posted = [c for c in state["comments"] if c["user"] == sample.BOT_LOGIN and stage_markers.parse_report_marker(c["body"])]
     checks = [c for c in state["check_runs"] if c["head_sha"] == inputs["sha"]]
     if not posted or not checks:
         raise DemoError(msg("the report posted %(comments)s report comment(s) and %(checks)s check run(s); see %(log)s",

@@ -10,8 +10,8 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from bot.core import stage_markers
 from bot.core.settings import setting
-from bot.report import marker
 
 STYLE = """
 body { font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", Helvetica, Arial, sans-serif;
@@ -60,7 +60,7 @@ def _diagrams(body: str, script: str | None) -> tuple[str, str]:
 
 def render_html(comment: str, check: dict[str, Any], chart_png: bytes | None, mermaid_js: str | None = None) -> str:
     """A GitHub-like page: the check verdict, the comment (HTML inside it kept, as GitHub does), the chart."""
-    body = MarkdownIt("commonmark", {"html": True}).enable("table").render(marker.strip(comment))
+    body = MarkdownIt("commonmark", {"html": True}).enable("table").render(stage_markers.strip_report_marker(comment))
     body, scripts = _diagrams(body, mermaid_js)
     verdict = check.get("conclusion") or check.get("status") or "pending"
     chart = ""

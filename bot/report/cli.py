@@ -16,8 +16,9 @@ from bot.core import i18n
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.config import ConfigError, load_config
 from bot.core.github import GitHubClient, GitHubError
+from bot.core import stage_markers
 from bot.core.messages import msg
-from bot.report import arms, build, chart, collect, compare, failure_groups, gate_runs, marker, post, render
+from bot.report import arms, build, chart, collect, compare, failure_groups, gate_runs, post, render
 from bot.report.fetch import BaselineFetchError, fetch_baseline
 from bot.report.model import Meta
 from bot.report.options import ReportOptions
@@ -295,7 +296,7 @@ def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str
                  "summary": render.check_summary(rendered.text)}
         if gated is not None:  # the check is the commit's merge gate, not this run's verdict
             check = {"conclusion": gated.check_conclusion, "title": gated.title, "status": gated.check_status,
-                     "summary": render.check_summary(gated.section + "\n\n" + marker.strip(rendered.text))}
+                     "summary": render.check_summary(gated.section + "\n\n" + stage_markers.strip_report_marker(rendered.text))}
         posted = post.post(client, pr=meta.pr, sha=meta.sha, body=rendered.text,
                            bot_login=login, **check,
                            details_url=meta.run_url, check_name=check_name)

@@ -9,14 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.core.failure_classes import (  # noqa: F401 - the record's line format, re-exported
-    INFRASTRUCTURE,
-    RECORD_PREFIX,
-    annotate,
-    parse_record,
-    record_line,
-    rule,
-)
+from bot.core.failure_classes import INFRASTRUCTURE, annotate, rule
 from bot.report.collect import CollectedJob
 from bot.core.results import FailureClass, JobResult
 

@@ -10,23 +10,18 @@ suite's cases are no keys at all: run on command, its verdict is its report's, n
 from __future__ import annotations
 
 import dataclasses
-import re
-import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from bot.core.jobs import Job
 from bot.core.markers import header_markers
+from bot.core.stage_markers import Ack, parse_ack_marker
 from bot.report.collect import Collection
 from bot.report.model import Report
 
 Key = tuple[str, str]  # (recipe fingerprint, point id | "case:<name>")
 Status = Literal["passed", "failed", "regressed"]
 Conclusion = Literal["success", "failure", "pending"]
-
-_ACK = re.compile(r"^<!-- recipe-bot:accept-regression sha=([0-9a-f]{40}) recipe=(\S+) by=(\S+) "
-                  r"reason=(\S*) -->$")
-
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
@@ -37,16 +32,6 @@ class Outcome:
     status: Status
     run_id: int
     sha: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Ack:
-    """A maintainer's `/accept-regression`: for one recipe on exactly one head commit."""
-
-    sha: str
-    recipe: str
-    by: str
-    reason: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,18 +136,13 @@ def decide(outcomes: Iterable[Outcome], required: Mapping[Key, str], head_sha: s
 
 # -- acknowledgements: markers in the bot's own replies ----------------------------------------
 
-def ack_marker(ack: Ack) -> str:
-    reason = urllib.parse.quote(ack.reason, safe="")
-    return f"<!-- recipe-bot:accept-regression sha={ack.sha} recipe={ack.recipe} by={ack.by} reason={reason} -->"
-
-
 def read_acks(comments: Iterable[object], bot_login: str, head_sha: str) -> list[Ack]:
     """Acknowledgements the bot recorded for head_sha; a marker typed by anyone else counts for nothing."""
     acks = []
     for line in header_markers(comments, bot_login):
-        match = _ACK.match(line)
-        if match and match.group(1) == head_sha:
-            acks.append(Ack(match.group(1), match.group(2), match.group(3), urllib.parse.unquote(match.group(4))))
+        ack = parse_ack_marker(line)
+        if ack is not None and ack.sha == head_sha:
+            acks.append(ack)
     return acks
 
 

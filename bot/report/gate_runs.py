@@ -18,6 +18,7 @@ from bot.core.config import ConfigError, load_config
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import parse_run_title, started_by_bot
 from bot.core.messages import msg
+from bot.core.stage_markers import Ack
 from bot.report import build, collect, gate
 from bot.report.compare import Baseline
 from bot.report.fetch import ArtifactRejected, BaselineFetchError, RESULT_ARTIFACT_PREFIX, extract_safely
@@ -128,7 +129,7 @@ def render(verdict: gate.GateVerdict, *, sha: str, commands: Sequence[str] = (),
 
 
 def evaluate(*, current: list[gate.Outcome], required_plan: list, sha: str,
-             prior: list[gate.Outcome] = (), acks: list[gate.Ack] = (),
+             prior: list[gate.Outcome] = (), acks: list[Ack] = (),
              commands: Sequence[str] = (), skipped: Sequence[dict] = (), bot_login: str | None = None) -> GateResult:
     verdict = gate.decide([*prior, *current], gate.required_keys(required_plan), sha, acks)
     ctx, title, section = render(verdict, sha=sha, commands=commands, skipped_artifacts=list(skipped),
@@ -145,7 +146,7 @@ def for_report(collection, report, *, sha: str, pr: int | None, required_dir: pa
     current = gate.outcomes_of(collection, report, run_id, sha)
     required = load_required(required_dir)
     prior: list[gate.Outcome] = []
-    acks: list[gate.Ack] = []
+    acks: list[Ack] = []
     skipped: list[dict] = []  # artifacts of earlier runs that could not be used: named on the check
     if client is not None:
         default_branch = client.default_branch()

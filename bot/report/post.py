@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from bot.core.markers import own_check_runs, written_by
-from bot.report import marker
+from bot.core import stage_markers
 
 CHECK_NAME = "recipe-bot / benchmarks"  # the merge gate: only `report --gate` posts under it
 REPORT_CHECK_NAME = "recipe-bot / report"  # one run's own verdict, when a report is posted without --gate
@@ -73,11 +73,11 @@ class Posted:
 
 def decide(comments: Sequence[CommentLike], bot_login: str, body: str) -> StickyDecision:
     """Edit the bot's latest report comment, or post a new one (see the module docstring)."""
-    current = marker.parse(body)
+    current = stage_markers.parse_report_marker(body)
     if current is None:
         raise ValueError("the report body must start with its marker line")
     own = [(c, m) for c in comments
-           if written_by(c, bot_login) and (m := marker.parse(c.body)) is not None]
+           if written_by(c, bot_login) and (m := stage_markers.parse_report_marker(c.body)) is not None]
     if not own:
         return StickyDecision("create", None, "first report")
     latest, previous = max(own, key=lambda pair: pair[0].id)
@@ -121,5 +121,5 @@ def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None)
     if not path:
         return False
     with pathlib.Path(path).open("a", encoding="utf-8") as handle:
-        handle.write(marker.strip(markdown).rstrip("\n") + "\n")
+        handle.write(stage_markers.strip_report_marker(markdown).rstrip("\n") + "\n")
     return True

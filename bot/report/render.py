@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from bot.core import i18n
-from bot.report import chart, failure_groups, marker, noise, plausible
+from bot.core import stage_markers
+from bot.report import chart, failure_groups, noise, plausible
 from bot.report.model import E2ERow, Failure, PointRow, RecipeSection, Report
 from bot.report.search_view import search_view
 from bot.report.sources import Source
@@ -348,8 +349,8 @@ def _within(template, context: dict, room: int) -> str | None:
 class _Sizer:
     def __init__(self, report: Report, limit: int):
         self.report, self.limit, self.views = report, limit, _Views(report)
-        self.head = marker.build(report.meta.sha, report.failure_keys) + "\n"
-        record = failure_groups.record_line(failure_groups.runner_record(report.failure_groups))
+        self.head = stage_markers.report_marker(report.meta.sha, report.failure_keys) + "\n"
+        record = stage_markers.infra_record_line(failure_groups.runner_record(report.failure_groups))
         if record:  # the second line: infrastructure failures per host, for /status
             self.head += record + "\n"
 
@@ -427,7 +428,7 @@ def render_comment(report: Report, limit: int = COMMENT_BUDGET) -> Rendered:
 
 def check_summary(comment: str, limit: int = CHECK_SUMMARY_LIMIT) -> str:
     """The comment as a check run summary (without the marker), within the check run limit."""
-    body = marker.strip(comment)
+    body = stage_markers.strip_report_marker(comment)
     if len(body) <= limit:
         return body
     note = f"\n\n… (shortened; {FULL_RESULTS} in the run's artifacts has everything)"
