@@ -226,3 +226,11 @@ def test_a_host_without_slurm_fails_the_job_with_the_reason_and_writes_its_resul
     assert result.reason.startswith("cannot submit to Slurm: no Slurm client on this host")
     assert [case.status for case in result.cases] == ["skipped"]
     assert JobResult.model_validate_json((tmp_path / "out" / "result.json").read_text()) == result
+
+
+def test_the_inner_runs_grace_ends_before_slurms_killwait_and_comes_from_the_setting_passed():
+    from bot.runner.slurm.backend import GRACE_ENV, _submit_env
+
+    assert _submit_env(10.0, 30.0)[GRACE_ENV] == "6"  # 60 % of KillWait, so the inner run tears down in order
+    assert _submit_env(100.0, 2.0)[GRACE_ENV] == "2"  # the setting's own grace where it is shorter
+    assert GRACE_ENV not in _submit_env(None, 2.0)

@@ -138,8 +138,7 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
         if backend == "slurm":  # one allocation per row; inside it this same command runs --backend local
             slurm = importlib.import_module("bot.runner.slurm.backend")
             result = slurm.run_job_slurm(proxy_job(row_job), job_file, out_dir, console, repo=repo,
-                                         poll_s=settings.SLURM_POLL_S,
-                                         pending_timeout_s=settings.SLURM_PENDING_TIMEOUT_S)
+                                         settings=settings)
         else:
             result = run_row_job(row_job, out_dir, console, repo=repo, backend=backend)
         path = write_result(result, out_dir)
@@ -149,8 +148,7 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
     if backend == "slurm":
         slurm = importlib.import_module("bot.runner.slurm.backend")
         result = slurm.run_job_slurm(job, job_file, out_dir, console, repo=repo, attempt=attempt,
-                                     retry=attempt == 1, poll_s=settings.SLURM_POLL_S,
-                                     pending_timeout_s=settings.SLURM_PENDING_TIMEOUT_S)
+                                     retry=attempt == 1, settings=settings)
     else:
         result = run_job_local(job, out_dir, console, repo=repo, job_file=str(job_file), settings=settings)
         result = result.model_copy(update={"attempt": attempt})

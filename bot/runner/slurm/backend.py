@@ -38,7 +38,7 @@ from bot.core.failure_classes import annotate, should_retry
 from bot.core.jobs import Job
 from bot.core.results import CaseResult, JobResult, SlurmInfo
 from bot.runner.slurm import commands as sc
-from bot.core.settings import setting
+from bot.core.settings import Settings, load_settings
 from bot.runner.slurm.query import (
     SlurmUnavailable,
     Snapshot,
@@ -68,13 +68,12 @@ _CLI_MAIN = "import sys; from bot.cli import main; sys.exit(main())"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _inner_argv(job_file: Path, out_dir: Path, repo: Path, in_container: bool) -> list[str]:
+def _inner_argv(job_file: Path, out_dir: Path, repo: Path, in_container: bool, python: str = "python3") -> list[str]:
     args = ["run", "--job", str(job_file), "--out", str(out_dir), "--backend", "local",
             "--repo", str(repo)]
     if in_container:
         # The image's own Python runs recipe-bot from the mounted checkout; it needs
         # recipe-bot's runtime dependencies (pydantic, click, rich, jinja2, pyyaml).
-        python = setting("CONTAINER_PYTHON")
         return ["env", f"PYTHONPATH={REPO_ROOT}", python, "-c", _CLI_MAIN, *args]
     entry = Path(sys.executable).parent / "recipe-bot"
     if entry.exists():
@@ -82,7 +81,7 @@ def _inner_argv(job_file: Path, out_dir: Path, repo: Path, in_container: bool) -
     return [sys.executable, "-c", _CLI_MAIN, *args]
 
 
-def _container_mounts(job: Job, job_file: Path, out_dir: Path, repo: Path) -> list[str]:
+def _container_mounts(job: Job, job_file: Path, out_dir: Path, repo: Path, extra: str = "") -> list[str]:
     mounts = [str(REPO_ROOT), str(repo), str(out_dir), str(job_file.parent)]
     for case in job.cases:
         for server in case.servers:
@@ -92,20 +91,18 @@ def _container_mounts(job: Job, job_file: Path, out_dir: Path, repo: Path) -> li
     for var in ("HF_HOME", "HF_HUB_CACHE"):
         if os.environ.get(var) and os.path.isdir(os.environ[var]):
             mounts.append(os.environ[var])
-    extra = setting("CONTAINER_MOUNTS")
     mounts.extend(m for m in extra.split(",") if m)
     return [m for m in dict.fromkeys(mounts) if ":" not in m and "," not in m]
 
 
-def _submit_env(kill_wait_s: float | None) -> dict[str, str]:
+def _submit_env(kill_wait_s: float | None, grace_s: float = DEFAULT_GRACE_S) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in sc.SECRET_ENV}
     env["PYTHONUNBUFFERED"] = "1"
     if kill_wait_s:
         # Slurm SIGKILLs a cancelled or timed-out step KillWait seconds after its SIGTERM: the
         # inner run's own SIGTERM grace for its servers must end before that, so that it still
         # tears down in order and writes result.json.
-        grace = setting("SHUTDOWN_GRACE_S") or DEFAULT_GRACE_S
-        env[GRACE_ENV] = f"{min(grace, max(0.5, kill_wait_s * 0.6)):g}"
+        env[GRACE_ENV] = f"{min(grace_s or DEFAULT_GRACE_S, max(0.5, kill_wait_s * 0.6)):g}"
     return env
 
 
@@ -206,7 +203,7 @@ class _Watch:
 def run_job_slurm(job: Job, job_file: Path, out_dir: Path, console: Console | None = None, *,
                   repo: Path | None = None, poll_s: float | None = None,
                   pending_timeout_s: float | None = None, attempt: int = 1,
-                  retry: bool = False) -> JobResult:
+                  retry: bool = False, settings: Settings | None = None) -> JobResult:
     """Run `job` as one Slurm job and return (and write) DIR/result.json with the Slurm fields.
 
     retry: an infrastructure failure of this first attempt (bot/core/failure_classes.py) is run once
@@ -214,7 +211,8 @@ def run_job_slurm(job: Job, job_file: Path, out_dir: Path, console: Console | No
     DIR/attempt-1/ so that the report shows both. A recipe failure is never retried.
     """
     console = console or Console(stderr=True)
-    kwargs = {"repo": repo, "poll_s": poll_s, "pending_timeout_s": pending_timeout_s}
+    kwargs = {"repo": repo, "poll_s": poll_s, "pending_timeout_s": pending_timeout_s,
+              "settings": settings or load_settings()}  # the command's settings, read once for both attempts
     result = _attempt(job, job_file, out_dir, console, attempt=attempt, exclude=(), **kwargs)
     if not retry or not should_retry(result):
         return result
@@ -247,7 +245,8 @@ def _attempt(job: Job, job_file: Path, out_dir: Path, console: Console, *, attem
 
 def _run_once(job: Job, job_file: Path, out_dir: Path, console: Console | None = None, *,
               repo: Path | None = None, poll_s: float | None = None,
-              pending_timeout_s: float | None = None, exclude: tuple[str, ...] = ()) -> JobResult:
+              pending_timeout_s: float | None = None, exclude: tuple[str, ...] = (),
+              settings: Settings | None = None) -> JobResult:
     """One Slurm job for `job`: DIR/result.json with the Slurm fields.
 
     repo: the repository root for launch scripts and data paths, as for the local backend
@@ -257,8 +256,9 @@ def _run_once(job: Job, job_file: Path, out_dir: Path, console: Console | None =
     (default: $RECIPE_BOT_SLURM_PENDING_TIMEOUT_S, else wait as long as the queue takes).
     """
     console = console or Console(stderr=True)
-    poll_s = poll_s or setting("SLURM_POLL_S") or DEFAULT_POLL_S
-    pending_timeout_s = pending_timeout_s or setting("SLURM_PENDING_TIMEOUT_S")
+    settings = settings or load_settings()
+    poll_s = poll_s or settings.SLURM_POLL_S or DEFAULT_POLL_S
+    pending_timeout_s = pending_timeout_s or settings.SLURM_PENDING_TIMEOUT_S
     out_dir = out_dir.resolve()
     job_file = job_file.resolve()
     repo = (repo or Path.cwd()).resolve()
@@ -285,16 +285,16 @@ def _run_once(job: Job, job_file: Path, out_dir: Path, console: Console | None =
     if image and not pyxis:
         _say(console, f"the job names image {image}, but this cluster has no pyxis (srun has no "
                       "--container-image): running on the node itself", "yellow")
-    plan = sc.StepPlan(inner_argv=_inner_argv(job_file, out_dir, repo, pyxis), gres=sc.gres_for(job),
+    plan = sc.StepPlan(inner_argv=_inner_argv(job_file, out_dir, repo, pyxis, settings.CONTAINER_PYTHON), gres=sc.gres_for(job),
                        image=image if pyxis else None,
-                       mounts=_container_mounts(job, job_file, out_dir, repo) if pyxis else [],
+                       mounts=_container_mounts(job, job_file, out_dir, repo, settings.CONTAINER_MOUNTS) if pyxis else [],
                        workdir=str(out_dir) if pyxis else None)
     script = out_dir / "slurm-batch.sh"
     script.write_text(sc.batch_script(job, plan))
     script.chmod(0o755)
     submitted = subprocess.run(sc.sbatch_argv(job, script, out_dir, workdir=repo, exclude=exclude),
                                capture_output=True,
-                               text=True, env=_submit_env(kill_wait_s()), cwd=out_dir, timeout=60)
+                               text=True, env=_submit_env(kill_wait_s(), settings.SHUTDOWN_GRACE_S), cwd=out_dir, timeout=60)
     if submitted.returncode != 0:
         return refused(f"sbatch refused the job: {submitted.stderr.strip() or submitted.stdout.strip()}")
     slurm_id = submitted.stdout.strip().split(";")[0]
