@@ -184,6 +184,8 @@ def test_preflight_judges_processes_and_memory(host: FakeHost, monkeypatch: pyte
     host.used_mib[0], host.processes[0] = used, processes
     env = {} if bound is None else {"RECIPE_BOT_IDLE_GPU_MIB": bound}
     assert (check_idle(["0"], env) is not None) == busy
+    # the bound a run read with its settings, passed in, decides the same way
+    assert (check_idle(["0"], {}, bound_mib=1024.0 if bound is None else float(bound)) is not None) == busy
 
 
 def test_preflight_without_nvidia_gpus_checks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -53,7 +53,8 @@ class RunContext:
     budget: Budget
     engines: dict[str, Installed]  # every engine, with where this host has its program
     grace_s: float
-    gsm8k_dir: Path | None = None  # RECIPE_BOT_GSM8K_DIR, read with the other settings where the run starts
+    # the RECIPE_BOT_* settings, read once where the run starts (GSM8K folder, idle-GPU bound)
+    settings: Settings = field(default_factory=Settings.model_construct)
 
 
 def _now() -> str:
@@ -271,7 +272,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                  f"{len(case.points)} point(s)" + (", GSM8K" if case.accuracy else ""))
     try:
         budget.tick("starting the case")
-        busy = check_idle(used_gpus)
+        busy = check_idle(used_gpus, bound_mib=ctx.settings.IDLE_GPU_MIB)
         if busy is not None:
             raise EnvironmentProblem(busy)
         launches = _launches(case, ctx, run_tag)
@@ -293,7 +294,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
             with progress.waiting(f"GSM8K: {case.accuracy.num_samples} samples"):
                 outcome = run_gsm8k(case.accuracy, base_url=f"http://{HOST}:{primary.port}",
                                     model=primary.served_model_name, case_dir=case_dir,
-                                    out_dir=ctx.out_dir, repo=ctx.repo, servers=servers, gsm8k_dir=ctx.gsm8k_dir,
+                                    out_dir=ctx.out_dir, repo=ctx.repo, servers=servers, gsm8k_dir=ctx.settings.GSM8K_DIR,
                                     tick=budget.tick, remaining_s=budget.remaining)
             accuracy = outcome.result
             progress.say(f"  GSM8K {accuracy.num_shots}-shot, {accuracy.num_samples} samples: "
@@ -390,7 +391,7 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     started_at, t0 = _now(), time.monotonic()
     ctx = RunContext(job=job, out_dir=out_dir, repo=repo, progress=progress, budget=budget,
                      engines=engines.installed(repo, os.environ),
-                     grace_s=shutdown_grace_s(settings), gsm8k_dir=settings.GSM8K_DIR)
+                     grace_s=shutdown_grace_s(settings), settings=settings)
     engine = next((c.servers[0].engine for c in job.cases if c.servers), engines.DEFAULT)
     progress.say(f"job [bold]{escape(job.job_id)}[/bold] ({job.kind}, recipe "
                  f"{escape(job.recipe)}): {len(job.cases)} case(s), timeout {job.timeout_s:g} s")

@@ -70,9 +70,11 @@ def busy_reason(uses: Sequence[GpuUse], bound_mib: float) -> str | None:
             f"process and at most {bound_mib:.0f} MiB used ({IDLE_ENV})")
 
 
-def check_idle(gpus: Sequence[int | str], env: Mapping[str, str] | None = None) -> str | None:
-    """Why the case must not start on these GPUs, or None (idle, or no NVIDIA GPU to ask)."""
+def check_idle(gpus: Sequence[int | str], env: Mapping[str, str] | None = None, *,
+               bound_mib: float | None = None) -> str | None:
+    """Why the case must not start on these GPUs, or None (idle, or no NVIDIA GPU to ask). bound_mib: the
+    idle bound a caller read with its settings (else RECIPE_BOT_IDLE_GPU_MIB of `env`)."""
     if not gpus:
         return None
     uses = gpu_use(gpus)
-    return None if uses is None else busy_reason(uses, idle_bound_mib(env))
+    return None if uses is None else busy_reason(uses, idle_bound_mib(env) if bound_mib is None else bound_mib)
