@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Errors a command shows as they are: click's, and the domain errors the commands turn into click's.
 CLICK_ERRORS = {"ClickException", "BadParameter", "UsageError"}
 DOMAIN_ERRORS = {"InputError", "EventError", "SeedError", "DemoError", "JobFileError", "GitHubError", "SourceError",
-                 "CheckoutError", "SlurmUnavailable"}
+                 "CheckoutError", "SlurmUnavailable", "Refusal", "UsageRefusal"}
 # A PR command's usage errors: the control plane's reply shows them in both halves (bot/core/registry.py).
 COMMAND_ERRORS = {"UsageError", "ArgumentTypeError"}
 # `f"{path}: {exc}"`, `f"--required: {exc}"`: the words come from the error wrapped (scanned where raised)

@@ -24,7 +24,7 @@ from bot.core.events import EventError
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import SHA, foreign_edits, is_full_sha, own_check_runs
 from bot.core.stage_markers import Ack, ack_marker, reuse_marker
-from bot.core.messages import bilingual, msg
+from bot.core.messages import bilingual, msg, UsageRefusal
 from bot.inferencex.changelog import changelog_missing
 from bot.plan import remote
 from bot.plan.model import PlanError, PlanFilters
@@ -378,7 +378,7 @@ def _poster_login(client) -> str:
 
 def _full_sha(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if not is_full_sha(value):
-        raise click.BadParameter(msg("%(value)s is not a full commit SHA (40 hex characters)", value=repr(value)))
+        raise UsageRefusal(msg("%(value)s is not a full commit SHA (40 hex characters)", value=repr(value)), ctx)
     return value
 
 

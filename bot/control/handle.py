@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import click
 
-from bot.core.messages import msg
+from bot.core.messages import msg, Refusal
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.control import approvals as approval_sources
 from bot.core import commands
@@ -296,19 +296,19 @@ def handle_cmd(event_name: str, event_path: str, dry_run: bool, checkout: str | 
         with open(event_path, encoding="utf-8") as handle:
             payload = json.load(handle)
     except OSError as exc:
-        raise click.ClickException(msg("%(path)s: cannot read the event: %(reason)s",
+        raise Refusal(msg("%(path)s: cannot read the event: %(reason)s",
                                        path=event_path, reason=exc.strerror)) from None
     except json.JSONDecodeError as exc:
-        raise click.ClickException(msg("%(path)s:%(line)s: the event is not JSON: %(reason)s",
+        raise Refusal(msg("%(path)s:%(line)s: the event is not JSON: %(reason)s",
                                        path=event_path, line=exc.lineno, reason=exc.msg)) from None
     except UnicodeDecodeError as exc:
-        raise click.ClickException(msg("%(path)s: the event is not UTF-8 text (byte %(byte)s); GitHub writes UTF-8 JSON",
+        raise Refusal(msg("%(path)s: the event is not UTF-8 text (byte %(byte)s); GitHub writes UTF-8 JSON",
                                        path=event_path, byte=exc.start)) from None
     try:
         client = GitHubClient.from_env(dry_run=dry_run)
         outcome = handle_event(event_name, payload, client, checkout=checkout)
     except EventError as exc:
-        raise click.ClickException(msg("%(path)s: %(problem)s", path=event_path, problem=exc.args[0])) from None
+        raise Refusal(msg("%(path)s: %(problem)s", path=event_path, problem=exc.args[0])) from None
     except GitHubError as exc:
         raise click.ClickException(str(exc)) from None
     for line in outcome.log:

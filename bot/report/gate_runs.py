@@ -17,7 +17,7 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.config import ConfigError, load_config
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import parse_run_title, started_by_bot
-from bot.core.messages import msg
+from bot.core.messages import msg, Refusal
 from bot.core.stage_markers import Ack
 from bot.report import build, collect, gate
 from bot.report.compare import Baseline
@@ -171,7 +171,7 @@ def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | Non
     """`recipe-bot report --gate`: reads GitHub only when it will post (GITHUB_* as in Actions)."""
 
     if not meta.sha:
-        raise click.ClickException(msg("--gate needs the head SHA (--sha, or results that carry it)"))
+        raise Refusal(msg("--gate needs the head SHA (--sha, or results that carry it)"))
     client = None
     if use_github:
         environ = dict(os.environ)
@@ -196,7 +196,7 @@ def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | Non
     except (GitHubError, BaselineFetchError) as exc:
         raise click.ClickException(f"cannot read the earlier runs of {meta.sha[:12]}: {exc}") from None
     except collect.InputError as exc:
-        raise click.ClickException(msg("--required: %(problem)s", problem=exc.args[0])) from None
+        raise Refusal(msg("--required: %(problem)s", problem=exc.args[0])) from None
 
 
 @click.command("required-commands", context_settings=HELP_OPTIONS)

@@ -17,7 +17,7 @@ from bot import engines
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.failure_classes import annotate
 from bot.core.jobs import Job
-from bot.core.messages import msg
+from bot.core.messages import msg, Refusal
 from bot.core.results import JobResult
 from bot.core.settings import load_settings
 from bot.runner import hygiene
@@ -27,7 +27,7 @@ from bot.runner.local import run_job_local
 RESULT_FILE = "result.json"
 
 
-class JobFileError(click.ClickException):
+class JobFileError(Refusal):
     """A job file that cannot be run; exit code 2 tells it apart from a job that ran and failed."""
 
     exit_code = 2
