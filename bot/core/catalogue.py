@@ -15,6 +15,7 @@ import functools
 import gettext
 import io
 import pathlib
+import re
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
@@ -53,3 +54,18 @@ def translations(lang: str, locale_dir: pathlib.Path = LOCALE_DIR) -> gettext.GN
             raise LookupError(f"no message catalog for language {lang!r} (expected {po})") from None
         compiled = compile_catalog(po, lang)
     return gettext.GNUTranslations(io.BytesIO(compiled))
+
+
+PLACEHOLDER = re.compile(r"%\((\w+)\)[sdifr]")
+
+
+@functools.cache
+def known_ids(locale_dir: pathlib.Path = LOCALE_DIR) -> frozenset[str]:
+    """Every message id of the English catalog (singular ids; a plural's id is its singular form)."""
+    catalog = translations("en", locale_dir)._catalog  # gettext keeps (id or (id, n)) -> text here
+    return frozenset(key if isinstance(key, str) else key[0] for key in catalog if key)
+
+
+def parameters(message_id: str) -> frozenset[str]:
+    """The named parameters a message id takes (`%(node)s` -> node)."""
+    return frozenset(PLACEHOLDER.findall(message_id))

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+from typing import Annotated, Any
 
 import click
+from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 
 from bot.core import catalogue
 
@@ -37,6 +39,77 @@ class Message:
 
     def __str__(self) -> str:
         return self.render("en")
+
+
+    def to_data(self) -> dict[str, Any]:
+        """The message as JSON data (plan.json, result.json): rendered in each language by whoever reads it."""
+        data: dict[str, Any] = {"id": self.id, "params": {name: to_data(value) for name, value in self.params}}
+        if self.plural_id is not None:
+            data["plural"] = self.plural_id
+            data["count"] = self.count
+        return data
+
+
+def to_data(value: object) -> object:
+    return value.to_data() if isinstance(value, Message) else value
+
+
+MAX_DEPTH = 4  # a message's value may be a message (a reason inside a note); deeper is a broken file
+
+
+def from_data(data: object, *, depth: int = 0, locale_dir: pathlib.Path = catalogue.LOCALE_DIR) -> Message:
+    """A message read back from JSON data. The data may come from a runner that ran PR code, so the id
+    must be one of the catalogue's and the parameters exactly its own; anything else is a ValueError
+    naming what is wrong (never a message that would fail later, when a comment is rendered)."""
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        raise ValueError("a message is {\"id\": <catalogue id>, \"params\": {...}}")
+    unknown = set(data) - {"id", "params", "plural", "count"}
+    if unknown:
+        raise ValueError(f"a message has only id, params, plural and count (got {', '.join(sorted(unknown))})")
+    message_id, params = data["id"], data.get("params", {})
+    if message_id not in catalogue.known_ids(locale_dir):
+        raise ValueError(f"{message_id!r} is not a message of the catalogue")
+    if not isinstance(params, dict):
+        raise ValueError(f"the params of {message_id!r} are not an object")
+    plural_id, count = data.get("plural"), data.get("count")
+    if (plural_id is None) != (count is None) or (count is not None and (type(count) is not int or count < 0)):
+        raise ValueError(f"{message_id!r}: a plural message has both plural (text) and count (an integer >= 0)")
+    expected = catalogue.parameters(message_id) | catalogue.parameters(plural_id or "")
+    if plural_id is not None:  # a plural's count is its own field, filled in when it is rendered
+        expected -= {"count"}
+    if set(params) - ({"count"} if plural_id is not None else set()) != expected:
+        raise ValueError(f"{message_id!r} takes the parameters {', '.join(sorted(expected)) or 'none'} "
+                         f"(got {', '.join(sorted(params)) or 'none'})")
+    values = {}
+    for name, value in params.items():
+        if isinstance(value, dict):
+            if depth + 1 >= MAX_DEPTH:
+                raise ValueError(f"{message_id!r}: messages nested more than {MAX_DEPTH} deep")
+            values[name] = from_data(value, depth=depth + 1, locale_dir=locale_dir)
+        elif value is None or isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            values[name] = value
+        else:
+            raise ValueError(f"{message_id!r}: parameter {name} is a {type(value).__name__}, not text, a number "
+                             "or a message")
+    return Message(message_id, tuple(values.items()), plural_id, count)
+
+
+def _text_or_message(value: object) -> Message | str:
+    if isinstance(value, (Message, str)):
+        return value
+    return from_data(value)
+
+
+# A field of a file the bot writes and reads back (a point's reason, a plan note): English text from an
+# older file, or a catalogue message kept as its id and parameters, rendered per language by the reader.
+Text = Annotated[
+    Message | str,
+    PlainValidator(_text_or_message),
+    PlainSerializer(to_data),
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "object", "required": ["id"],
+                                                  "properties": {"id": {"type": "string"},
+                                                                 "params": {"type": "object"}}}]}),
+]
 
 
 def msg(message_id: str, /, **params: object) -> Message:
