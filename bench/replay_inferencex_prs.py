@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import RESULTS, command_line, machine_info, write_result  # noqa: E402
 
+from bot.core.messages import from_data  # noqa: E402
 from bot.inferencex.launches import STARTUP_S, point_seconds, row_concurrencies, row_gpus  # noqa: E402
 
 CHANGELOG = "perf-changelog.yaml"
@@ -168,7 +169,14 @@ def compare(pr: dict, ours: dict, theirs: dict) -> dict:
             "gpu_hours_recipe_bot": ours_h, "gpu_hours_inferencex": theirs_h, "ratio": ratio,
             "recipe_bot_error": ours["error"], "inferencex_error": theirs["error"],
             "reason": "" if agree else _reason(ours, theirs),
-            "notes": [n for n in ours.get("notes", []) if n.startswith("InferenceX infra")][:3]}
+            "notes": [n for n in map(_note_text, ours.get("notes", [])) if n.startswith("InferenceX infra")][:3]}
+
+
+def _note_text(note: object) -> str:
+    """A plan.json note in English: a catalogue message is {id, params} (an older plan's note is text)."""
+    if not isinstance(note, dict):
+        return str(note)
+    return str(from_data(note))
 
 
 def markdown(results: list[dict], since: str) -> str:

@@ -51,7 +51,7 @@ def test_a_removed_recipe_in_the_configured_folder_is_noted(tmp_path):
     (repo / "recipe/fixture-manual.yaml").unlink()
     git(repo, "commit", "-qam", "remove the manual suite")
     plan = plan_change(repo, base, git(repo, "rev-parse", "HEAD"))
-    assert "recipe recipe/fixture-manual.yaml was removed; nothing to run for it" in plan.notes
+    assert "recipe recipe/fixture-manual.yaml was removed; nothing to run for it" in map(str, plan.notes)
 
 
 # -- /reuse ends on a change to what ran ---------------------------------------------------------------------

@@ -48,7 +48,7 @@ def test_an_appended_entry_plans_its_config_with_a_point_per_concurrency_and_pac
     append_entry(repo, [AGENTIC])
     plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
     assert [t.name for t in plan.touched] == [AGENTIC]
-    assert plan.touched[0].reasons[0].startswith("perf-changelog.yaml entry appended")
+    assert str(plan.touched[0].reasons[0]).startswith("perf-changelog.yaml entry appended")
     (row,) = plan.recipes
     assert (row.recipe, row.points) == (AGENTIC, 4 + 3 + 2 + 6)  # its four conc-lists
     assert row.server_launches == 16  # as InferenceX runs it: a launch per row, plus the eval row
@@ -85,7 +85,7 @@ def test_a_master_config_change_without_a_changelog_entry_is_not_run_but_named(r
     path.write_text(path.read_text().replace("sglang:v1.0.0-cu130", "sglang:v1.0.1-cu130"))
     plan = plan_change(repo, base, commit(repo))
     assert plan.touched == [] and rows(plan) == []  # InferenceX runs what its changelog declares
-    assert any(n.startswith(f"{MTP}: changed without a perf-changelog.yaml entry") for n in plan.notes)
+    assert any(n.startswith(f"{MTP}: changed without a perf-changelog.yaml entry") for n in map(str, plan.notes))
 
 
 def test_plan_infra_run_in_the_repository_config_plans_what_a_change_touches(repo):
@@ -113,7 +113,7 @@ def test_an_infra_only_change_plans_nothing_and_names_the_configs_the_command_an
     plan = plan_change(repo, base, commit(repo))
     assert rows(plan) == [] and plan.gpu_hours == 0
     # h100, h100-multinode and cluster:h100-lab all hold h100-lab_* runners; the mi300x configs do not
-    (note,) = [n for n in plan.notes if n.startswith("InferenceX infra: runners/launch_h100-lab.sh changed")]
+    (note,) = [n for n in map(str, plan.notes) if n.startswith("InferenceX infra: runners/launch_h100-lab.sh changed")]
     assert "it affects 6 config(s)" in note
     assert (f"`/sweep gptoss-fp4-h100-sglang-agentic-hicache llama5-fp8-h100-dynamo-trt llama5-fp8-h100-sglang "
             f"{AGENTIC} {MTP} llama5-fp8-h100-trt`") in note
@@ -126,7 +126,7 @@ def test_an_infra_change_beside_an_entry_runs_only_the_entry(repo):
     append_entry(repo, [MTP])
     plan = plan_change(repo, base, commit(repo), PlanFilters(canary=False))
     assert [t.name for t in plan.touched] == [MTP]
-    assert any("it affects 5 config(s)" in n and MTP not in n.split("(")[1] for n in plan.notes
+    assert any("it affects 5 config(s)" in n and MTP not in n.split("(")[1] for n in map(str, plan.notes)
                if n.startswith("InferenceX infra:"))
 
 
@@ -140,7 +140,7 @@ def test_with_plan_infra_run_a_fleet_launcher_change_plans_every_config_of_its_r
         "gptoss-fp4-h100-sglang-agentic-hicache", "llama5-fp8-h100-dynamo-trt", "llama5-fp8-h100-sglang",
         AGENTIC, MTP, "llama5-fp8-h100-trt",
     ]
-    assert "shared infra touched, 6 recipes affected: runners/launch_h100-lab.sh" in plan.notes
+    assert "shared infra touched, 6 recipes affected: runners/launch_h100-lab.sh" in map(str, plan.notes)
 
 
 def test_sweep_enabled_runs_the_lowest_concurrency_of_each_group_without_a_canary(repo):
@@ -198,7 +198,7 @@ def test_the_infra_note_and_the_deletion_refusal_read_in_chinese(repo):
     base = git(repo, "rev-parse", "HEAD")
     (repo / "runners" / "launch_h100-lab.sh").write_text("#!/bin/bash\nexport MODEL=\"$MODEL_PATH\"\n")
     plan = plan_change(repo, base, commit(repo))
-    (note,) = [n for n in plan.notes if n.startswith("InferenceX infra:")]
-    assert messages_zh.translate(note).startswith("InferenceX 基础设施：runners/launch_h100-lab.sh 有改动；它影响 6 个")
+    (note,) = [n for n in plan.notes if str(n).startswith("InferenceX infra:")]
+    assert note.render("zh").startswith("InferenceX 基础设施：runners/launch_h100-lab.sh 有改动；它影响 6 个")
     chinese = messages_zh.translate(deletion_message("perf-changelog.yaml", "  pr-link: x"))
     assert chinese == "perf-changelog.yaml 中不允许删除。变更记录只允许追加。被删除的行：  pr-link: x"

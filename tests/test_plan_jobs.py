@@ -94,7 +94,7 @@ def test_conc_keeps_only_those_points(catalog, conc, expected):
     plan = plan_of(catalog, recipes=("tiny-cpu",), conc=conc)
     assert [p.concurrency for j in plan.jobs for p in j.points] == expected
     if not expected:
-        assert any("no point matches --conc 3" in n for n in plan.notes)
+        assert any("no point matches --conc 3" in n for n in map(str, plan.notes))
 
 
 def test_an_unknown_recipe_glob_is_an_error_listing_the_recipes(catalog):
@@ -135,7 +135,7 @@ def test_a_touched_manual_suite_is_left_out_with_its_reason(catalog):
     plan = plan_native(catalog, PlanFilters(kind="e2e"), touched)
     assert plan.jobs == []
     assert any(n.startswith("qwen3.5-122b-a10b-afd: manual (8 GPUs") and "/e2e qwen3.5-122b-a10b-afd" in n
-               for n in plan.notes)
+               for n in map(str, plan.notes))
 
 
 def test_gpu_smoke_e2e_cases_share_the_two_devices(catalog):

@@ -13,6 +13,7 @@ import dataclasses
 from pathlib import Path
 
 from bot.core.config import CONFIG_PATH, ConfigError, load_config
+from bot.core.messages import Message, msg
 from bot.inferencex.repo import load_inferencex
 from bot.plan.model import Plan, PlanError
 from bot.recipes.catalog import RUNNERS_FILE, load_runners
@@ -29,6 +30,12 @@ class Allowed:
     files: str = RUNNERS_FILE  # the files that list them, for the error
 
 
+def _why(exc: Exception) -> object:
+    """What a source, config or recipe error says: its message where it carries one, else its text."""
+    first = exc.args[0] if exc.args else None
+    return first if isinstance(first, Message) else str(exc)
+
+
 def allowed_at(repo: Path, rev: str) -> Allowed:
     """The runner labels and images the default branch (`rev`) allows; PlanError if unreadable."""
     try:
@@ -37,7 +44,7 @@ def allowed_at(repo: Path, rev: str) -> Allowed:
         raw_config = source.read(CONFIG_PATH)
         config = load_config(raw_config.decode("utf-8"), f"{CONFIG_PATH}@{rev}") if raw_config else None
     except (SourceError, ConfigError, RecipeError, UnicodeDecodeError) as exc:
-        raise PlanError(f"cannot read what {rev} allows: {exc}") from None
+        raise PlanError(msg("cannot read what %(rev)s allows: %(why)s", rev=rev, why=_why(exc))) from None
     labels = set(table.runners) if table is not None else set()
     inferencex = _inferencex_labels(source, rev)
     labels |= inferencex
@@ -55,14 +62,14 @@ def _inferencex_labels(source: GitSource, rev: str) -> set[str]:
     try:
         repo = load_inferencex(source)
     except RecipeError as exc:
-        raise PlanError(f"cannot read what {rev} allows: {exc}") from None
+        raise PlanError(msg("cannot read what %(rev)s allows: %(why)s", rev=rev, why=_why(exc))) from None
     if repo is None:
         return set()
     return set(repo.labels) | {entry["runner"] for entry in repo.configs.values() if isinstance(entry.get("runner"), str)}
 
 
 def check_plan(plan: Plan, allowed: Allowed) -> None:
-    """Raises PlanError (EN + 中文) naming the first job whose runner label or image is not allowed."""
+    """Raises PlanError naming the first job whose runner label or image is not allowed."""
     entries = [(job.job_id, job.runner_label, job) for job in plan.jobs]
     for matrix in [*plan.matrices, *(plan.inferencex.matrices if plan.inferencex else [])]:
         entries += [(entry.job_id, entry.runner_label, entry.job) for entry in matrix.include]
@@ -71,16 +78,12 @@ def check_plan(plan: Plan, allowed: Allowed) -> None:
             entries.append((canary.job_id, canary.runner_label, canary.job))
     for job_id, label, job in entries:
         if label not in allowed.runner_labels:
-            raise PlanError(
-                f"job {job_id} names runner label {label!r}, which {allowed.files} on {allowed.where} does not "
-                f"list; a pull request cannot choose its own runners / 作业 {job_id} 使用的 runner 标签 "
-                f"{label!r} 不在 {allowed.where} 的 {allowed.files} 中；PR 不能自行指定 runner",
-                sorted(allowed.runner_labels))
+            raise PlanError(msg("job %(job)s names runner label %(label)s, which %(files)s on %(where)s does not "
+                                "list; a pull request cannot choose its own runners", job=job_id, label=repr(label),
+                                files=allowed.files, where=allowed.where), sorted(allowed.runner_labels))
         for case in job.cases if job is not None else ():
             for server in case.servers:
                 if server.image is not None and server.image not in allowed.images:
-                    raise PlanError(
-                        f"job {job_id} names container image {server.image!r}, which pr_jobs.images of "
-                        f"{CONFIG_PATH} on {allowed.where} does not list / 作业 {job_id} 使用的容器镜像 "
-                        f"{server.image!r} 不在 {allowed.where} 的 {CONFIG_PATH} 的 pr_jobs.images 中",
-                        sorted(allowed.images))
+                    raise PlanError(msg("job %(job)s names container image %(image)s, which pr_jobs.images of "
+                                        "%(config)s on %(where)s does not list", job=job_id, image=repr(server.image),
+                                        config=CONFIG_PATH, where=allowed.where), sorted(allowed.images))

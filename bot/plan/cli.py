@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.messages import refusal
 from bot.core.commands import UsageError, parse_single
 from bot.core.messages import msg, UsageRefusal
 from bot.plan.allowed import allowed_at, check_plan
@@ -107,7 +108,7 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
     except PlanError as exc:
         if fmt == "json":
             click.echo(json.dumps({"errors": [{"message": str(exc), "accepted": exc.accepted}]}, indent=2))
-        raise click.ClickException(str(exc)) from None
+        raise refusal(exc.message) from None
     job_files = write_jobs(plan, jobs_dir) if jobs_dir is not None else None
     if outputs is not None:
         write_row_files(outputs, jobs_dir)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from bot.core.jobs import Case, Job
+from bot.core.messages import msg
 from bot.plan.expand import Expanded, server_specs
 from bot.plan.ids import job_id, slurm_spec
 from bot.plan.model import PlanFilters
@@ -37,6 +38,7 @@ def expand_compare(entry: CatalogEntry, runner: RunnerSpec | None, filters: Plan
               estimated_gpu_hours=round(gpu_hours, 4), timeout_s=suite.timeout_s or max(1800.0, 2.0 * seconds),
               estimate_s=seconds, fail_fast=False, slurm=slurm_spec(runner, gpus),
               compare_arms=[arm.name for arm in spec.arms], manual=suite.manual)
-    notes = [f"{suite.name}: compare {spec.arms[0].name} against {spec.arms[1].name} on one host, "
-             f"concurrency {', '.join(map(str, concs))}, {spec.repeats} repeat(s) each"]
+    notes = [msg("%(suite)s: compare %(first)s against %(second)s on one host, concurrency %(concs)s, %(repeats)s "
+                 "repeat(s) each", suite=suite.name, first=spec.arms[0].name, second=spec.arms[1].name,
+                 concs=", ".join(map(str, concs)), repeats=spec.repeats)]
     return Expanded(jobs=[job], points=len(concs) * 2, packed_launches=2, unpacked_launches=2, notes=notes)

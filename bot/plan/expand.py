@@ -5,6 +5,7 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from bot import engines
+from bot.core.messages import Message, msg
 from bot.core.jobs import AccuracySpec, Case, CommandSpec, Job, SearchSpec, ServerSpec
 from bot.engines import Parallelism
 from bot.plan.ids import check_globs, job_id, slurm_spec
@@ -12,6 +13,9 @@ from bot.plan.limits import chunk_sizes, limit_for
 from bot.plan.model import PlanFilters
 from bot.recipes.catalog import CatalogEntry
 from bot.recipes.schema import Accuracy, Arm, E2ESuite, RunnerSpec, SweepRecipe
+
+# The note of a recipe none of whose points --conc names (bot/plan/render.py tells the plan's reader so).
+NO_POINT_MATCHES = "%(recipe)s: no point matches --conc %(conc)s (its concurrencies: %(offered)s)"
 
 __all__ = ["Expanded", "check_globs", "expand", "job_id", "slurm_spec"]  # ids live in bot.plan.ids
 
@@ -37,7 +41,7 @@ class Expanded:
     points: int = 0
     packed_launches: int = 0
     unpacked_launches: int = 0
-    notes: list[str] = field(default_factory=list)
+    notes: list[Message] = field(default_factory=list)
 
 
 def _arm_concurrencies(recipe: SweepRecipe, arm: Arm, filters: PlanFilters) -> list[int]:
@@ -126,8 +130,9 @@ class _SweepBuilder:
         out.points += search.budget
         out.packed_launches += 1
         out.unpacked_launches += search.budget
-        out.notes.append(f"{recipe.name} {arm.label}: search for the {search.target} in concurrency "
-                         f"{search.range[0]}..{search.range[1]}, at most {search.budget} points on one launch")
+        out.notes.append(msg("%(recipe)s %(arm)s: search for the %(target)s in concurrency %(lo)s..%(hi)s, at most "
+                             "%(budget)s points on one launch", recipe=recipe.name, arm=arm.label,
+                             target=search.target, lo=search.range[0], hi=search.range[1], budget=search.budget))
 
     def packed_jobs(self, out: Expanded, arm: Arm, concs: list[int], gate: AccuracySpec | None) -> None:
         """One launch for the arm's points, or as many as it takes for each to fit its time limit."""
@@ -137,10 +142,12 @@ class _SweepBuilder:
         sizes = chunk_sizes(len(concs), recipe.estimate.startup_s, self.point_s, limit_s, tail)
         if len(sizes) > 1:
             out.packed_launches += len(sizes) - 1
-            out.notes.append(f"{recipe.name} {arm.label}: {len(concs)} packed points need "
-                             f"{recipe.estimate.startup_s + self.point_s * len(concs) + tail:.0f} s, over the "
-                             f"{limit_s:.0f} s limit ({source}): split into {len(sizes)} launches of "
-                             f"{', '.join(map(str, sizes))} points")
+            out.notes.append(msg(
+                "%(recipe)s %(arm)s: %(points)s packed points need %(seconds)s s, over the %(limit)s s limit "
+                "(%(source)s): split into %(launches)s launches of %(sizes)s points", recipe=recipe.name,
+                arm=arm.label, points=len(concs),
+                seconds=f"{recipe.estimate.startup_s + self.point_s * len(concs) + tail:.0f}",
+                limit=f"{limit_s:.0f}", source=source, launches=len(sizes), sizes=", ".join(map(str, sizes))))
         start = 0
         for index, size in enumerate(sizes):
             part = concs[start:start + size]
@@ -164,8 +171,9 @@ class _SweepBuilder:
         arms = [(arm, concs) for arm, concs in arms if concs]
         if not arms:
             offered = sorted({c for arm in recipe.search_space for c in recipe.arm_concurrency(arm)})
-            out.notes.append(f"{recipe.name}: no point matches --conc {','.join(map(str, filters.conc))} "
-                             f"(its concurrencies: {', '.join(map(str, offered))})")
+            out.notes.append(msg("%(recipe)s: no point matches --conc %(conc)s (its concurrencies: %(offered)s)",
+                                 recipe=recipe.name, conc=",".join(map(str, filters.conc)),
+                                 offered=", ".join(map(str, offered))))
             return out
         gate = recipe.accuracy if filters.accuracy else None
         gated: set[str] = set()
@@ -219,7 +227,7 @@ def expand_e2e(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanFilt
         out = expand_compare(entry, runner, filters)
     if filters.compare:
         if suite.compare is None:
-            out.notes.append(f"{suite.name}: --compare asked, but the suite has no compare: section")
+            out.notes.append(msg("%(suite)s: --compare asked, but the suite has no compare: section", suite=suite.name))
         return out
     cases_out = _expand_cases(entry, runner, filters)
     cases_out.jobs += out.jobs
@@ -263,7 +271,8 @@ def _expand_cases(entry: CatalogEntry, runner: RunnerSpec | None, filters: PlanF
     if filters.cases and not suite_named:
         cases = [c for c in cases if any(fnmatch.fnmatchcase(c.name, g) for g in filters.cases)]
         if not cases:
-            return Expanded(notes=[f"{suite.name}: no case matches {' '.join(filters.cases)}"])
+            return Expanded(notes=[msg("%(suite)s: no case matches %(globs)s", suite=suite.name,
+                                       globs=" ".join(filters.cases))])
     out_cases = []
     seconds = 0.0
     for case in cases:

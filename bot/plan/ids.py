@@ -6,6 +6,7 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
+from bot.core.messages import msg
 from bot.plan.model import PlanError
 
 if TYPE_CHECKING:
@@ -36,4 +37,6 @@ def slurm_spec(runner: RunnerSpec | None, gpus: int) -> SlurmSpec | None:
 def check_globs(globs: tuple[str, ...], names: list[str], what: str) -> None:
     for glob in globs:
         if not any(fnmatch.fnmatchcase(name, glob) for name in names):
-            raise PlanError(f"no {what} matches {glob!r}", sorted(names))
+            text = (msg("no recipe matches %(glob)s", glob=repr(glob)) if what == "recipe"
+                    else msg("no case matches %(glob)s", glob=repr(glob)))
+            raise PlanError(text, sorted(names))

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bot.core.config import CONFIG_PATH, ConfigError, load_config
+from bot.core.messages import Message, msg
 from bot.inferencex.changelog import default_rows
 from bot.inferencex.launches import STARTUP_S, names_file, point_seconds, row_concurrencies, row_gpus, shared_reason
 from bot.inferencex.repo import InferenceXRepo
@@ -43,7 +44,7 @@ def rows_gpu_hours(repo: InferenceXRepo, keys: list[str]) -> tuple[int, float]:
     return len(pairs), hours
 
 
-def infra_notes(repo: InferenceXRepo, changed: set[str], logged: set[str]) -> list[str]:
+def infra_notes(repo: InferenceXRepo, changed: set[str], logged: set[str]) -> list[Message]:
     """One note per changed shared file: the configs it affects that no changelog entry runs, the
     command that would run them and its GPU-hours (InferenceX runs only what its changelog names)."""
     notes = []
@@ -52,9 +53,12 @@ def infra_notes(repo: InferenceXRepo, changed: set[str], logged: set[str]) -> li
         if not unrun:
             continue
         count, hours = rows_gpu_hours(repo, unrun)
-        shown = ", ".join(unrun[:_SHOWN]) + (f", ... {len(unrun) - _SHOWN} more" if len(unrun) > _SHOWN else "")
-        notes.append(
-            f"InferenceX infra: {path} changed; it affects {len(unrun)} config(s) no {repo.changelog_path} entry "
-            f"runs ({shown}); not planned, as InferenceX's changelog declares what runs. To run them: "
-            f"`/sweep {' '.join(unrun)}` ({count} rows, about {hours:.0f} GPU-hours)")
+        shown: Message | str = ", ".join(unrun[:_SHOWN])
+        if len(unrun) > _SHOWN:
+            shown = msg("%(shown)s, ... %(more)s more", shown=shown, more=len(unrun) - _SHOWN)
+        notes.append(msg(
+            "InferenceX infra: %(file)s changed; it affects %(configs)s config(s) no %(changelog)s entry runs "
+            "(%(shown)s); not planned, as InferenceX's changelog declares what runs. To run them: `/sweep "
+            "%(keys)s` (%(rows)s rows, about %(hours)s GPU-hours)", file=path, configs=len(unrun),
+            changelog=repo.changelog_path, shown=shown, keys=" ".join(unrun), rows=count, hours=f"{hours:.0f}"))
     return notes

@@ -5,6 +5,7 @@ import fnmatch
 import hashlib
 from typing import TYPE_CHECKING
 
+from bot.core.messages import Message, msg
 from bot.inferencex.canonical import sorted_json
 from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entries, changelog_rows, default_rows
 from bot.inferencex.launches import (
@@ -16,7 +17,7 @@ from bot.plan.inferencex_infra import infra_notes, infra_rule
 from bot.plan.limits import limit_for
 from bot.plan.matrix import matrices_for
 from bot.plan.model import ChangelogSummary, InferenceXPlan, MatrixEntry, Plan, PlanFilters, RecipePlan, TouchedRecipe
-from bot.plan.touched import touched_inferencex
+from bot.plan.touched import SHARED_NOTES, touched_inferencex
 from bot.recipes.errors import RecipeError
 from bot.recipes.sources import Source
 
@@ -67,7 +68,7 @@ def pick_canary(pairs: Keyed) -> tuple[str, dict] | None:
 
 
 def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, changed: set[str]
-                  ) -> tuple[dict[str, list[str]], list[AppendedEntry], InferenceXRepo | None]:
+                  ) -> tuple[dict[str, list[Message]], list[AppendedEntry], InferenceXRepo | None]:
     touched, base_repo = touched_inferencex(repo, base, changed)
     reasons = {k: list(v) for k, v in touched.reasons.items()}
     entries: list[AppendedEntry] = []
@@ -75,17 +76,18 @@ def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, 
         entries = appended_entries(repo, base.read(repo.changelog_path), head.read(repo.changelog_path))
         for appended in entries:
             for key in appended.keys:
-                reasons.setdefault(key, []).insert(0, f"{repo.changelog_path} entry appended (line {appended.line})")
+                reasons.setdefault(key, []).insert(0, msg("%(changelog)s entry appended (line %(line)s)",
+                                                          changelog=repo.changelog_path, line=appended.line))
     logged = {k for e in entries for k in e.keys}
     if infra_rule(base) == "note":  # the changelog declares what runs; other changes are named, not run
         plan.notes.extend(infra_notes(repo, changed, logged))
-        plan.notes.extend(n for n in touched.notes if not n.startswith("shared infra touched"))
+        plan.notes.extend(n for n in touched.notes if n.id not in SHARED_NOTES)
         reasons = {k: v for k, v in reasons.items() if k in logged}
     else:
         plan.notes.extend(touched.notes)
     for key in sorted(k for k in touched.reasons if k not in logged):
-        plan.notes.append(f"{key}: changed without a {repo.changelog_path} entry (InferenceX itself would "
-                          "not run it until one is appended)")
+        plan.notes.append(msg("%(key)s: changed without a %(changelog)s entry (InferenceX itself would not run it "
+                              "until one is appended)", key=key, changelog=repo.changelog_path))
     return reasons, entries, base_repo
 
 
@@ -105,8 +107,8 @@ def check_problems(plan: Plan, repo: InferenceXRepo, selected: list[str], change
         raise RecipeError(fatal)
     plan.warnings.extend(p.as_dict() for p in repo.all_problems())
     if plan.warnings:
-        plan.notes.append(f"InferenceX: {len(plan.warnings)} problem(s) that InferenceX's generator reads past are "
-                          "listed as warnings; they do not stop the plan")
+        plan.notes.append(msg("InferenceX: %(problems)s problem(s) that InferenceX's generator reads past are listed "
+                              "as warnings; they do not stop the plan", problems=len(plan.warnings)))
     return [k for k in selected if k in repo.configs]
 
 
@@ -127,7 +129,7 @@ def _row_entry(key: str, row: dict, runners: RunnerTable | None) -> MatrixEntry:
 def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source | None, changed: set[str],
                     filters: PlanFilters, runners: RunnerTable | None = None) -> None:
     """Add the InferenceX rows a change needs to `plan`: exact rows, launches, matrices, GPU-hours."""
-    reasons: dict[str, list[str]] = {}
+    reasons: dict[str, list[Message]] = {}
     entries: list[AppendedEntry] = []
     base_repo = None
     if filters.recipes:
@@ -159,7 +161,7 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
         throughput = [pair for pair in throughput if pair[1] is not canary[1]]
         key, row = canary
         ix.canary = _row_entry(key, row, runners)
-        plan.notes.append(f"InferenceX canary: {ix.canary.job_id} runs first")
+        plan.notes.append(msg("InferenceX canary: %(job)s runs first", job=ix.canary.job_id))
     pairs = [*throughput, *evals]
     ix.rows = ChangelogRows(throughput=throughput, evals=evals).buckets()
     groups = launch_groups([r for _, r in pairs], {i: k for i, (k, _) in enumerate(pairs)}, repo)
@@ -171,17 +173,19 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
     matrix_entries = [_row_entry(k, r, runners) for k, r in pairs]
     over = [e for e in [*matrix_entries, *([ix.canary] if ix.canary else [])] if e.estimate_s > e.limit_s]
     for entry in over[:5]:
-        plan.notes.append(f"InferenceX row {entry.job_id} needs about {entry.estimate_s:.0f} s, over its "
-                          f"{entry.limit_s:.0f} s limit ({entry.limit_source}); one row is one launch and "
-                          "cannot be split")
+        plan.notes.append(msg("InferenceX row %(job)s needs about %(seconds)s s, over its %(limit)s s limit "
+                              "(%(source)s); one row is one launch and cannot be split", job=entry.job_id,
+                              seconds=f"{entry.estimate_s:.0f}", limit=f"{entry.limit_s:.0f}",
+                              source=entry.limit_source))
     ix.matrices = matrices_for(matrix_entries, filters.max_matrix_jobs, {})
     for matrix in ix.matrices:
         matrix.fail_fast = filters.fail_fast
     _summarise(plan, repo, selected, groups, canary, reasons)
     if pairs:
-        plan.notes.append(
-            f"InferenceX: {ix.launches} server launches as its workflow runs them (one per row); "
-            f"{ix.packed_launches} if each server configuration served all of its points in one launch"
+        plan.notes.append(msg(
+            "InferenceX: %(launches)s server launches as its workflow runs them (one per row); %(packed)s if each "
+            "server configuration served all of its points in one launch", launches=ix.launches,
+            packed=ix.packed_launches)
         )
     plan.inferencex = ix
 
@@ -191,17 +195,20 @@ def _packing_notes(plan: Plan, packing: list[dict]) -> None:
     not_packs = [p for p in packing if not p["packs"]]
     if not packing:
         return
-    plan.notes.append(f"InferenceX packing: {len(packs)} server configuration(s) ({sum(p['rows'] for p in packs)} "
-                      f"rows) may share a launch; {len(not_packs)} ({sum(p['rows'] for p in not_packs)} rows) "
-                      "may not")
+    plan.notes.append(msg("InferenceX packing: %(packs)s server configuration(s) (%(pack_rows)s rows) may share a "
+                          "launch; %(not_packs)s (%(not_rows)s rows) may not", packs=len(packs),
+                          pack_rows=sum(p["rows"] for p in packs), not_packs=len(not_packs),
+                          not_rows=sum(p["rows"] for p in not_packs)))
     for item in not_packs[:5]:
-        plan.notes.append(f"  {item['config_key']} ({item['rows']} rows) does not pack: {item['why']}")
+        plan.notes.append(msg("  %(key)s (%(rows)s rows) does not pack: %(why)s", key=item["config_key"],
+                              rows=item["rows"], why=item["why"]))
     if len(not_packs) > 5:
-        plan.notes.append(f"  ... {len(not_packs) - 5} more configurations that do not pack (see inferencex.packing)")
+        plan.notes.append(msg("  ... %(more)s more configurations that do not pack (see inferencex.packing)",
+                              more=len(not_packs) - 5))
 
 
 def _summarise(plan: Plan, repo: InferenceXRepo, selected: list[str], groups: list[LaunchGroup],
-               canary: tuple[str, dict] | None, reasons: dict[str, list[str]]) -> None:
+               canary: tuple[str, dict] | None, reasons: dict[str, list[Message]]) -> None:
     by_key: dict[str, list[LaunchGroup]] = {}
     for group in groups:
         by_key.setdefault(group.config_key, []).append(group)

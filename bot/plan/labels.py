@@ -1,6 +1,7 @@
 """InferenceX's sweep labels as plan filters: one primary label picks the scope, canary and fail-fast."""
 from __future__ import annotations
 
+from bot.core.messages import msg
 from bot.plan.model import PlanError, PlanFilters
 
 # label → (scope, canary, fail_fast), as in InferenceX's docs/ci-procedures.md
@@ -26,7 +27,7 @@ def check_labels(labels: list[str] | tuple[str, ...]) -> None:
     known = [*PRIMARY_LABELS, *MODIFIER_LABELS]
     for label in labels:
         if label not in known:
-            raise PlanError(f"--label {label!r} is not a sweep label", known)
+            raise PlanError(msg("--label %(label)s is not a sweep label", label=repr(label)), known)
 
 
 def filters_for_labels(labels: list[str] | tuple[str, ...], base: PlanFilters | None = None) -> PlanFilters:
@@ -34,7 +35,8 @@ def filters_for_labels(labels: list[str] | tuple[str, ...], base: PlanFilters | 
     primary = [label for label in labels if label in PRIMARY_LABELS]
     if len(primary) > 1:
         raise PlanError(
-            f"PR has multiple conflicting sweep labels ({', '.join(sorted(primary))}). Pick exactly one.",
+            msg("PR has multiple conflicting sweep labels (%(labels)s). Pick exactly one.",
+                labels=", ".join(sorted(primary))),
             sorted(PRIMARY_LABELS),
         )
     update: dict = {}

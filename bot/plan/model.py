@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from bot.core.messages import Message, msg
+
 if TYPE_CHECKING:
     from bot.core.jobs import Job, SlurmSpec
 
@@ -19,6 +21,8 @@ MAX_MATRIX_JOBS = 256  # GitHub Actions' limit of jobs per matrix
 
 
 def _plain(value: Any, mode: str, exclude_none: bool) -> Any:
+    if isinstance(value, Message):  # a note or a reason: JSON keeps its id and parameters (bot.core.messages)
+        return value.to_data() if mode == "json" else value
     if isinstance(value, Record):
         return value.model_dump(mode=mode, exclude_none=exclude_none)
     if hasattr(value, "model_dump"):  # a pydantic model (a native Job, a SlurmSpec)
@@ -263,12 +267,19 @@ class Plan(Record):
 
 
 class PlanError(Exception):
-    """A plan request that cannot be satisfied (unknown revision, a glob that matches nothing...)."""
+    """A plan request that cannot be satisfied (unknown revision, a glob that matches nothing...).
 
-    def __init__(self, message: str, accepted: list[str] | None = None) -> None:
+    `message` is what it says in each language (a catalogue message; text where a lower layer gave
+    text); str() is its English form."""
+
+    def __init__(self, message: Message | str, accepted: list[str] | None = None) -> None:
         self.accepted = accepted or []
-        text = message
         if self.accepted:
-            shown = self.accepted[:20] + ([f"... {len(self.accepted) - 20} more"] if len(self.accepted) > 20 else [])
-            text += f" (accepted: {', '.join(shown)})"
-        super().__init__(text)
+            shown = ", ".join(self.accepted[:20])
+            if len(self.accepted) > 20:
+                message = msg("%(message)s (accepted: %(accepted)s, ... %(more)s more)", message=message,
+                              accepted=shown, more=len(self.accepted) - 20)
+            else:
+                message = msg("%(message)s (accepted: %(accepted)s)", message=message, accepted=shown)
+        self.message = message
+        super().__init__(str(message))

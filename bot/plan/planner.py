@@ -5,6 +5,7 @@ import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.core.messages import Message, msg
 from bot.inferencex.catalog import load_catalog
 from bot.plan.expand import expand
 from bot.plan.ids import check_globs, job_id
@@ -109,7 +110,8 @@ def plan_native(catalog: Catalog, filters: PlanFilters, touched: Touched | None)
         reason = manual_reason(catalog, name)
         if reason is not None:
             picked.discard(name)
-            plan.notes.append(f"{name}: manual ({reason}); not required by the gate; run it with /e2e {name}")
+            plan.notes.append(msg("%(name)s: manual (%(reason)s); not required by the gate; run it with /e2e %(name)s",
+                                  name=name, reason=reason))
     selected = [n for n in names if n in picked and _kind_ok(catalog, n, filters)]
     jobs: list[Job] = []
     for name in selected:
@@ -118,8 +120,8 @@ def plan_native(catalog: Catalog, filters: PlanFilters, touched: Touched | None)
         expanded = expand(entry, runner, filters)
         plan.notes.extend(expanded.notes)
         if manual_reason(catalog, name) is not None:
-            plan.notes.append(f"{name}: manual ({manual_reason(catalog, name)}); run on command, not required "
-                              "by the gate")
+            plan.notes.append(msg("%(name)s: manual (%(reason)s); run on command, not required by the gate",
+                                  name=name, reason=manual_reason(catalog, name)))
         if not expanded.jobs:
             continue
         jobs.extend(expanded.jobs)
@@ -138,7 +140,7 @@ def plan_native(catalog: Catalog, filters: PlanFilters, touched: Touched | None)
         canary, jobs, split = pick_canary(catalog, jobs)
     if canary is not None:
         plan.canary = _entry(canary)
-        plan.notes.append(f"canary: {canary.job_id} runs first; the other jobs wait for it")
+        plan.notes.append(msg("canary: %(job)s runs first; the other jobs wait for it", job=canary.job_id))
         if split:
             row = next(r for r in plan.recipes if r.recipe == canary.recipe)
             row.jobs += 1
@@ -178,7 +180,7 @@ def plan_change_sources(catalog: Catalog, base: Source | None, filters: PlanFilt
                 fingerprint=entry.fingerprint, base_fingerprint=touched.base_fingerprints.get(name),
             ))
     else:
-        plan.notes.insert(0, "no base revision: every recipe of the catalog is planned")
+        plan.notes.insert(0, msg("no base revision: every recipe of the catalog is planned"))
     if catalog.inferencex is not None:
         plan_inferencex(plan, catalog.inferencex, catalog.source, base, changed, filters, catalog.runners)
     return plan
@@ -196,14 +198,15 @@ def plan_change(
     """
     repo = Path(repo_dir)
     if not repo.is_dir():
-        raise PlanError(f"--repo {repo}: no such directory; give the root of a repository that has a recipes/ folder")
+        raise PlanError(msg("--repo %(repo)s: no such directory; give the root of a repository that has a recipes/ "
+                            "folder", repo=str(repo)))
     try:
         head_source = open_source(repo, head)
         base_source = open_source(repo, base) if base is not None else None
     except SourceError as exc:
-        raise PlanError(str(exc)) from None
+        raise PlanError(exc.args[0] if exc.args and isinstance(exc.args[0], Message) else str(exc)) from None
     catalog = load_catalog(head_source)
     if not catalog.entries and catalog.inferencex is None:
-        raise PlanError(f"--repo {repo}: no recipes here (no recipes/*.yaml and no InferenceX configs); "
-                        "give the root of a repository that has a recipes/ folder")
+        raise PlanError(msg("--repo %(repo)s: no recipes here (no recipes/*.yaml and no InferenceX configs); give the "
+                            "root of a repository that has a recipes/ folder", repo=str(repo)))
     return plan_change_sources(catalog, base_source, filters or PlanFilters())

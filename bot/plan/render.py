@@ -11,6 +11,8 @@ import orjson
 from rich.table import Table
 
 from bot.core.i18n import render_bilingual
+from bot.core.messages import to_data
+from bot.plan.expand import NO_POINT_MATCHES
 from bot.plan.model import MatrixEntry, Plan
 from bot.recipes.errors import RecipeProblem
 
@@ -37,7 +39,7 @@ def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
         "summary": plan.summary(),
         "touched": [t.model_dump(mode="json") for t in plan.touched],
         "recipes": [r.model_dump(mode="json") for r in plan.recipes],
-        "notes": plan.notes,
+        "notes": [to_data(note) for note in plan.notes],  # read back with bot.core.messages.from_data
         "warnings": plan.warnings,
         # Every job once, the canary first: what `recipe-bot report --plan` reads back.
         "jobs": [job.model_dump(mode="json") for job in plan.jobs],
@@ -88,7 +90,7 @@ NOTHING_TO_RUN = {
 def nothing_reason(plan: Plan) -> str:
     """Why a plan is empty, so a narrowing filter is never mistaken for an untouched change."""
     filters = plan.filters
-    if filters.conc and any("no point matches --conc" in note for note in plan.notes):
+    if filters.conc and any(getattr(note, "id", None) == NO_POINT_MATCHES for note in plan.notes):
         return "conc"
     if plan.base is None or filters.cases or filters.kind != "all" or filters.evals_only:
         return "filtered"
@@ -119,7 +121,7 @@ def print_table(plan: Plan, console: Console) -> None:
         reason = NOTHING_TO_RUN[nothing_reason(plan)].format(conc=_conc_text(plan))
         console.print(f"{title}\n{reason}", highlight=False)
     for touched in plan.touched:
-        console.print(f"touched [bold]{touched.name}[/bold]: " + "; ".join(touched.reasons), highlight=False)
+        console.print(f"touched [bold]{touched.name}[/bold]: " + "; ".join(map(str, touched.reasons)), highlight=False)
     for note in plan.notes:
         console.print(f"note: {note}", highlight=False)
     for warning in plan.warnings:

@@ -5,6 +5,7 @@ import fnmatch
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from bot.core.messages import Message, msg
 from bot.inferencex.launches import names_file, shared_reason
 from bot.inferencex.repo import InferenceXRepo, load_inferencex
 from bot.recipes.catalog import (NOT_FINGERPRINTED, RUNNERS_FILE, Catalog, is_recipe_path, load_entry, load_runners,
@@ -14,13 +15,24 @@ from bot.recipes.loader import YamlCache
 from bot.recipes.sources import Source
 
 
+# The notes that say a shared file touched recipes (an InferenceX plan names those files its own way).
+SHARED_NOTES = frozenset({"shared infra touched, %(recipes)s recipes affected: %(files)s",
+                          "shared infra touched, %(recipes)s recipes affected: %(files)s (runner %(runner)s)"})
+
+
+def joined(reasons: list[Message]) -> Message:
+    """Reasons shown as one (`recipe changed; include x changed`), each in the reader's language."""
+    first, *rest = reasons
+    return first if not rest else msg("%(first)s; %(rest)s", first=first, rest=joined(rest))
+
+
 @dataclass
 class Touched:
-    reasons: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    reasons: dict[str, list[Message]] = field(default_factory=lambda: defaultdict(list))
     base_fingerprints: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Message] = field(default_factory=list)
 
-    def add(self, name: str, reason: str) -> None:
+    def add(self, name: str, reason: Message) -> None:
         if reason not in self.reasons[name]:
             self.reasons[name].append(reason)
 
@@ -40,18 +52,20 @@ def _shared_infra(catalog: Catalog, changed: set[str], touched: Touched) -> None
     if hits_all:
         names = sorted(catalog.entries)
         for name in names:
-            touched.add(name, f"shared infra touched: {', '.join(hits_all)}")
-        touched.notes.append(f"shared infra touched, {len(names)} recipes affected: {', '.join(hits_all)}")
+            touched.add(name, msg("shared infra touched: %(files)s", files=", ".join(hits_all)))
+        touched.notes.append(msg("shared infra touched, %(recipes)s recipes affected: %(files)s",
+                                 recipes=len(names), files=", ".join(hits_all)))
     for label, spec in sorted(table.runners.items()):
         hits = sorted(p for p in changed if _matches(p, spec.shared))
         if not hits:
             continue
         names = sorted(by_runner.get(label, []))
         for name in names:
-            touched.add(name, f"shared infra of runner {label} touched: {', '.join(hits)}")
-        touched.notes.append(
-            f"shared infra touched, {len(names)} recipes affected: {', '.join(hits)} (runner {label})"
-        )
+            touched.add(name, msg("shared infra of runner %(runner)s touched: %(files)s", runner=label,
+                                  files=", ".join(hits)))
+        touched.notes.append(msg(
+            "shared infra touched, %(recipes)s recipes affected: %(files)s (runner %(runner)s)",
+            recipes=len(names), files=", ".join(hits), runner=label))
 
 
 def _runner_settings(catalog: Catalog, base: Source, changed: set[str], touched: Touched) -> None:
@@ -65,9 +79,11 @@ def _runner_settings(catalog: Catalog, base: Source, changed: set[str], touched:
         if base_raw.get(label) != catalog.runners_raw.get(label):
             names = sorted(e.name for e in catalog.entries.values() if e.recipe.runner == label)
             for name in names:
-                touched.add(name, f"settings of runner {label} changed ({RUNNERS_FILE})")
+                touched.add(name, msg("settings of runner %(runner)s changed (%(file)s)", runner=label,
+                                      file=RUNNERS_FILE))
             if names:
-                touched.notes.append(f"runner {label} settings changed, {len(names)} recipes affected")
+                touched.notes.append(msg("runner %(runner)s settings changed, %(recipes)s recipes affected",
+                                         runner=label, recipes=len(names)))
 
 
 def _semantic(entry_dump: dict) -> dict:
@@ -88,17 +104,17 @@ def touched_native(catalog: Catalog, base: Source, changed: set[str]) -> Touched
         for glob in entry.named_files:
             hits = sorted(p for p in changed if fnmatch.fnmatchcase(p, glob))
             if hits:
-                touched.add(name, f"uses {', '.join(hits)}, which changed")
+                touched.add(name, msg("uses %(files)s, which changed", files=", ".join(hits)))
         changed_yaml = [f for f in entry.files if f in changed]
         if not changed_yaml:
             continue
         if base.read(entry.path) is None:
-            touched.add(name, f"new recipe ({entry.path})")
+            touched.add(name, msg("new recipe (%(file)s)", file=entry.path))
             continue
         try:
             old = load_entry(entry.path, base_cache, base, base_runners)
         except RecipeError:
-            touched.add(name, "recipe was invalid on the base revision")
+            touched.add(name, msg("recipe was invalid on the base revision"))
             continue
         touched.base_fingerprints[name] = old.fingerprint
         new_dump = _semantic(entry.recipe.model_dump(mode="json"))
@@ -106,18 +122,19 @@ def touched_native(catalog: Catalog, base: Source, changed: set[str]) -> Touched
         if new_dump != old_dump:
             own = entry.path in changed_yaml
             bases = [f for f in changed_yaml if f != entry.path]
-            what = ["recipe changed"] if own else []
-            what += [f"include {b} changed" for b in bases]
-            touched.add(name, "; ".join(what) if what else "recipe changed")
+            what = [msg("recipe changed")] if own else []
+            what += [msg("include %(file)s changed", file=b) for b in bases]
+            touched.add(name, joined(what) if what else msg("recipe changed"))
         elif entry.recipe.model_dump(mode="json") != old.recipe.model_dump(mode="json"):
-            touched.notes.append(f"{name}: only description/estimate/timeouts changed; nothing to run for it")
+            touched.notes.append(msg("%(recipe)s: only description/estimate/timeouts changed; nothing to run for it",
+                                     recipe=name))
     folder = recipes_dir_of(catalog.source)  # the repository's recipe folder (afd-plugin: recipe)
     removed = sorted(
         p for p in changed if is_recipe_path(p, folder)
         and base.read(p) is not None and not any(e.path == p for e in catalog.entries.values())
     )
     for path in removed:
-        touched.notes.append(f"recipe {path} was removed; nothing to run for it")
+        touched.notes.append(msg("recipe %(file)s was removed; nothing to run for it", file=path))
     return touched
 
 
@@ -137,18 +154,19 @@ def touched_inferencex(
     for key in sorted({*repo.configs, *repo.invalid}):
         if config_changed:
             if key not in base_keys:
-                touched.add(key, f"new config key in {repo.config_file[key]}")
+                touched.add(key, msg("new config key in %(file)s", file=repo.config_file[key]))
             elif base_repo.raw(key) != repo.raw(key):
-                touched.add(key, f"master config entry changed ({repo.config_file[key]})")
+                touched.add(key, msg("master config entry changed (%(file)s)", file=repo.config_file[key]))
     shared_hits: dict[str, list[str]] = defaultdict(list)
     for path in sorted(changed):
         for key in sorted(repo.configs):
             if names_file(repo, key, path):
-                touched.add(key, f"uses {path}, which changed")
+                touched.add(key, msg("uses %(files)s, which changed", files=path))
             reason = shared_reason(repo, key, path)
             if reason:
-                touched.add(key, f"shared infra touched: {reason}")
+                touched.add(key, msg("shared infra touched: %(files)s", files=reason))
                 shared_hits[path].append(key)
     for path, keys in sorted(shared_hits.items()):
-        touched.notes.append(f"shared infra touched, {len(keys)} recipes affected: {path}")
+        touched.notes.append(msg("shared infra touched, %(recipes)s recipes affected: %(files)s",
+                                 recipes=len(keys), files=path))
     return touched, base_repo
