@@ -5,10 +5,10 @@ import importlib
 
 import click
 
-from bot.core.cli_guard import HELP_OPTIONS, debug_enabled, one_line
+from bot.core.cli_guard import HELP_OPTIONS, one_line
 from bot.core.messages import Message, msg
 from bot.core.messages_zh import CJK, translate
-from bot.core.settings import settings_table
+from bot.core.settings import SettingsError, setting, settings_table
 
 # Subcommands are imported only when called, so `recipe-bot plan` never pays for matplotlib
 # and a runner host never imports the control plane.
@@ -53,6 +53,15 @@ SHORT_HELP = {
 }
 
 
+def _debug_enabled() -> bool:
+    # RECIPE_BOT_DEBUG is read here, at the edge where an unhandled error leaves the command: it decides
+    # how that error is shown, so no command can pass it in
+    try:
+        return bool(setting("DEBUG"))
+    except SettingsError:  # asked while an error is already on its way out: a bad value means no
+        return False
+
+
 def _in_both_languages(exc: click.ClickException) -> click.ClickException:
     """The error with its Chinese line under the English one, unless it has one.
 
@@ -92,7 +101,7 @@ class LazyGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:
-            if debug_enabled():
+            if _debug_enabled():
                 raise
             raise click.ClickException(one_line(exc)) from None
 

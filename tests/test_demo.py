@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from bot.cli import main
 from bot.demo import sample
+from bot.core.settings import load_settings
 from bot.demo.preview import mermaid_script, render_html, write_preview
 from tests import synthetic
 
@@ -113,7 +114,8 @@ def test_preview_renders_in_headless_chromium_and_the_screenshot_is_kept(tmp_pat
     comment, chart = report_for(synthetic.regression(), tmp_path)
     assert "failure" in comment.split("\n", 3)[1]
     files = write_preview(tmp_path, comment, {"name": "recipe-bot / benchmarks", "conclusion": "failure",
-                                              "head_sha": synthetic.HEAD_SHA, "title": "regression"}, chart)
+                                              "head_sha": synthetic.HEAD_SHA, "title": "regression"}, chart,
+                          load_settings().UPSTREAM_DIR)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "demo-preview.png"
     shot.unlink(missing_ok=True)
@@ -128,7 +130,7 @@ def test_preview_renders_in_headless_chromium_and_the_screenshot_is_kept(tmp_pat
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     # A blank page compresses to a few KB; a rendered comment with tables and a chart does not.
     assert len(data) > 50_000
-    if mermaid_script() is None:
+    if mermaid_script(load_settings().UPSTREAM_DIR) is None:
         pytest.fail("mermaid is not installed in .upstream/: run scripts/setup-upstream.sh")
     dom = subprocess.run([*flags, "--dump-dom", files["preview"].as_uri()],
                          check=True, capture_output=True, text=True, timeout=120).stdout

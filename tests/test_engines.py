@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.settings import load_settings
 from bot import engines
 from bot.engines import Engine
 from bot.plan import PlanFilters, plan_catalog
@@ -33,7 +34,7 @@ class Fake(Engine):
     cache_reset_path = "/cache/reset"
     missing_server = "no FakeLLM here"
 
-    def locate(self, repo, env):
+    def locate(self, repo, env, settings):
         return env.get("FAKE_BIN")
 
     def server_argv(self, program, *, model, served, host, port, args):
@@ -80,7 +81,7 @@ def test_a_registered_engine_plans_and_builds_its_server_and_client_commands(fak
     (spec,) = case.servers
     assert spec.engine == "fake" and spec.args[0] == "--shards=1x1"
 
-    installed = engines.installed(tmp_path, {"FAKE_BIN": "/opt/fake/bin/fake"})
+    installed = engines.installed(tmp_path, {"FAKE_BIN": "/opt/fake/bin/fake"}, load_settings({}))
     launch = build_launch(spec, case, port=9000, repo=tmp_path, installed=installed,
                           runner_env={"RECIPE_BOT_TINY_MODEL": "/models/tiny"}, run_tag="t")
     assert launch.argv[:6] == ["/opt/fake/bin/fake", "--model", "/models/tiny", "--name", "tiny",
@@ -122,7 +123,7 @@ def test_an_engine_without_its_program_cannot_start_a_server(fake_engine, tmp_pa
     spec = ServerSpec(engine="fake", model="m")
     with pytest.raises(EnvironmentProblem, match="no FakeLLM here"):
         build_launch(spec, Case(name="c", servers=[spec]), port=1, repo=tmp_path, runner_env={},
-                     run_tag="t", installed=engines.installed(tmp_path, {}))
+                     run_tag="t", installed=engines.installed(tmp_path, {}, load_settings({})))
 
 
 def test_the_engine_modules_never_import_the_engine_packages() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.settings import load_settings
 from bot import engines
 from bot.engines import Parallelism
 from bot.engines.sglang import ENGINE as SGLANG
@@ -85,9 +86,9 @@ def test_version_is_the_last_line_the_python_prints_for_the_sglang_distribution(
 
 
 def test_where_the_sglang_python_comes_from(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("RECIPE_BOT_SGLANG_PYTHON", raising=False)  # settings read the process's own too
-    assert SGLANG.locate(tmp_path, {"RECIPE_BOT_SGLANG_PYTHON": "/opt/sgl/bin/python"}) == "/opt/sgl/bin/python"
+    named = {"RECIPE_BOT_SGLANG_PYTHON": "/opt/sgl/bin/python"}
+    assert SGLANG.locate(tmp_path, named, load_settings(named)) == "/opt/sgl/bin/python"
     monkeypatch.setattr("importlib.util.find_spec", lambda name: object() if name == "sglang" else None)
-    assert SGLANG.locate(tmp_path, {}) == sys.executable
+    assert SGLANG.locate(tmp_path, {}, load_settings({})) == sys.executable
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    assert SGLANG.locate(tmp_path, {}).endswith("python3")
+    assert SGLANG.locate(tmp_path, {}, load_settings({})).endswith("python3")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.settings import load_settings
 from bot import engines
 from bot.engines import Parallelism
 from bot.engines.vllm import ENGINE as VLLM
@@ -95,20 +96,22 @@ def test_version_falls_back_to_vllm_version_and_its_last_line(tmp_path: Path) ->
     assert VLLM.version(program(tmp_path / "broken", "echo 1.0; exit 3")) is None
 
 
+def _locate(repo: Path, env: dict[str, str]) -> str | None:
+    return VLLM.locate(repo, env, load_settings(env))  # the settings of exactly this environment
+
+
 def test_where_the_vllm_program_comes_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("RECIPE_BOT_VLLM", "RECIPE_BOT_ENGINE_DIR"):  # settings read the process's own too
-        monkeypatch.delenv(name, raising=False)
     local = tmp_path / ".engine" / "vllm-cpu" / "bin" / "vllm"
     local.parent.mkdir(parents=True)
     local.write_text("")
     on_path = Path(program(tmp_path / "bin" / "vllm", ""))
     env = {"PATH": str(on_path.parent)}
 
-    assert VLLM.locate(tmp_path, {"RECIPE_BOT_VLLM": "/x/vllm", **env}) == "/x/vllm"
-    assert VLLM.locate(tmp_path, env) == str(on_path)
-    assert VLLM.locate(tmp_path, {"PATH": "/nonexistent"}) == str(local)
-    assert VLLM.locate(tmp_path / "elsewhere", {"PATH": "/nonexistent"}) is None
-    assert VLLM.locate(tmp_path / "elsewhere", {"PATH": "/nonexistent",
+    assert _locate(tmp_path, {"RECIPE_BOT_VLLM": "/x/vllm", **env}) == "/x/vllm"
+    assert _locate(tmp_path, env) == str(on_path)
+    assert _locate(tmp_path, {"PATH": "/nonexistent"}) == str(local)
+    assert _locate(tmp_path / "elsewhere", {"PATH": "/nonexistent"}) is None
+    assert _locate(tmp_path / "elsewhere", {"PATH": "/nonexistent",
                                                 "RECIPE_BOT_ENGINE_DIR": str(tmp_path / ".engine")}) == str(local)
 
 
@@ -116,8 +119,8 @@ def test_the_in_process_client_runs_with_the_python_beside_vllm_or_the_one_named
     vllm = program(tmp_path / "bin" / "vllm", "")
     program(tmp_path / "bin" / "python3", "")
     assert VLLM.in_process_client
-    assert VLLM.session_python(vllm, {}) == str(tmp_path / "bin" / "python3")
-    assert VLLM.session_python(vllm, {"RECIPE_BOT_VLLM_PYTHON": sys.executable}) == sys.executable
+    assert VLLM.session_python(vllm, load_settings({})) == str(tmp_path / "bin" / "python3")
+    assert VLLM.session_python(vllm, load_settings({"RECIPE_BOT_VLLM_PYTHON": sys.executable})) == sys.executable
 
 
 def test_an_installed_vllm_that_is_missing_has_no_version() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from bot.core.settings import load_settings
 from bot.engines.sglang import ENGINE as SGLANG
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,9 +71,9 @@ def test_sglang_python_prefers_the_runners_own_when_the_extra_is_installed(
         env, has_sglang, expected, monkeypatch):
     monkeypatch.setattr("importlib.util.find_spec",
                         lambda name: object() if name == "sglang" and has_sglang else None)
-    assert SGLANG.locate(ROOT, env) == expected
+    assert SGLANG.locate(ROOT, env, load_settings(env)) == expected
 
 
 def test_sglang_python_falls_back_to_python3_on_path(monkeypatch):
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    assert SGLANG.locate(ROOT, {}).endswith("python3")
+    assert SGLANG.locate(ROOT, {}, load_settings({})).endswith("python3")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.settings import load_settings
 from bot.engines.vllm import ENGINE as VLLM
 from bot.engines.vllm import PYTHON_ENV
 from bot.runner.inprocess import SWITCH_ENV
@@ -115,7 +116,7 @@ def test_engine_python_is_the_one_that_runs_vllm(tmp_path: Path, layout: str, fo
         script.write_text("#!/usr/bin/env python3\n")
         expected = None
 
-    assert VLLM.session_python(str(script), {}) == (expected if found else None)
+    assert VLLM.session_python(str(script), load_settings({})) == (expected if found else None)
 
 
 def _imports(path: Path) -> set[str]:

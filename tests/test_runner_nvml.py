@@ -11,6 +11,7 @@ import types
 
 import pytest
 
+from bot.core.settings import load_settings
 from bot.runner.hardware import case_gpus, gpu_memory_used_mib
 from bot.runner.proof import prove_teardown
 from bot.runner.server import StopReport
@@ -183,9 +184,8 @@ def test_preflight_judges_processes_and_memory(host: FakeHost, monkeypatch: pyte
 
     host.used_mib[0], host.processes[0] = used, processes
     env = {} if bound is None else {"RECIPE_BOT_IDLE_GPU_MIB": bound}
-    assert (check_idle(["0"], env) is not None) == busy
-    # the bound a run read with its settings, passed in, decides the same way
-    assert (check_idle(["0"], {}, bound_mib=1024.0 if bound is None else float(bound)) is not None) == busy
+    # the bound as a run reads it with its settings (the default where the operator set none)
+    assert (check_idle(["0"], load_settings(env).IDLE_GPU_MIB) is not None) == busy
 
 
 def test_preflight_without_nvidia_gpus_checks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,13 +194,11 @@ def test_preflight_without_nvidia_gpus_checks_nothing(monkeypatch: pytest.Monkey
     broken = types.ModuleType("pynvml")
     broken.nvmlInit = lambda: (_ for _ in ()).throw(RuntimeError("NVML Shared Library Not Found"))
     monkeypatch.setitem(sys.modules, "pynvml", broken)
-    assert check_idle(["0"], {}) is None
+    assert check_idle(["0"], 1024.0) is None
 
 
 def test_a_bad_idle_bound_is_refused_in_both_languages(host: FakeHost) -> None:
-    from bot.runner.preflight import check_idle
-
     with pytest.raises(ValueError) as err:
-        check_idle(["0"], {"RECIPE_BOT_IDLE_GPU_MIB": "lots"})
+        load_settings({"RECIPE_BOT_IDLE_GPU_MIB": "lots"})
     assert str(err.value) == ("RECIPE_BOT_IDLE_GPU_MIB='lots' is not accepted: expected a number of MiB from 0 to 1048576\n"
                               "RECIPE_BOT_IDLE_GPU_MIB='lots' 无效，应为：0 到 1048576 之间的 MiB 数")

@@ -261,9 +261,10 @@ SELF_HOSTED = {"GITHUB_ACTIONS": "true", "RUNNER_ENVIRONMENT": "self-hosted", "R
     ({}, False, False),                                                  # not in Actions: by hand
 ], ids=["persistent", "ephemeral", "ephemeral-misspelt", "allowed-by-config", "github-hosted", "outside-actions"])
 def test_pr_code_runs_only_on_an_ephemeral_self_hosted_runner(env, allow, refused):
+    from bot.core.settings import load_settings
     from bot.runner.hygiene import runner_refusal
 
-    reason = runner_refusal(env, allow_persistent=allow)
+    reason = runner_refusal(env, load_settings(env), allow_persistent=allow)
     assert (reason is not None) is refused
     if refused:
         assert "gpu-07" in reason and "ephemeral" in reason and "一次性" in reason

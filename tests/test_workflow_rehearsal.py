@@ -51,10 +51,12 @@ def engine_free(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def with_engine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from bot.core.settings import load_settings
     from bot.engines import engine_dir
     from bot.engines.vllm import ENGINE as VLLM
 
-    if VLLM.locate(ROOT, os.environ) is None or not (engine_dir(ROOT) / "tiny-model" / "config.json").is_file():
+    settings = load_settings()
+    if VLLM.locate(ROOT, os.environ, settings) is None or not (engine_dir(ROOT, settings) / "tiny-model" / "config.json").is_file():
         if os.environ.get("RECIPE_BOT_CI") == "1":
             pytest.fail("CI rehearses the sweep on the CPU engine: scripts/setup-cpu-engine.sh did not install it")
         pytest.skip("the CPU engine is not installed (scripts/setup-cpu-engine.sh)")

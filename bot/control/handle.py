@@ -273,7 +273,8 @@ def handle_event(event_name: str, payload: object, client: ControlClient,
 
 
 def _checkout_setting() -> str | None:
-    # read through the settings model at this edge; click then checks the folder exists, as for the flag
+    # this IS the edge: the default of handle's --checkout option, read when click parses the command line
+    # (click then checks the folder exists, as for the flag)
     folder = setting("CHECKOUT")
     return None if folder is None else str(folder)
 

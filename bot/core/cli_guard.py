@@ -6,7 +6,6 @@ import re
 import sys
 
 from bot.core.messages import Message, msg
-from bot.core.settings import SettingsError, setting
 
 DEBUG_ENV = "RECIPE_BOT_DEBUG"
 # Every command takes -h. Each command says so itself: click keeps a command's help option from the
@@ -14,13 +13,6 @@ DEBUG_ENV = "RECIPE_BOT_DEBUG"
 # otherwise refuse -h for the rest of the process, even under `recipe-bot`.
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 _ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")
-
-
-def debug_enabled(environ: dict[str, str] | None = None) -> bool:
-    try:
-        return bool(setting("DEBUG", environ))
-    except SettingsError:  # asked while an error is already on its way out: a bad value means no
-        return False
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

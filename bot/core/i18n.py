@@ -50,6 +50,8 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     source, Jinja and Python, and the file name carries these options. None where it cannot be
     made, or with RECIPE_BOT_TEMPLATE_CACHE=0."""
 
+    # the edge of this setting: the template environment is built once per process, on its first render,
+    # whichever command (or library caller) renders; no command's settings reach that far down
     if not setting("TEMPLATE_CACHE"):
         return None
 

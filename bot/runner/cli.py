@@ -130,7 +130,7 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
     Exit 0 when the job passed, 1 when it failed or was cancelled, 2 when the job file is bad.
     """
     settings = load_settings()  # once, here: the backends get the values, not the environment
-    if refusal := hygiene.runner_refusal(os.environ, allow_persistent=hygiene.allows_persistent(config_path)):
+    if refusal := hygiene.runner_refusal(os.environ, settings, allow_persistent=hygiene.allows_persistent(config_path)):
         raise JobFileError(refusal)
     console = Console(stderr=True)
     row_job = _row_job(job_file)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bot.core.config import load_config
-from bot.core.settings import setting
+from bot.core.settings import Settings
 
 EPHEMERAL_ENV = "RECIPE_BOT_RUNNER_EPHEMERAL"
 
@@ -26,11 +26,12 @@ def allows_persistent(config_path: Path | None) -> bool:
     return load_config(config_path.read_text(encoding="utf-8"), str(config_path)).pr_jobs.allow_persistent_runners
 
 
-def runner_refusal(env: Mapping[str, str], *, allow_persistent: bool) -> str | None:
-    """Why this machine must not run PR code (English, then 简体中文), or None when it may."""
+def runner_refusal(env: Mapping[str, str], settings: Settings, *, allow_persistent: bool) -> str | None:
+    """Why this machine must not run PR code (English, then 简体中文), or None when it may (env: the
+    Actions runner's own variables; settings: RECIPE_BOT_RUNNER_EPHEMERAL as the command read it)."""
     if env.get("GITHUB_ACTIONS") != "true" or env.get("RUNNER_ENVIRONMENT") != "self-hosted":
         return None
-    if setting("RUNNER_EPHEMERAL", env) == "1" or allow_persistent:
+    if settings.RUNNER_EPHEMERAL == "1" or allow_persistent:
         return None
     name = env.get("RUNNER_NAME", "this runner")
     return (f"refusing to run pull request code on {name}: a self-hosted runner must be ephemeral "

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from bot.core.settings import setting
+from bot.core.settings import Settings
 from bot.engines import Engine
 from bot.runner.server import OWN_GROUP, die_with_runner
 
@@ -31,10 +31,6 @@ GRACE_S = 5.0
 
 class DriverGone(RuntimeError):
     """The driver process ended or answered nonsense; the case falls back to one process a point."""
-
-
-def wanted(env: Mapping[str, str]) -> bool:
-    return bool(setting("INPROCESS_CLIENT", env))
 
 
 class InProcessClient:
@@ -164,13 +160,14 @@ class InProcessClient:
             pass
 
 
-def launch_session(engine: Engine, program: str, env: Mapping[str, str],
-                   log_path: Path) -> tuple[InProcessClient | None, str | None]:
+def launch_session(engine: Engine, program: str, env: Mapping[str, str], log_path: Path,
+                   settings: Settings) -> tuple[InProcessClient | None, str | None]:
     """Start the case's `vllm bench serve` client process (it imports the library while the
-    servers start); else (None, why not), and the points run one process each."""
-    if not wanted(env):
+    servers start); else (None, why not), and the points run one process each. settings: the
+    RECIPE_BOT_* values the run read at its start (the switch, the engine's Python)."""
+    if not settings.INPROCESS_CLIENT:
         return None, f"{SWITCH_ENV}=0"
-    python = engine.session_python(program, env)
+    python = engine.session_python(program, settings)
     if python is None:
         return None, f"no Python found for {program} (set {engine.session_python_env})"
     session = InProcessClient(python, env, log_path, engine)

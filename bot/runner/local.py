@@ -205,7 +205,7 @@ def _launch_client(case: Case, ctx: RunContext, launches: list[Launch], case_dir
     if client is None or not client.engine.in_process_client:
         return None
     session, why_not = launch_session(client.engine, client.program, _client_env(run_tag),
-                                      case_dir / "client.log")
+                                      case_dir / "client.log", ctx.settings)
     if session is None:
         ctx.progress.say(f"  benchmark client: one process a point ({escape(why_not or '')})")
     return session
@@ -272,7 +272,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                  f"{len(case.points)} point(s)" + (", GSM8K" if case.accuracy else ""))
     try:
         budget.tick("starting the case")
-        busy = check_idle(used_gpus, bound_mib=ctx.settings.IDLE_GPU_MIB)
+        busy = check_idle(used_gpus, ctx.settings.IDLE_GPU_MIB)
         if busy is not None:
             raise EnvironmentProblem(busy)
         launches = _launches(case, ctx, run_tag)
@@ -390,7 +390,7 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     procs.become_subreaper()  # orphans of our servers come back to us and get reaped
     started_at, t0 = _now(), time.monotonic()
     ctx = RunContext(job=job, out_dir=out_dir, repo=repo, progress=progress, budget=budget,
-                     engines=engines.installed(repo, os.environ),
+                     engines=engines.installed(repo, os.environ, settings),
                      grace_s=shutdown_grace_s(settings), settings=settings)
     engine = next((c.servers[0].engine for c in job.cases if c.servers), engines.DEFAULT)
     progress.say(f"job [bold]{escape(job.job_id)}[/bold] ({job.kind}, recipe "

@@ -8,10 +8,9 @@ GPUs the case maps to through the inherited CUDA_VISIBLE_DEVICES (hardware.case_
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.core.settings import setting
 from bot.runner.hardware import _used_mib, nvml, nvml_handles
 
 IDLE_ENV = "RECIPE_BOT_IDLE_GPU_MIB"
@@ -25,12 +24,6 @@ class GpuUse:
     index: int
     used_mib: float
     processes: tuple[tuple[int, float | None], ...]  # (pid, MiB or None where NVML does not say)
-
-
-def idle_bound_mib(env: Mapping[str, str] | None = None) -> float:
-    """The memory an idle GPU may show, from RECIPE_BOT_IDLE_GPU_MIB (a non-negative number)."""
-
-    return setting("IDLE_GPU_MIB", env)
 
 
 def _processes(lib: object, handle: object) -> tuple[tuple[int, float | None], ...]:
@@ -70,11 +63,10 @@ def busy_reason(uses: Sequence[GpuUse], bound_mib: float) -> str | None:
             f"process and at most {bound_mib:.0f} MiB used ({IDLE_ENV})")
 
 
-def check_idle(gpus: Sequence[int | str], env: Mapping[str, str] | None = None, *,
-               bound_mib: float | None = None) -> str | None:
+def check_idle(gpus: Sequence[int | str], bound_mib: float) -> str | None:
     """Why the case must not start on these GPUs, or None (idle, or no NVIDIA GPU to ask). bound_mib: the
-    idle bound a caller read with its settings (else RECIPE_BOT_IDLE_GPU_MIB of `env`)."""
+    memory an idle GPU may show, RECIPE_BOT_IDLE_GPU_MIB as the run read it with its settings."""
     if not gpus:
         return None
     uses = gpu_use(gpus)
-    return None if uses is None else busy_reason(uses, idle_bound_mib(env) if bound_mib is None else bound_mib)
+    return None if uses is None else busy_reason(uses, bound_mib)

@@ -94,6 +94,8 @@ def _run_point_in_child(parse, main, argv: list[str]) -> int:
 
 
 def _knobs() -> tuple[float, bool]:
+    # the edge of these two settings: this script runs in the engine's Python, which has no recipe-bot (so no
+    # settings model); an unreadable pause counts as none, as it only measures the client
     try:
         pause = max(0.0, float(os.environ.get(PAUSE_ENV, "0") or 0))
     except ValueError:

@@ -21,11 +21,13 @@ NETWORK_HINT = ("the rehearsal runs inside a network namespace with only loopbac
 
 def engine_env() -> dict[str, str]:
     """The CPU engine the cpu runner label's jobs use (scripts/setup-cpu-engine.sh), if it is installed."""
+    from bot.core.settings import load_settings
     from bot.engines import engine_dir
     from bot.engines.vllm import ENGINE as VLLM
 
-    vllm = VLLM.locate(ROOT, os.environ)
-    model = Path(os.environ.get("RECIPE_BOT_TINY_MODEL") or engine_dir(ROOT) / "tiny-model")
+    settings = load_settings()
+    vllm = VLLM.locate(ROOT, os.environ, settings)
+    model = Path(settings.TINY_MODEL or engine_dir(ROOT, settings) / "tiny-model")
     if vllm is None or not (model / "config.json").is_file():
         return {}
     return {"RECIPE_BOT_VLLM": vllm, "RECIPE_BOT_TINY_MODEL": str(model)}
