@@ -91,6 +91,7 @@ def _used_mib(lib: object, handle: object) -> float:
 
 
 def _cpu_model() -> str:
+    # /proc/cpuinfo's model name: psutil has no CPU model name (and platform.processor() is empty on Linux)
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

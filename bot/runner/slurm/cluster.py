@@ -63,10 +63,8 @@ class NodeShape:
 
 def this_node() -> NodeShape:
     """The node as Slurm sees it: RealMemory at 80 % of MemTotal (more drains it as "Low RealMemory")."""
-    mem_kib = 0
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            mem_kib = int(line.split()[1])
+    # the kernel's total RAM, MemTotal's figure, without reading /proc/meminfo by hand
+    mem_kib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 1024
     return NodeShape(host=socket.gethostname().split(".")[0], cpus=SLOTS_PER_CORE * (os.cpu_count() or 1),
                      real_memory_mib=max(1, mem_kib * 8 // 10 // 1024))
 
@@ -131,6 +129,7 @@ def _pid_alive(pidfile: Path, name: str) -> int | None:
     """The live daemon `name` whose PID the pidfile holds; None for a stale or recycled PID."""
     try:
         pid = int(pidfile.read_text().split()[0])
+        # /proc by hand, not psutil: this script runs on a bare python3 (module docstring)
         comm = Path(f"/proc/{pid}/comm").read_text().strip()
     except (OSError, ValueError, IndexError):
         return None
@@ -263,7 +262,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except OSError:
         return False
-    # A zombie left by a parent that has not reaped it yet is no longer running.
+    # A zombie left by a parent that has not reaped it yet is no longer running. The state from /proc by
+    # hand, not psutil (bot.runner.procs): this script runs on a bare python3 (module docstring).
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
