@@ -50,7 +50,7 @@ def imported_roots(path: Path) -> set[str]:
 
 # Scripts the runner starts as programs with the engine's own Python; no bot module imports them
 # (tests/test_runner_inprocess.py pins that), so they may import the engine.
-ENGINE_SIDE_SCRIPTS = {"bot/runner/vllm_bench_driver.py"}
+ENGINE_SIDE_SCRIPTS = {"bot/runner/bench_driver.py"}
 
 
 def test_no_module_of_the_bot_imports_an_engine():

@@ -19,6 +19,10 @@ class SGLang(Engine):
     client = "sglang.bench_serving"
     cache_reset_path = "/flush_cache"
     framework_token = "sglang"
+    # sglang.bench_serving runs in the case's client process (bot/runner/bench_driver.py), under
+    # the Python that has SGLang: the engine's own program.
+    in_process_client = True
+    session_python_env = PYTHON_ENV
 
     def locate(self, repo: Path, env: Mapping[str, str], settings: Settings) -> str | None:
         """The Python that has SGLang: RECIPE_BOT_SGLANG_PYTHON, else this one where
@@ -64,6 +68,10 @@ class SGLang(Engine):
         if point.num_warmups:
             args += ["--warmup-requests", str(point.num_warmups)]
         return args + list(point.extra_args)
+
+    def session_python(self, program: str, settings: Settings) -> str | None:
+        """The Python the client runs under: the program itself (`PYTHON -m sglang.bench_serving`)."""
+        return program
 
     def version(self, program: str) -> str | None:
         return run_for_line([program, "-c", METADATA_VERSION.format("sglang")], 30.0)

@@ -1,11 +1,13 @@
-"""One benchmark-client process per case: vLLM's benchmark library driven point after point.
+"""One benchmark-client process per case: the engine's benchmark library driven point after point.
 
 `vllm bench serve` imports vLLM and torch before it sends anything (about 7.5 s on 2 CPU cores,
-about 20 s on an H200 host), once a point. A case's points all go to the same server, so the
-runner starts bot/runner/vllm_bench_driver.py with the engine's own Python once per case and hands
-it each point's `vllm bench serve` arguments: the same parser, the same `main`, the same raw result
-file, without the start-up. When the engine's Python cannot import the library (another layout, an
-SGLang job, RECIPE_BOT_INPROCESS_CLIENT=0), the runner keeps one `vllm bench serve` process a point.
+about 20 s on an H200 host), `python -m sglang.bench_serving` transformers and SGLang's modules
+(the H200's SGLang points took 26-31 s of wall for 2-8 s of load), once a point. A case's points
+all go to the same server, and so do an adaptive search's, one after the other, so the runner
+starts bot/runner/bench_driver.py with the engine's own Python once per case and hands it each
+point's client arguments: the same parser, the same entry point, the same raw result file, without
+the start-up. When the engine's Python cannot import the library (another layout, no such engine
+there, RECIPE_BOT_INPROCESS_CLIENT=0), the runner keeps one client process a point.
 """
 from __future__ import annotations
 
@@ -23,9 +25,9 @@ from bot.core.settings import Settings
 from bot.engines import Engine
 from bot.runner.server import OWN_GROUP, die_with_runner
 
-DRIVER = Path(__file__).with_name("vllm_bench_driver.py")
+DRIVER = Path(__file__).with_name("bench_driver.py")
 SWITCH_ENV = "RECIPE_BOT_INPROCESS_CLIENT"  # "0" keeps one client process a point
-READY_TIMEOUT_S = 300.0  # importing vLLM on a loaded 2-core machine can take a minute
+READY_TIMEOUT_S = 300.0  # importing vLLM or SGLang on a loaded 2-core machine can take a minute
 GRACE_S = 5.0
 
 
@@ -53,10 +55,11 @@ class InProcessClient:
 
     @property
     def argv(self) -> list[str]:
-        return [self.python, str(DRIVER)]
+        # The driver's loader is the engine's name (bench_driver.py LOADERS); vLLM's when none is given.
+        return [self.python, str(DRIVER), self.engine.name if self.engine is not None else "vllm"]
 
     def launch(self) -> bool:
-        """Start the driver; it imports vLLM's benchmark library meanwhile (the runner launches it
+        """Start the driver; it imports the engine's benchmark library meanwhile (the runner launches it
         while the servers start, so the import overlaps their start-up). False: fall back."""
         with self.log_path.open("ab") as log:
             try:
@@ -111,7 +114,7 @@ class InProcessClient:
             return reply
 
     def run(self, argv: Sequence[str], log_file: Path, watch: Callable[[], None]) -> int:
-        """One point: `vllm bench serve ARGV` in the driver, output appended to `log_file`.
+        """One point: the client's command with ARGV (`vllm bench serve ARGV`, ...) in the driver, output appended to `log_file`.
         Returns its exit code; raises DriverGone when the driver died under it, and whatever
         `watch` raises (the driver is then stopped: a half-run point must not go on)."""
         if self.process is None or self.process.stdin is None or self.process.poll() is not None:
@@ -162,7 +165,7 @@ class InProcessClient:
 
 def launch_session(engine: Engine, program: str, env: Mapping[str, str], log_path: Path,
                    settings: Settings) -> tuple[InProcessClient | None, str | None]:
-    """Start the case's `vllm bench serve` client process (it imports the library while the
+    """Start the case's benchmark-client process (it imports the engine's library while the
     servers start); else (None, why not), and the points run one process each. settings: the
     RECIPE_BOT_* values the run read at its start (the switch, the engine's Python)."""
     if not settings.INPROCESS_CLIENT:

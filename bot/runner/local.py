@@ -190,11 +190,10 @@ def _client_env(run_tag: str) -> dict[str, str]:
 
 def _launch_client(case: Case, ctx: RunContext, launches: list[Launch], case_dir: Path,
                    run_tag: str) -> InProcessClient | None:
-    """One `vllm bench serve` process for all of the case's points (bot/runner/inprocess.py),
-    started beside the servers so that its imports overlap their start-up; None: one process a
-    point, as when the case's client is not vLLM's."""
-    if case.search is not None:
-        return None  # a search picks each point from the last one's result: one client process a point
+    """One benchmark-client process for all of the case's points (bot/runner/inprocess.py), an
+    adaptive search's included (it picks each point from the last one's result, then hands it to
+    the same process), started beside the servers so that its imports overlap their start-up;
+    None: one process a point, as when the case's client has no library to call in process."""
     primary = next((launch for spec, launch in zip(case.servers, launches) if spec.ready_check),
                    launches[0])
     try:

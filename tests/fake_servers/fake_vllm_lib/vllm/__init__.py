@@ -1,1 +1,1 @@
-"""A stand-in for the `vllm` package: only what bot/runner/vllm_bench_driver.py imports."""
+"""A stand-in for the `vllm` package: only what bot/runner/bench_driver.py imports."""
