@@ -13,8 +13,10 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from bot.core.registry import (  # noqa: F401  (re-exported: the registry's names are part of this API)
-    GPU_COMMANDS, MAX_CONCURRENCIES, NAME_PATTERN, REGISTRY, SHA_PREFIX, SPECS, CommandSpec, UsageError,
+    GPU_COMMANDS, MAX_CONCURRENCIES, NAME_PATTERN, REGISTRY, REQUIRED, SHA_PREFIX, SPECS, CommandSpec, Invalid,
+    UsageError, as_written,
 )
+from bot.core.messages import Message, msg
 
 VERB = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
 MAX_ARGUMENTS = 64
@@ -111,7 +113,7 @@ class CommandError:
     name: str  # the verb as written
     line: int
     text: str  # the command line as written
-    message: str
+    message: Message
     usage: str | None  # None for an unknown verb
     suggestion: str | None = None  # the registered verb it most resembles
 
@@ -222,41 +224,79 @@ def parse_comment(body: str | None) -> ParsedComment:
         if verb not in REGISTRY:
             suggestion = _suggest(verb)
             if suggestion is not None:
-                errors.append(CommandError(verb, number, text, "unknown command", None, suggestion))
+                errors.append(CommandError(verb, number, text, msg("unknown command"), None, suggestion))
             continue  # a path such as /usr/bin, or a verb of another bot: not ours to answer
         if len(commands) + len(errors) >= MAX_COMMANDS:
-            errors.append(CommandError(verb, number, text, f"at most {MAX_COMMANDS} commands per comment",
+            errors.append(CommandError(verb, number, text, msg("at most %(count)s commands per comment",
+                                                                   count=MAX_COMMANDS),
                                        REGISTRY[verb].usage))
             break
         try:
             commands.append(parse_command_line(verb, rest, number))
         except UsageError as exc:
-            errors.append(CommandError(verb, number, text, str(exc), REGISTRY[verb].usage))
+            errors.append(CommandError(verb, number, text, exc.message, REGISTRY[verb].usage))
     return ParsedComment(tuple(commands), tuple(errors))
+
+# What shlex says of a line it cannot split, and argparse of an option's values (its own English text).
+_SHLEX_ERRORS = {"No closing quotation": msg("no closing quotation"), "No escaped character": msg("no escaped character")}
+_ARGPARSE_PROBLEMS = {"expected one argument": msg("expected one argument"),
+                      "expected at least one argument": msg("expected at least one argument")}
+_NOT_ALLOWED_WITH = "not allowed with argument "
+
+
+def _argparse_problem(text: str) -> Message:
+    if text in _ARGPARSE_PROBLEMS:
+        return _ARGPARSE_PROBLEMS[text]
+    if text.startswith(_NOT_ALLOWED_WITH):  # --conc and --scope together
+        return msg("not allowed with argument %(other)s", other=text[len(_NOT_ALLOWED_WITH):])
+    return as_written(text)
+
+
+def _refuse_invalid(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
+    """The first value an argument's type refused (registry.Invalid), named as argparse names the argument."""
+    for action in parser._actions:  # argparse keeps the arguments here; no public accessor
+        value = getattr(ns, action.dest, None)
+        for one in value if isinstance(value, list) else [value]:
+            if isinstance(one, Invalid):
+                name = "/".join(action.option_strings) or action.metavar or action.dest
+                raise UsageError(msg("argument %(name)s: %(problem)s", name=name, problem=one.message))
 
 
 def parse_command_line(verb: str, rest: str, line: int = 1) -> Command:
-    """Parse the arguments of one registered command; raises UsageError with argparse's message."""
+    """Parse the arguments of one registered command; raises UsageError with what was wrong."""
     spec = REGISTRY[verb]
     try:
         tokens = shlex.split(rest, comments=False, posix=True)
     except ValueError as exc:  # an unbalanced quote
-        raise UsageError(str(exc).lower()) from None
+        raise UsageError(_SHLEX_ERRORS.get(str(exc), as_written(str(exc).lower()))) from None
     if len(tokens) > MAX_ARGUMENTS:
-        raise UsageError(f"at most {MAX_ARGUMENTS} arguments")
+        raise UsageError(msg("at most %(count)s arguments", count=MAX_ARGUMENTS))
     if "-h" in tokens or "--help" in tokens:
         return Command(name="help", line=line, topic=verb)
     parser = spec.parser()
     try:
-        ns = parser.parse_intermixed_args(tokens)
-    except (argparse.ArgumentError, TypeError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
+        ns, extra = parser.parse_known_intermixed_args(tokens)
+    except argparse.ArgumentError as exc:
+        raise UsageError(msg("argument %(name)s: %(problem)s", name=exc.argument_name,
+                             problem=_argparse_problem(exc.message))) from None
+    except (TypeError, ValueError) as exc:
+        raise UsageError(as_written(str(exc))) from None
+    _refuse_invalid(parser, ns)  # argparse stopped at a value its type refused, before the words it did not know
+    if extra:
+        raise UsageError(msg("unrecognized arguments: %(arguments)s", arguments=" ".join(extra)))
+    missing = [name for name in REQUIRED.get(verb, ()) if getattr(ns, name) in (None, [])]
+    if missing:
+        raise UsageError(msg("the following arguments are required: %(names)s", names=", ".join(missing)))
     if verb == "help" and ns.topic is not None and ns.topic not in REGISTRY:
-        raise UsageError(f"no command named {ns.topic[:40]!r}; known: {', '.join(REGISTRY)}")
+        raise UsageError(msg("no command named %(name)s; known: %(known)s", name=repr(ns.topic[:40]),
+                             known=", ".join(REGISTRY)))
+    recipes = getattr(ns, "recipes", ()) or ()
+    if isinstance(recipes, str):  # /accept-regression names one recipe
+        recipes = (recipes,)
     return Command(
         name=verb,
         line=line,
-        recipes=tuple(dict.fromkeys(getattr(ns, "recipes", ()) or ())),
+        recipes=tuple(dict.fromkeys(recipes)),
         cases=tuple(dict.fromkeys(getattr(ns, "cases", ()) or ())),
         conc=getattr(ns, "conc", None) or (),
         scope=getattr(ns, "scope", None),
@@ -280,9 +320,9 @@ def parse_single(text: str) -> Command:
     parsed = parse_comment(text)
     if parsed.errors:
         error = parsed.errors[0]
-        raise UsageError(error.message if error.usage else f"unknown command /{error.name}")
+        raise UsageError(error.message if error.usage else msg("unknown command /%(name)s", name=error.name))
     if len(parsed.commands) != 1:
-        raise UsageError("expected exactly one command line such as '/sweep --scope lowest'")
+        raise UsageError(msg("expected exactly one command line such as '/sweep --scope lowest'"))
     return parsed.commands[0]
 
 
@@ -309,8 +349,7 @@ def help_rows(permissions: dict[str, str] | None = None) -> list[dict[str, objec
         rows.append({
             "name": spec.name,
             "usage": spec.usage,
-            "summary_en": spec.summary_en,
-            "summary_zh": spec.summary_zh,
+            "summary": spec.summary,
             "starts_gpu_work": spec.starts_gpu_work,
             "author_may_use": spec.author_may_use,
             "min_permission": (permissions or {}).get(spec.name, spec.min_permission),

@@ -7,6 +7,8 @@ import functools
 import re
 from collections.abc import Callable
 
+from bot.core.messages import Message, msg
+
 # Anything a user may name as a recipe or an E2E case: glob characters, no quotes, no spaces,
 # no backticks, no shell or Markdown syntax. Comment text never reaches a shell, but an
 # allowlist keeps it that way when it is echoed into a workflow input or a reply.
@@ -16,8 +18,14 @@ MAX_CONCURRENCIES = 64
 
 
 class UsageError(Exception):
-    """Raised by a command's argument parser; the text says what was wrong."""
+    """Raised by a command's argument parser; its message says what was wrong (str() is its English form)."""
 
+    def __init__(self, message: Message) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return str(self.message)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,8 +34,7 @@ class CommandSpec:
 
     name: str
     usage: str
-    summary_en: str
-    summary_zh: str
+    summary: Message
     min_permission: str  # default; the repository config may raise or lower it
     examples: tuple[str, ...]
     starts_gpu_work: bool  # gated on draft/closed state, fork approval and cooldown
@@ -35,51 +42,82 @@ class CommandSpec:
     build: Callable[[argparse.ArgumentParser], None]
     order: int  # commands of one comment run in this order: approvals before runs
 
+    @property
+    def summary_en(self) -> str:
+        return str(self.summary)
+
     def parser(self) -> argparse.ArgumentParser:
         return _parser(self.name)
 
 
+@dataclasses.dataclass(frozen=True)
+class Invalid:
+    """A value a command's argument does not accept: kept as parsed, refused after parsing with its message.
+
+    argparse would turn a type's error into its own English text; the parser's caller raises this message
+    instead, so the reply gives it in each language."""
+
+    message: Message
+
 
 class _Parser(argparse.ArgumentParser):
+    """argparse without its own error text: errors come back as exceptions the caller words (commands.py)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(exit_on_error=False, **kwargs)  # type: ignore[arg-type]
+
     def error(self, message: str) -> None:  # argparse would print and exit
-        raise UsageError(message)
+        raise UsageError(as_written(message))
 
     def exit(self, status: int = 0, message: str | None = None) -> None:
-        raise UsageError(message or "invalid arguments")
+        raise UsageError(msg("invalid arguments"))
 
 
-def _names(kind: str) -> Callable[[str], str]:
-    def check(value: str) -> str:
+def as_written(text: str) -> Message:
+    """Text argparse or shlex words in a way commands.py does not know: shown as it is in every language."""
+    return msg("%(problem)s", problem=text)
+
+
+def _names(kind: str) -> Callable[[str], str | Invalid]:
+    def check(value: str) -> str | Invalid:
         if not NAME_PATTERN.match(value):
-            raise argparse.ArgumentTypeError(
-                f"{kind} {value[:60]!r} may use only letters, digits and _ . * ? [ ] / : + = -"
-            )
+            return Invalid(msg("%(kind)s %(value)s may use only letters, digits and _ . * ? [ ] / : + = -",
+                               kind=kind, value=repr(value[:60])))
         return value
 
     check.__name__ = kind  # argparse names the type in its messages
     return check
 
 
-def _concurrencies(value: str) -> tuple[int, ...]:
+def _choices(*accepted: str) -> Callable[[str], str | Invalid]:
+    def check(value: str) -> str | Invalid:
+        if value not in accepted:
+            return Invalid(msg("invalid choice: %(value)s (choose from %(choices)s)", value=repr(value),
+                               choices=", ".join(map(repr, accepted))))
+        return value
+
+    return check
+
+
+def _concurrencies(value: str) -> tuple[int, ...] | Invalid:
     parts = [p for p in value.split(",") if p.strip()]
     if not parts:
-        raise argparse.ArgumentTypeError("expected a comma-separated list such as 4,8,16")
+        return Invalid(msg("expected a comma-separated list such as 4,8,16"))
     out: set[int] = set()
     for part in parts:
         part = part.strip()
         if not part.isascii() or not part.isdigit() or not 1 <= int(part) <= 100_000:
-            raise argparse.ArgumentTypeError(f"{part[:20]!r} is not a concurrency between 1 and 100000")
+            return Invalid(msg("%(value)s is not a concurrency between 1 and 100000", value=repr(part[:20])))
         out.add(int(part))
     if len(out) > MAX_CONCURRENCIES:
-        raise argparse.ArgumentTypeError(f"at most {MAX_CONCURRENCIES} concurrencies")
+        return Invalid(msg("at most %(count)s concurrencies", count=MAX_CONCURRENCIES))
     return tuple(sorted(out))
 
 
-def _sha_prefix(value: str) -> str:
+def _sha_prefix(value: str) -> str | Invalid:
     if not SHA_PREFIX.match(value):
-        raise argparse.ArgumentTypeError(
-            f"{value[:60]!r} is not a commit SHA prefix (7 to 40 lowercase hex characters)"
-        )
+        return Invalid(msg("%(value)s is not a commit SHA prefix (7 to 40 lowercase hex characters)",
+                           value=repr(value[:60])))
     return value
 
 
@@ -87,7 +125,7 @@ def _build_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("recipes", nargs="*", type=_names("recipe-glob"))
     which = p.add_mutually_exclusive_group()
     which.add_argument("--conc", type=_concurrencies)
-    which.add_argument("--scope", choices=("lowest", "full"))
+    which.add_argument("--scope", type=_choices("lowest", "full"))
     p.add_argument("--evals-only", action="store_true")
     p.add_argument("--all-evals", action="store_true")
     p.add_argument("--agentx-fast", action="store_true")
@@ -103,7 +141,7 @@ def _build_e2e(p: argparse.ArgumentParser) -> None:
 
 
 def _build_rerun(p: argparse.ArgumentParser) -> None:
-    p.add_argument("what", nargs="?", choices=("failed",))
+    p.add_argument("what", nargs="?", type=_choices("failed"))
 
 
 def _build_nothing(p: argparse.ArgumentParser) -> None:
@@ -111,26 +149,33 @@ def _build_nothing(p: argparse.ArgumentParser) -> None:
 
 
 def _build_ok_to_test(p: argparse.ArgumentParser) -> None:
-    p.add_argument("sha", type=_sha_prefix)
+    p.add_argument("sha", nargs="?", type=_sha_prefix)  # required: commands.py names it when it is missing
 
 
 def _build_accept_regression(p: argparse.ArgumentParser) -> None:
-    p.add_argument("recipes", nargs=1, type=_names("recipe"))
-    p.add_argument("reason", nargs="+")
+    p.add_argument("recipes", nargs="?", type=_names("recipe"))  # required, as are the reason's words
+    p.add_argument("reason", nargs="*")
 
 
-def _run_id(value: str) -> int:
+def _run_id(value: str) -> int | Invalid:
     if not value.isascii() or not value.isdigit() or len(value) > 20 or int(value) == 0:
-        raise argparse.ArgumentTypeError(f"{value[:40]!r} is not a workflow run id (the number in .../actions/runs/<id>)")
+        return Invalid(msg("%(value)s is not a workflow run id (the number in .../actions/runs/<id>)",
+                           value=repr(value[:40])))
     return int(value)
 
 
 def _build_reuse(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_id", type=_run_id)
+    p.add_argument("run_id", nargs="?", type=_run_id)
 
 
 def _build_help(p: argparse.ArgumentParser) -> None:
     p.add_argument("topic", nargs="?", type=lambda v: v.lstrip("/"), choices=None)
+
+
+# The positional arguments a command cannot go without (argparse's nargs="?" above, checked after parsing
+# so that the error is worded by commands.py, not by argparse).
+REQUIRED: dict[str, tuple[str, ...]] = {"ok-to-test": ("sha",), "accept-regression": ("recipes", "reason"),
+                                        "reuse": ("run_id",)}
 
 
 @functools.cache
@@ -145,10 +190,8 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="sweep",
         usage="/sweep [recipe-glob ...] [--conc 4,8,...] [--scope lowest|full] [--evals-only] [--all-evals] [--agentx-fast] [--no-canary] [--search] [--fail-fast]",
-        summary_en="Benchmark the recipes this PR touches (or the ones named) on the GPU runners; "
-                   "--search runs each arm's adaptive concurrency search.",
-        summary_zh="在 GPU runner 上对本 PR 改动到的配方（或指定的配方）跑基准测试；"
-                   "--search 对每个搜索分支运行自适应并发搜索。",
+        summary=msg("Benchmark the recipes this PR touches (or the ones named) on the GPU runners; "
+                   "--search runs each arm's adaptive concurrency search."),
         min_permission="write",
         examples=("/sweep", "/sweep llama3-* --conc 4,64", "/sweep --scope full --fail-fast"),
         starts_gpu_work=True,
@@ -159,10 +202,8 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="e2e",
         usage="/e2e [case ...] [--compare] [--fail-fast]",
-        summary_en="Run the end-to-end suites this PR touches (or the named cases); "
-                   "--compare runs a suite's two compare: arms side by side on one host.",
-        summary_zh="运行本 PR 涉及的端到端（E2E）测试套件（或指定的用例）；"
-                   "--compare 在同一台主机上并排运行套件 compare: 中的两个对照组。",
+        summary=msg("Run the end-to-end suites this PR touches (or the named cases); "
+                   "--compare runs a suite's two compare: arms side by side on one host."),
         min_permission="write",
         examples=("/e2e", "/e2e afd-2p2d --fail-fast"),
         starts_gpu_work=True,
@@ -173,10 +214,8 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="rerun",
         usage="/rerun [failed]",
-        summary_en="`/rerun failed` reruns the failed jobs of the latest run on the current head; "
-        "`/rerun` starts the PR's latest command again on the current head.",
-        summary_zh="`/rerun failed` 只重跑当前头提交上最近一次运行中失败的作业；"
-        "`/rerun` 在当前头提交上重新执行本 PR 最近一次的命令。",
+        summary=msg("`/rerun failed` reruns the failed jobs of the latest run on the current head; "
+        "`/rerun` starts the PR's latest command again on the current head."),
         min_permission="write",
         examples=("/rerun failed", "/rerun"),
         starts_gpu_work=True,
@@ -187,8 +226,7 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="cancel",
         usage="/cancel",
-        summary_en="Cancel this PR's queued and running GPU runs.",
-        summary_zh="取消本 PR 排队中和运行中的 GPU 任务。",
+        summary=msg("Cancel this PR's queued and running GPU runs."),
         min_permission="write",
         examples=("/cancel",),
         starts_gpu_work=False,
@@ -199,10 +237,8 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="ok-to-test",
         usage="/ok-to-test <full-40-hex-sha>",
-        summary_en="Approve GPU runs for exactly this head commit of a fork PR or of an author "
-        "without write permission, named by its full 40-character SHA. A later push needs a new approval.",
-        summary_zh="为 fork PR 或无写权限作者的 PR 批准当前这一个头提交上的 GPU 运行；"
-        "须写出完整的 40 位 SHA；之后再推送需要重新批准。",
+        summary=msg("Approve GPU runs for exactly this head commit of a fork PR or of an author "
+        "without write permission, named by its full 40-character SHA. A later push needs a new approval."),
         min_permission="write",
         examples=("/ok-to-test 3f9c2ab1d0e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8",),
         starts_gpu_work=False,
@@ -213,10 +249,8 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="approve-budget",
         usage="/approve-budget <full-40-hex-sha>",
-        summary_en="Start the GPU runs waiting above the budget (`budget:` in the config) on exactly this head "
-        "commit, named by its full 40-character SHA; each starts once. A later push needs a new command.",
-        summary_zh="启动在这个头提交上因超出预算（配置中的 `budget:`）而等待的 GPU 运行；须写出完整的 40 位 SHA，"
-        "每个只启动一次。之后再推送需要重新发出命令。",
+        summary=msg("Start the GPU runs waiting above the budget (`budget:` in the config) on exactly this head "
+        "commit, named by its full 40-character SHA; each starts once. A later push needs a new command."),
         min_permission="maintain",
         examples=("/approve-budget 3f9c2ab1d0e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8",),
         starts_gpu_work=False,  # the waiting request was gated when it was made; this names its commit
@@ -227,10 +261,8 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="accept-regression",
         usage="/accept-regression <recipe> <reason>",
-        summary_en="Accept the performance regressions of one recipe on the current head commit, with the "
-        "reason; the merge gate then passes and shows it. A new push clears it.",
-        summary_zh="接受某个配方在当前头提交上的性能回退并写明原因；合并门禁随即通过并显示该确认。"
-        "新的推送会清除它。",
+        summary=msg("Accept the performance regressions of one recipe on the current head commit, with the "
+        "reason; the merge gate then passes and shows it. A new push clears it."),
         min_permission="maintain",
         examples=("/accept-regression tiny-cpu expected: larger batch trades TTFT for throughput",),
         starts_gpu_work=False,
@@ -241,11 +273,9 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="reuse",
         usage="/reuse <run-id>",
-        summary_en="Let the merge gate of the head commit reuse an earlier GPU run of this PR, only when every "
+        summary=msg("Let the merge gate of the head commit reuse an earlier GPU run of this PR, only when every "
         "touched recipe's fingerprint at the head equals the one at that run's commit; a push that changes a "
-        "touched recipe ends it.",
-        summary_zh="让头提交的合并门禁沿用本 PR 之前的一次 GPU 运行，前提是每个被改动配方在头提交上的配方指纹"
-        "都与该运行所测提交上的相同；改动了这些配方的推送会使其失效。",
+        "touched recipe ends it."),
         min_permission="maintain",
         examples=("/reuse 9876543210",),
         starts_gpu_work=False,
@@ -256,9 +286,8 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="baseline",
         usage="/baseline",
-        summary_en="Measure the default branch's own latest commit with its own code (baseline mode of the GPU "
-        "workflow); only such runs become baselines.",
-        summary_zh="用默认分支自己的代码测量其最新提交（GPU 工作流的基线模式）；只有这样的运行才会成为基线。",
+        summary=msg("Measure the default branch's own latest commit with its own code (baseline mode of the GPU "
+        "workflow); only such runs become baselines."),
         min_permission="maintain",
         examples=("/baseline",),
         starts_gpu_work=False,  # it runs the default branch, never the PR: no PR gating applies
@@ -269,11 +298,9 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="status",
         usage="/status",
-        summary_en="List this PR's GPU runs and their states, their jobs with the time each waited for a "
+        summary=msg("List this PR's GPU runs and their states, their jobs with the time each waited for a "
         "runner, queued and running jobs per runner label across the repository, and infrastructure failures per "
-        "runner host.",
-        summary_zh="列出本 PR 的 GPU 运行及其状态、各作业等待 runner 的时间、整个仓库按 runner 标签统计的排队中和运行中的作业，"
-        "以及按 runner 主机统计的基础设施失败。",
+        "runner host."),
         min_permission="none",
         examples=("/status",),
         starts_gpu_work=False,
@@ -284,8 +311,7 @@ SPECS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="help",
         usage="/help [command]",
-        summary_en="Show the commands, who may use them, and examples.",
-        summary_zh="显示所有命令、谁可以使用以及示例。",
+        summary=msg("Show the commands, who may use them, and examples."),
         min_permission="none",
         examples=("/help", "/help sweep"),
         starts_gpu_work=False,
