@@ -6,8 +6,8 @@ import importlib
 import click
 
 from bot.core.cli_guard import HELP_OPTIONS, one_line
-from bot.core.messages import Message, msg
-from bot.core.messages_zh import CJK, translate
+from bot.core.click_messages import catalogue_form
+from bot.core.messages import Message, Refusal, msg
 from bot.core.settings import SettingsError, setting, settings_table
 
 # Subcommands are imported only when called, so `recipe-bot plan` never pays for matplotlib
@@ -63,22 +63,19 @@ def _debug_enabled() -> bool:
 
 
 def _in_both_languages(exc: click.ClickException) -> click.ClickException:
-    """The error with its Chinese line under the English one, unless it has one.
+    """The error with its Chinese line under the English one.
 
-    Commands raise their refusals where the fact is found, as a catalogue message (bot.core.messages)
-    or, until each is converted, as English text whose Chinese form bot/core/messages_zh.py gives; click's
-    own usage errors too (tests/test_cli_errors.py). The Chinese line is added here once for all.
+    Commands raise their refusals where the fact is found, as catalogue messages (bot.core.messages);
+    click's own usage errors are rebuilt from their parts (bot/core/click_messages.py). The Chinese line
+    is added here once for all; an error with no catalogue form (a plug-in's own words) is shown as it is.
     """
     if type(exc).show not in (click.ClickException.show, click.UsageError.show):
         return exc  # an error that shows something else (click's help for a bare command)
-    if isinstance(exc.message, Message):
-        english, chinese = exc.message.render("en"), exc.message.render("zh")
-    else:
-        english = exc.format_message()
-        chinese = translate(english)
-        if CJK.search(english) or chinese == english:
-            return exc
-    both = english + "\n" + msg("Error: %(message)s", message=chinese).render("zh")
+    message = catalogue_form(exc)
+    if message is None:
+        return exc
+    english = message.render("en")
+    both = english + "\n" + msg("Error: %(message)s", message=message).render("zh")
     out = click.UsageError(both, exc.ctx) if isinstance(exc, click.UsageError) else click.ClickException(both)
     out.exit_code = exc.exit_code
     return out
@@ -116,7 +113,7 @@ class LazyGroup(click.Group):
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.startswith("bot"):
-                return _unavailable(name, f"{module_name} is not part of this build")
+                return _unavailable(name, msg("%(module)s is not part of this build", module=module_name))
             raise
         return getattr(module, attr)
 
@@ -126,10 +123,10 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-def _unavailable(name: str, why: str) -> click.Command:
+def _unavailable(name: str, why: Message) -> click.Command:
     @click.command(name=name, help=SHORT_HELP.get(name), context_settings=HELP_OPTIONS)
     def command() -> None:
-        raise click.ClickException(why)
+        raise Refusal(why)
 
     return command
 

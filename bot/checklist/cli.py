@@ -10,10 +10,11 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.config import ConfigError
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import is_full_sha
+from bot.core.messages import Message, msg
 
 
-def _fail(english: str, chinese: str) -> None:
-    click.echo(f"recipe-bot: {english}\nrecipe-bot: {chinese}", err=True)
+def _fail(message: Message) -> None:
+    click.echo(f"recipe-bot: {message.render('en')}\nrecipe-bot: {message.render('zh')}", err=True)
     sys.exit(2)
 
 
@@ -34,19 +35,17 @@ def verify_cmd(pr: int, sha: str | None, dry_run: bool) -> None:
     """
 
     if pr <= 0:
-        _fail(f"--pr {pr}: a pull request number is a positive integer",
-              f"--pr {pr}：PR 编号必须是正整数")
+        _fail(msg("--pr %(pr)s: a pull request number is a positive integer", pr=pr))
     if sha is not None and not is_full_sha(sha):
-        _fail(f"--sha {sha!r}: write the full 40-character hexadecimal commit SHA",
-              f"--sha {sha!r}：请写完整的 40 位十六进制提交 SHA")
+        _fail(msg("--sha %(sha)s: write the full 40-character hexadecimal commit SHA", sha=repr(sha)))
     try:
         client = GitHubClient.from_env(dry_run=dry_run)
         result = verify_cli(client, pr, sha)
     except ConfigError as exc:
-        _fail(f"{exc}", f"配置无效：{exc}")
+        _fail(exc.located)
         return
     except GitHubError as exc:
-        _fail(f"GitHub: {exc}", f"GitHub 请求失败：{exc}")
+        _fail(msg("GitHub: %(failure)s", failure=exc.message))
         return
     for line in result.log:
         click.echo(f"recipe-bot: {line}", err=True)

@@ -25,6 +25,7 @@ from bot.core import i18n, markers
 from bot.core.config import CONFIG_PATH
 from bot.core.github import BotLoginMismatch, DispatchedRun, GitHubError, Run
 from bot.core.markers import MARKER_PREFIX, written_by
+from bot.core.messages import msg
 
 if TYPE_CHECKING:  # the handler imports this module; these are its annotations only
     from bot.core.commands import ParsedComment
@@ -192,7 +193,8 @@ def start(client: ClaimClient, *, workflow: str, default_branch: str, pr: int, s
         existing = find_runs(client, workflow, pr, key, match_sha, since, bot_login=bot_login,
                              default_branch=default_branch)
         if not existing:
-            raise GitHubError(f"{exc}; no run for request {key} exists, so nothing was started", exc.status,
+            raise GitHubError(msg("%(failure)s; no run for request %(key)s exists, so nothing was started",
+                                  failure=exc.message, key=key), exc.status,
                               ambiguous=False, throttled_s=exc.throttled_s) from None
         out.log.append(f"the dispatch answer was lost ({exc}), but run {existing[0].id} exists")
         out.run = DispatchedRun(existing[0].id, existing[0].html_url)
@@ -241,11 +243,13 @@ def missing_claim(key: str, pr: int, comments: list, bot_login: str, nonce: str)
     not the token's account), or GitHub lost it."""
     written = next((c for c in comments if f" nonce={nonce}" in c.body), None)
     if written is not None and written.user != bot_login:
-        return BotLoginMismatch(
-            f"the bot posts as {written.user}, but bot_login is {bot_login}, so it does not recognise its own "
-            f"comments (the claim of {key} on PR #{pr}): set bot_login to {written.user} in {CONFIG_PATH}, "
-            "or leave it out (the bot then asks GitHub who it is)", posted_as=written.user, bot_login=bot_login)
-    return GitHubError(f"could not record the request {key} on PR #{pr} (its claim comment is missing)")
+        return BotLoginMismatch(msg(
+            "the bot posts as %(posted_as)s, but bot_login is %(bot_login)s, so it does not recognise its own "
+            "comments (the claim of %(key)s on PR #%(pr)s): set bot_login to %(posted_as)s in %(config)s, "
+            "or leave it out (the bot then asks GitHub who it is)", posted_as=written.user, bot_login=bot_login,
+            key=key, pr=pr, config=CONFIG_PATH), posted_as=written.user, bot_login=bot_login)
+    return GitHubError(msg("could not record the request %(key)s on PR #%(pr)s (its claim comment is missing)",
+                           key=key, pr=pr))
 
 
 def claim_first(client: ClaimClient, *, pr: int, key: str, sha: str, bot_login: str,
@@ -417,7 +421,8 @@ def create_reply(client: CommentsClient, number: int, body: str, bot_login: str,
     twins = [c for c in client.list_issue_comments(number, since=started_at - CLOCK_SLACK)
              if written_by(c, bot_login) and c.body.split("\n", 1)[0] == header]
     if lost is not None and not twins:
-        raise GitHubError(f"{lost}; the reply is not there, so it was not posted", lost.status) from None
+        raise GitHubError(msg("%(failure)s; the reply is not there, so it was not posted", failure=lost.message),
+                          lost.status) from None
     first = min(c.id for c in twins) if twins else mine
     if mine is not None and first is not None and first < mine:
         client.delete_comment(mine)

@@ -30,7 +30,7 @@ def what(event: CommentEvent | PullRequestEvent) -> str:
 def report(h: Handler, event: CommentEvent | PullRequestEvent, exc: GitHubError) -> None:
     """Sets the outcome's failure line (English, then 简体中文) and tries once to tell the PR."""
     context = {"throttled": exc.throttled, "wait": wait_text(exc.throttled_s), "what": what(event),
-               "error": str(exc), "mismatch": isinstance(exc, BotLoginMismatch),
+               "error": exc.message, "mismatch": isinstance(exc, BotLoginMismatch),
                "posted_as": getattr(exc, "posted_as", ""), "bot_login": getattr(exc, "bot_login", ""),
                "config_file": CONFIG_FILE}
     en, zh = (i18n.render("control/github-failed", lang, **context).splitlines()[0] for lang in ("en", "zh"))

@@ -148,7 +148,7 @@ def _reply_config_error(h: Handler, number: int, key: str, text: str, error: Con
     if ledger.replied(key, body_digest):
         return
     reply = Reply(markers=[markers.reply_marker(key, body_digest)], refused=True)
-    reply.refuse("config-invalid", error=str(error))
+    reply.refuse("config-invalid", error=error.located)
     h.post(number, reply)
 
 

@@ -8,6 +8,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from bot.core import commands
+from bot.core.messages import Message, msg
 
 CONFIG_PATH = ".github/recipe-bot.yaml"
 PERMISSIONS = ("none", "read", "triage", "write", "maintain", "admin")
@@ -35,10 +36,17 @@ Permission = Literal["none", "read", "triage", "write", "maintain", "admin"]
 class ConfigError(ValueError):
     """One clear error: the file, the line, the field and what would be accepted."""
 
-    def __init__(self, source: str, line: int | None, field: str, message: str):
+    def __init__(self, source: str, line: int | None, field: str, message: Message | str):
         self.source, self.line, self.field, self.message = source, line, field, message
-        where = f"{source}:{line}" if line else source
-        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+        super().__init__(str(self.located))
+
+    @property
+    def located(self) -> Message:
+        """The error with its place, in every language (`file:line: field: message`)."""
+        where = f"{self.source}:{self.line}" if self.line else self.source
+        if self.field:
+            return msg("%(where)s: %(field)s: %(problem)s", where=where, field=self.field, problem=self.message)
+        return msg("%(where)s: %(problem)s", where=where, problem=self.message)
 
 
 def _percent(value: Any) -> Any:
@@ -56,19 +64,20 @@ class Strict(BaseModel):
 
 def _login(value: str) -> str:
     if not LOGIN.match(value):
-        raise ValueError(f"{value!r} is not a GitHub login")
+        raise ValueError(msg("%(value)s is not a GitHub login", value=repr(value)))
     return value
 
 
 def _team(value: str) -> str:
     if not TEAM.match(value):
-        raise ValueError(f"{value!r} is not a team; write it as org/team-slug")
+        raise ValueError(msg("%(value)s is not a team; write it as org/team-slug", value=repr(value)))
     return value
 
 
 def _command_name(value: str) -> str:
     if value not in commands.REGISTRY:
-        raise ValueError(f"no command {value!r}; accepted: {', '.join(commands.REGISTRY)}")
+        raise ValueError(msg("no command %(value)s; accepted: %(accepted)s", value=repr(value),
+                             accepted=", ".join(commands.REGISTRY)))
     return value
 
 
@@ -76,9 +85,9 @@ def _label_command(line: str) -> str:
     try:
         command = commands.parse_single(line)
     except commands.UsageError as exc:
-        raise ValueError(f"{line!r}: {exc}") from None
+        raise ValueError(msg("%(where)s: %(problem)s", where=repr(line), problem=exc.message)) from None
     if command.name not in ("sweep", "e2e"):
-        raise ValueError(f"a label may start /sweep or /e2e, not /{command.name}")
+        raise ValueError(msg("a label may start /sweep or /e2e, not /%(name)s", name=command.name))
     return line
 
 
@@ -111,7 +120,7 @@ REGISTRY = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9._-]+)
 
 def _registry(value: str) -> str:
     if not REGISTRY.match(value):
-        raise ValueError(f"{value!r} is not a registry such as docker.io/vllm or ghcr.io/acme")
+        raise ValueError(msg("%(value)s is not a registry such as docker.io/vllm or ghcr.io/acme", value=repr(value)))
     return value
 
 
@@ -130,7 +139,7 @@ class Checklist(Strict):
     @classmethod
     def _waiver(cls, value: str) -> str:
         if "{pr}" not in value:
-            raise ValueError(f"{value!r} must contain {{pr}}, e.g. docs/waiver/{{pr}}.md")
+            raise ValueError(msg("%(value)s must contain {pr}, e.g. docs/waiver/{pr}.md", value=repr(value)))
         return value
 
 
@@ -194,7 +203,7 @@ class RepoConfig(Strict):
     @classmethod
     def _workflow(cls, name: str) -> str:
         if not WORKFLOW_FILE.match(name):
-            raise ValueError(f"{name!r} is not a workflow file name such as gpu.yml")
+            raise ValueError(msg("%(value)s is not a workflow file name such as gpu.yml", value=repr(name)))
         return name
 
     def min_permission(self, command: str) -> str:
@@ -213,7 +222,7 @@ def load_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
         if root is None:
             return RepoConfig()
         if not isinstance(root, yaml.MappingNode):
-            raise ConfigError(source, root.start_mark.line + 1, "", "the file must be a mapping of settings")
+            raise ConfigError(source, root.start_mark.line + 1, "", msg("the file must be a mapping of settings"))
         _reject_duplicate_keys(root, source, ())
         # yaml.safe_load(text) without parsing the text twice: the same loader builds the data from the
         # node. A merge key (`<<`) makes the constructor rewrite the node, whose lines errors name: those
@@ -222,7 +231,8 @@ def load_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     except yaml.YAMLError as exc:  # composing, or constructing (an unknown tag, bad !!binary)
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(source, mark.line + 1 if mark else None, "", f"not valid YAML: {problem}") from None
+        raise ConfigError(source, mark.line + 1 if mark else None, "", msg("not valid YAML: %(problem)s",
+                                                                          problem=problem)) from None
     finally:
         loader.dispose()
     try:
@@ -231,9 +241,11 @@ def load_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
         error = exc.errors()[0]
         loc = tuple(error["loc"])
         field = ".".join(str(part) for part in loc if part != "[key]") or "(top level)"
-        message = error["msg"].removeprefix("Value error, ")
+        cause = error.get("ctx", {}).get("error")  # a validator's own ValueError, whose message is a Message
+        message: Message | str = cause.args[0] if isinstance(cause, ValueError) and cause.args and isinstance(
+            cause.args[0], Message) else error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            message = f"unknown key; accepted: {', '.join(_accepted_keys(loc))}"
+            message = msg("unknown key; accepted: %(accepted)s", accepted=", ".join(_accepted_keys(loc)))
         raise ConfigError(source, _line_of(root, loc), field, message) from None
 
 
@@ -271,7 +283,7 @@ def _reject_duplicate_keys(node: yaml.Node, source: str, path: tuple[str, ...]) 
             name = str(key.value)
             if name in seen:
                 raise ConfigError(source, key.start_mark.line + 1, ".".join((*path, name)),
-                                  "duplicate key; write each key once")
+                                  msg("duplicate key; write each key once"))
             seen.add(name)
             _reject_duplicate_keys(value, source, (*path, name))
     elif isinstance(node, yaml.SequenceNode):

@@ -18,6 +18,7 @@ from github import Auth, Github, GithubException
 from bot.core import github_retry
 from bot.core.events import Pull, pull_from_json
 from bot.core.markers import opens_with_marker
+from bot.core.messages import Message, msg
 from bot.core.github_records import (  # noqa: F401  (the client's records: bot.core.github.Comment etc.)
     ACTIVE_RUN_STATES,
     Comment,
@@ -48,12 +49,16 @@ class GitHubError(RuntimeError):
     rate-limited the bot and asked for that many seconds, more than the retry budget allows.
     """
 
-    def __init__(self, message: str, status: int | None = None, *, ambiguous: bool = False,
+    def __init__(self, message: Message | str, status: int | None = None, *, ambiguous: bool = False,
                  throttled_s: float | None = None):
         super().__init__(message)
+        self.message = message  # rendered per language where it is shown; str() is its English form
         self.status = status
         self.ambiguous = ambiguous
         self.throttled_s = throttled_s
+
+    def __str__(self) -> str:
+        return str(self.message)
 
     @property
     def throttled(self) -> bool:
@@ -64,7 +69,7 @@ class BotLoginMismatch(GitHubError):
     """The bot wrote a comment and then did not recognise it: its token posts as one login while it
     looks for its own comments as another (bot_login in the config). GitHub did nothing wrong."""
 
-    def __init__(self, message: str, *, posted_as: str, bot_login: str):
+    def __init__(self, message: Message | str, *, posted_as: str, bot_login: str):
         super().__init__(message, 200)
         self.posted_as, self.bot_login = posted_as, bot_login
 
@@ -103,14 +108,14 @@ class GitHubClient:
         env = os.environ if environ is None else environ
         missing = [name for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY") if not env.get(name)]
         if missing:
-            raise GitHubError(f"{' and '.join(missing)} must be set (as GitHub Actions sets them)")
+            raise GitHubError(msg("%(names)s must be set (as GitHub Actions sets them)", names=" and ".join(missing)))
         repository = env["GITHUB_REPOSITORY"]
         if repository.count("/") != 1:
-            raise GitHubError(f"GITHUB_REPOSITORY={repository!r} is not owner/name")
+            raise GitHubError(msg("GITHUB_REPOSITORY=%(value)s is not owner/name", value=repr(repository)))
         try:
             policy = github_retry.RetryPolicy.from_env(env)
         except ValueError as exc:
-            raise GitHubError(str(exc)) from None
+            raise GitHubError(getattr(exc, "message", str(exc))) from None
         return cls(base_url=env.get("GITHUB_API_URL") or "https://api.github.com",
                    token=env["GITHUB_TOKEN"], repository=repository, dry_run=dry_run, out=out, policy=policy)
 
@@ -138,20 +143,24 @@ class GitHubClient:
             except GithubException as exc:
                 message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
                 status, headers, said = exc.status, dict(exc.headers or {}), str(message or "")
-                line = f"{verb} {label}: HTTP {status}: {str(message or '').strip()[:200]}"
+                line = msg("%(verb)s %(path)s: HTTP %(status)s: %(said)s", verb=verb, path=label, status=status,
+                           said=str(message or "").strip()[:200])
             except requests.RequestException as exc:  # no answer: refused, reset, timed out
                 status, headers, said = None, {}, ""
-                kind = "timed out" if isinstance(exc, requests.Timeout) else f"cannot reach the GitHub API at {self.base_url}"
-                line = f"{verb} {label}: {kind} ({type(exc).__name__})"
+                kind = msg("timed out") if isinstance(exc, requests.Timeout) else msg(
+                    "cannot reach the GitHub API at %(api)s", api=self.base_url)
+                line = msg("%(verb)s %(path)s: %(problem)s (%(kind)s)", verb=verb, path=label, problem=kind,
+                           kind=type(exc).__name__)
             verdict = github_retry.decide(status=status, headers=headers, safe=safe, attempt=attempt,
                                           waited_s=self.waited_s, policy=self.policy, message=said)
             if not verdict.retry:
                 ambiguous = status is None or status >= 500
                 throttled = verdict.wait_s if verdict.throttled else None
                 if throttled is not None:
-                    line += f" (GitHub asks to wait {throttled:.0f} s; the retry budget is {self.policy.budget_s:.0f} s)"
+                    line = msg("%(failure)s (GitHub asks to wait %(wait)s s; the retry budget is %(budget)s s)",
+                               failure=line, wait=round(throttled), budget=round(self.policy.budget_s))
                 elif attempt:
-                    line += f" (after {attempt + 1} attempts)"
+                    line = msg("%(failure)s (after %(attempts)s attempts)", failure=line, attempts=attempt + 1)
                 raise GitHubError(line, status, ambiguous=ambiguous, throttled_s=throttled) from None
             time.sleep(verdict.wait_s)
             self.waited_s += verdict.wait_s
@@ -202,7 +211,8 @@ class GitHubClient:
         nodes = (data or {}).get("data", {}) or {}
         if "nodes" not in nodes:
             said = "; ".join(str(e.get("message")) for e in (data or {}).get("errors") or [] if isinstance(e, dict))
-            raise GitHubError(f"POST /graphql (edit history): {said or 'no data in the answer'}")
+            raise GitHubError(msg("POST /graphql (edit history): %(said)s", said=said) if said
+                              else msg("POST /graphql (edit history): no data in the answer"))
         by_id = {n.get("id"): n for n in nodes["nodes"] or [] if isinstance(n, dict)}
         for node_id, n in asked.items():
             edited, editors = edit_history(by_id.get(node_id))
@@ -371,7 +381,7 @@ class GitHubClient:
         except GitHubError:
             raise
         except Exception as exc:  # requests' HTTPError from the storage redirect
-            raise GitHubError(f"GET artifact {artifact_id}: {exc}") from None
+            raise GitHubError(msg("GET artifact %(artifact)s: %(problem)s", artifact=artifact_id, problem=str(exc))) from None
 
     def compare_status(self, base: str, head: str) -> str:
         """GitHub's compare status of head against base: identical, behind (head is in base), ahead, diverged."""

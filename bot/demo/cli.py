@@ -13,7 +13,7 @@ from rich.markdown import Markdown
 from rich.rule import Rule
 
 from bot.core.cli_guard import HELP_OPTIONS
-from bot.core.messages import msg, Refusal, refusal
+from bot.core.messages import Refusal, UsageRefusal, msg, refusal
 from bot.core.settings import Settings, load_settings
 from bot.demo import sample
 from bot.demo.loop import DemoError, run_demo
@@ -68,8 +68,9 @@ MAX_COMMENT_CHARS = 65_536  # GitHub refuses a longer comment body
 
 def _comment_text(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if not value.strip() or len(value) > MAX_COMMENT_CHARS:
-        raise click.BadParameter(f"a comment must have from 1 to {MAX_COMMENT_CHARS} characters "
-                                 f"(got {len(value.strip()) and len(value)})")
+        raise UsageRefusal(msg("Invalid value for %(param)s: %(problem)s", param=param.get_error_hint(ctx),
+                               problem=msg("a comment must have from 1 to %(most)s characters (got %(count)s)",
+                                           most=MAX_COMMENT_CHARS, count=len(value.strip()) and len(value))), ctx)
     return value
 
 

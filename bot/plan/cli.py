@@ -29,7 +29,8 @@ def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
             if not part:
                 continue
             if not part.isdigit() or int(part) < 1:
-                raise click.BadParameter(f"{part!r} is not a positive integer", param_hint="--conc")
+                raise UsageRefusal(msg("Invalid value for %(param)s: %(problem)s", param="--conc",
+                                       problem=msg("%(value)s is not a positive integer", value=repr(part))))
             out.append(int(part))
     return tuple(dict.fromkeys(out))
 
@@ -41,7 +42,8 @@ def _command_filters(text: str) -> dict:
         command = parse_single(text)
         return command.plan_filters()
     except (UsageError, ValueError) as exc:
-        raise click.BadParameter(str(exc), param_hint="--command") from None
+        raise UsageRefusal(msg("Invalid value for %(param)s: %(problem)s", param="--command",
+                               problem=getattr(exc, "message", str(exc)))) from None
 
 
 @click.command(name="plan", context_settings=HELP_OPTIONS)

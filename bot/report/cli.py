@@ -64,7 +64,7 @@ def _load_thresholds(config_path: pathlib.Path | None) -> tuple[dict[str, float]
     try:
         config = load_config(text, str(path))
     except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Refusal(exc.located) from None
     try:
         return compare.thresholds_from(config), config
     except collect.InputError as exc:
@@ -121,10 +121,9 @@ def _bot_login(explicit: str | None, config: object | None, client: object) -> s
         if os.environ.get("GITHUB_ACTIONS") == "true":
             return post.ACTIONS_BOT
         if exc.status is None:  # no answer at all: which login to use is not the question yet
-            raise click.ClickException(f"{exc}; check GITHUB_API_URL and the network") from None
-        raise click.ClickException(
-            f"cannot tell which account the bot posts as ({exc}); set bot_login in "
-            f"{DEFAULT_CONFIG} or pass --bot-login") from None
+            raise Refusal(msg("%(failure)s; check GITHUB_API_URL and the network", failure=exc.message)) from None
+        raise Refusal(msg("cannot tell which account the bot posts as (%(failure)s); set bot_login in "
+                          "%(config)s or pass --bot-login", failure=exc.message, config=DEFAULT_CONFIG)) from None
 
 
 @click.command(name="report", context_settings=HELP_OPTIONS)
@@ -255,11 +254,9 @@ def _check_name(given: str | None, gate_on: bool) -> str:
     if gate_on:
         return given or post.CHECK_NAME
     if given is not None and given.strip().lower() == post.CHECK_NAME.lower():
-        raise click.ClickException(
-            f"--check-name {given!r} is the merge gate's check; only `report --gate` posts it "
-            f"(without --gate the report posts {post.REPORT_CHECK_NAME!r})\n"
-            f"--check-name {given!r} 是合并门禁的检查；只有 `report --gate` 能发布它"
-            f"（不带 --gate 时报告发布为 {post.REPORT_CHECK_NAME!r}）")
+        raise Refusal(msg("--check-name %(given)s is the merge gate's check; only `report --gate` posts it "
+                          "(without --gate the report posts %(report_check)s)", given=repr(given),
+                          report_check=repr(post.REPORT_CHECK_NAME)))
     return given or post.REPORT_CHECK_NAME
 
 
@@ -271,8 +268,8 @@ def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
         runs = fetch_baseline(GitHubClient.from_env(), workflow=workflow, base_branch=base_branch, dest=dest,
                               problems=skipped)
     except (GitHubError, BaselineFetchError) as exc:
-        raise click.ClickException(f"cannot fetch the baseline of {base_branch}: {exc}\n"
-                                   f"无法获取 {base_branch} 的基线：{exc}") from None
+        raise Refusal(msg("cannot fetch the baseline of %(branch)s: %(failure)s", branch=base_branch,
+                          failure=getattr(exc, "message", str(exc)))) from None
     found = ", ".join(f"run {r.run_id} ({r.sha[:12]})" for r in runs) or "none"
     click.echo(f"baseline from {workflow} on {base_branch}: {found}", err=True)
     for problem in skipped:
@@ -301,7 +298,7 @@ def _post(report: Report, rendered: render.Rendered, meta: Meta, check_name: str
                            bot_login=login, **check,
                            details_url=meta.run_url, check_name=check_name)
     except GitHubError as exc:
-        raise click.ClickException(f"posting the report failed: {exc}\n发布报告失败：{exc}") from None
+        raise Refusal(msg("posting the report failed: %(failure)s", failure=exc.message)) from None
     return {"comment": posted.comment.action, "why": posted.comment.why,
             "comment_id": posted.comment_id, "check_run_id": posted.check_run_id,
             "check": posted.check_action, "check_name": check_name, "bot_login": login}

@@ -17,7 +17,7 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.config import ConfigError, load_config
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import parse_run_title, started_by_bot
-from bot.core.messages import msg, Refusal
+from bot.core.messages import Refusal, bilingual, msg
 from bot.core.stage_markers import Ack
 from bot.report import build, collect, gate
 from bot.report.compare import Baseline
@@ -194,7 +194,8 @@ def cli_hook(collection, report, meta: Meta, *, required_dir: pathlib.Path | Non
             click.echo(f"earlier run {one['run']}: artifact {one['artifact']!r} skipped: {one['problem']}", err=True)
         return result
     except (GitHubError, BaselineFetchError) as exc:
-        raise click.ClickException(f"cannot read the earlier runs of {meta.sha[:12]}: {exc}") from None
+        raise Refusal(msg("cannot read the earlier runs of %(sha)s: %(failure)s", sha=meta.sha[:12],
+                          failure=getattr(exc, "message", str(exc)))) from None
     except collect.InputError as exc:
         raise Refusal(msg("--required: %(problem)s", problem=exc.args[0])) from None
 
@@ -207,7 +208,7 @@ def required_commands_cmd(config_yaml: pathlib.Path) -> None:
     try:
         config = load_config(config_yaml.read_text(encoding="utf-8"), str(config_yaml)) if config_yaml.is_file() else None
     except ConfigError as exc:
-        click.echo(f"{exc}\n{exc} (配置无效)", err=True)
+        click.echo(bilingual(exc.located), err=True)
         raise SystemExit(1) from None
     for line in required_commands(config):
         click.echo(line)

@@ -49,11 +49,10 @@ def load_job(path: Path) -> Job:
                                 format="YAML" if path.suffix in (".yaml", ".yml") else "JSON", why=exc)) from exc
     if isinstance(data, dict) and "matrices" in data and "job_id" not in data:
         ids = [j.get("job_id") for j in data.get("jobs") or [] if isinstance(j, dict)]
-        raise JobFileError(
-            f"{path} is a plan, not a job; pick a job with `recipe-bot plan ... --jobs-dir DIR` and run "
-            f"`recipe-bot run --job DIR/<job_id>.json`" + (f" (job ids in this plan: {', '.join(ids[:10])})" if ids else "")
-            + f"\n错误：{path} 是运行计划而不是任务；请用 `recipe-bot plan ... --jobs-dir DIR` 生成任务文件，"
-            "再运行 `recipe-bot run --job DIR/<job_id>.json`")
+        hint = msg("%(path)s is a plan, not a job; pick a job with `recipe-bot plan ... --jobs-dir DIR` and run "
+                   "`recipe-bot run --job DIR/<job_id>.json`", path=path)
+        raise JobFileError(msg("%(problem)s (job ids in this plan: %(ids)s)", problem=hint, ids=", ".join(ids[:10]))
+                           if ids else hint)
     try:
         job = Job.model_validate(data)
     except ValidationError as exc:

@@ -9,6 +9,7 @@ from github import Auth, GithubIntegration
 
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.github_retry import RetryPolicy
+from bot.core.messages import msg
 
 REFRESH_BEFORE = dt.timedelta(minutes=5)  # installation tokens live an hour; renew before they lapse
 
@@ -33,7 +34,7 @@ class AppTokenSource:
 
     def token(self, installation_id: int | None) -> str:
         if installation_id is None:
-            raise GitHubError("the delivery names no installation, so no installation token can be made")
+            raise GitHubError(msg("the delivery names no installation, so no installation token can be made"))
         now = dt.datetime.now(dt.timezone.utc)
         with self._lock:
             cached = self._cache.get(installation_id)

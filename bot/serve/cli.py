@@ -21,6 +21,7 @@ from bot.serve.auth import AppTokenSource, ClientFactory, TokenSource
 from bot.serve.logs import JsonLog
 from bot.serve.queue import DeliveryQueue
 from bot.serve.service import Service
+from bot.core.messages import Message, Refusal, msg
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication
@@ -61,8 +62,8 @@ def _log_waitress_as_json(log: JsonLog) -> None:
     logger.propagate = False
 
 
-def _fail(english: str, chinese: str) -> click.ClickException:
-    return click.ClickException(f"{english}\n{chinese}")
+def _fail(message: Message) -> click.ClickException:
+    return Refusal(message)
 
 
 def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_env: str, key_env: str,
@@ -77,39 +78,34 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
         key_path: Path | None = None if token_env else setting_named("APP_PRIVATE_KEY_PATH", key_env, env)
         policy = RetryPolicy.from_env(env)  # RECIPE_BOT_GITHUB_*: read once, for every delivery's client
     except SettingsError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Refusal(exc.message) from None
     if secret is None:
-        raise _fail(f"the webhook secret is not set: export {secret_env} (the GitHub App's webhook secret), "
-                    "or name another variable with --secret-env",
-                    f"未设置 webhook 密钥：请设置环境变量 {secret_env}（GitHub App 的 webhook secret），"
-                    "或用 --secret-env 指定其他变量")
+        raise _fail(msg("the webhook secret is not set: export %(variable)s (the GitHub App's webhook secret), "
+                        "or name another variable with --secret-env", variable=secret_env))
     base_url = env.get("GITHUB_API_URL") or "https://api.github.com"
     if token_env:
         token = env.get(token_env, "")
         if not token:
-            raise _fail(f"--token-env {token_env}: the variable is not set or empty",
-                        f"--token-env {token_env}：该环境变量未设置或为空")
+            raise _fail(msg("--token-env %(variable)s: the variable is not set or empty", variable=token_env))
         source: TokenSource | AppTokenSource = TokenSource(token)
     else:
         if app_id is None or key_path is None:
-            raise _fail(f"GitHub App auth needs {app_id_env} (the App's numeric id) and {key_env} (the path of "
-                        "its private key .pem); for a plain token (the sandbox) pass --token-env NAME",
-                        f"GitHub App 认证需要 {app_id_env}（App 的数字 id）和 {key_env}（私钥 .pem 文件路径）；"
-                        "使用普通 token（如 sandbox）请传 --token-env NAME")
+            raise _fail(msg("GitHub App auth needs %(app_id)s (the App's numeric id) and %(key)s (the path of "
+                            "its private key .pem); for a plain token (the sandbox) pass --token-env NAME",
+                            app_id=app_id_env, key=key_env))
         try:
             private_key = key_path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise _fail(f"{key_env}={key_path}: cannot read the private key: {exc.strerror}",
-                        f"{key_env}={key_path}：无法读取私钥：{exc.strerror}") from None
+            raise _fail(msg("%(variable)s=%(path)s: cannot read the private key: %(why)s", variable=key_env,
+                            path=key_path, why=exc.strerror)) from None
         if "PRIVATE KEY" not in private_key:
-            raise _fail(f"{key_path}: not a PEM private key (expected a -----BEGIN ... PRIVATE KEY----- block)",
-                        f"{key_path}：不是 PEM 私钥（应包含 -----BEGIN ... PRIVATE KEY----- 段）")
+            raise _fail(msg("%(path)s: not a PEM private key (expected a -----BEGIN ... PRIVATE KEY----- block)",
+                            path=key_path))
         source = AppTokenSource(app_id, private_key, base_url)
     try:
         store = DeliveryQueue(queue)
     except Exception as exc:  # noqa: BLE001 (sqlite3.Error, OSError: both mean a bad --queue)
-        raise _fail(f"--queue {queue}: cannot open the SQLite queue: {exc}",
-                    f"--queue {queue}：无法打开 SQLite 队列：{exc}") from None
+        raise _fail(msg("--queue %(queue)s: cannot open the SQLite queue: %(why)s", queue=queue, why=str(exc))) from None
     factory = ClientFactory(source, base_url, policy)
 
     def handler(event: str, payload: dict) -> object:
@@ -150,8 +146,8 @@ def serve_cmd(host: str, port: int, queue: str, secret_env: str, token_env: str 
         server = waitress.create_server(_access_log(service, log), host=host, port=port, threads=HTTP_THREADS,
                                         ident="recipe-bot", clear_untrusted_proxy_headers=True)
     except OSError as exc:
-        raise _fail(f"--host {host} --port {port}: cannot listen: {exc.strerror}",
-                    f"--host {host} --port {port}：无法监听：{exc.strerror}") from None
+        raise _fail(msg("--host %(host)s --port %(port)s: cannot listen: %(why)s", host=host, port=port,
+                        why=exc.strerror)) from None
     service.start()
 
     def stop(*_: object) -> None:
