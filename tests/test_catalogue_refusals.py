@@ -31,9 +31,16 @@ def test_a_refusal_of_plain_text_stays_click_own():
 def click_errors_given_a_message(source: str) -> list[int]:
     """Lines where click's own error class is handed a msg()/plural() value (its str() would not be text)."""
     lines = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    from_click = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                  and (node.module or "").startswith("click") for alias in node.names}
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call) and node.args:
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if isinstance(node.func, ast.Attribute):  # click.UsageError(...), not commands.UsageError(...)
+                owner = node.func.value
+                name = node.func.attr if isinstance(owner, ast.Name) and owner.id == "click" else ""
+            else:  # a bare name only when it was imported from click (bot.core.registry has its own UsageError)
+                name = node.func.id if getattr(node.func, "id", "") in from_click else ""
             first = node.args[0]
             called = first.func if isinstance(first, ast.Call) else None
             if name in CLICK_ERRORS and isinstance(called, ast.Name) and called.id in MESSAGE_FUNCS:
@@ -43,6 +50,8 @@ def click_errors_given_a_message(source: str) -> list[int]:
 
 def test_the_scan_finds_click_own_error_given_a_message():
     assert click_errors_given_a_message("raise click.ClickException(msg('x'))\nraise Refusal(msg('y'))\n") == [1]
+    assert click_errors_given_a_message("from click import UsageError\nraise UsageError(msg('x'))\n") == [2]
+    assert click_errors_given_a_message("raise UsageError(msg('x'))\n") == []  # a UsageError of the bot's own
 
 
 def test_no_module_hands_click_own_error_a_catalogue_message():

@@ -77,7 +77,7 @@ def test_bad_config_gives_one_error_with_file_line_and_field(text, line, field, 
         load_config(text, ".github/recipe-bot.yaml")
     error = caught.value
     assert (error.source, error.line, error.field) == (".github/recipe-bot.yaml", line, field)
-    assert fragment in error.message
+    assert fragment in str(error.message)
     assert str(error).startswith(f".github/recipe-bot.yaml:{line}: ")
 
 

@@ -7,6 +7,7 @@ import urllib.request
 import pytest
 from click.testing import CliRunner
 
+from bot.cli import main  # the edge that shows a refusal in both languages
 from bot.serve.cli import serve_cmd
 from bot.serve.signature import sign
 from handle_helpers import ROOT, Harness, seed
@@ -35,7 +36,7 @@ def test_bad_config_is_one_bilingual_error_and_exit_1(tmp_path, env, args, engli
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("RECIPE_BOT_", "GITHUB_"))}
     env = {k: v.format(readme=ROOT / "README.md") for k, v in env.items()}
     args = [a.format(readme=ROOT / "README.md") for a in args]
-    result = CliRunner().invoke(serve_cmd, ["--port", "0", *args], env={**{k: None for k in os.environ
+    result = CliRunner().invoke(main, ["serve", "--port", "0", *args], env={**{k: None for k in os.environ
                                                                            if k not in clean}, **env})
     assert result.exit_code == 1, result.output
     assert english in result.output and chinese in result.output
