@@ -1,13 +1,15 @@
 """Replaying InferenceX's real pull requests: recipe-bot's plan beside InferenceX's own process_changelog.py.
 
     .venv/bin/python bench/replay_inferencex_prs.py --ix-dir CLONE [--main main] [--since 2026-08-01]
-        [--newest N] [--pr N ...] [--out FILE] [--jobs 2] [--cache DIR]
+        [--newest N] [--pr N ...] [--out FILE] [--jobs 2] [--cache DIR] [--allowed-from base|main]
 
 CLONE is a local InferenceX clone (bare or not) with its PR heads under refs/pull/N/head (never copied
 into this repository). For every PR head whose committer date is on or after --since and whose diff
 against its merge-base with --main edits perf-changelog.yaml or configs/:
-- recipe-bot: `recipe-bot plan --repo CLONE --base MERGE_BASE --head HEAD --allowed-from MAIN --format json`,
-  the call gpu.yml makes for a PR;
+- recipe-bot: `recipe-bot plan --repo CLONE --base MERGE_BASE --head HEAD --allowed-from DEFAULT --format json`,
+  the call gpu.yml makes for a PR. DEFAULT is --main as it is today (--allowed-from main, the default),
+  which refuses a runner label that InferenceX renamed after the PR was planned, or the default branch
+  as the PR saw it, its merge-base (--allowed-from base), which refuses a label that only the PR adds;
 - InferenceX: `utils/process_changelog.py --base-ref MERGE_BASE --head-ref HEAD` run from a `git archive`
   of that head (its own generator, its own master configs), the call its run-sweep workflow makes
   without sweep labels.
@@ -75,11 +77,11 @@ def _canonical(row: dict) -> str:
     return json.dumps(row, sort_keys=True)
 
 
-def recipe_bot_side(clone: pathlib.Path, pr: dict, main: str) -> dict:
+def recipe_bot_side(clone: pathlib.Path, pr: dict, allowed_from: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-m", "bot", "plan", "--repo", str(clone), "--base", pr["base"], "--head", pr["head"],
-         "--allowed-from", main, "--format", "json"], capture_output=True, text=True, env=env, cwd=ROOT)
+         "--allowed-from", allowed_from, "--format", "json"], capture_output=True, text=True, env=env, cwd=ROOT)
     try:
         doc = json.loads(done.stdout)
     except json.JSONDecodeError:
@@ -202,6 +204,9 @@ def main() -> None:
     parser.add_argument("--pr", type=int, action="append", default=[], help="only this PR (repeatable)")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS / "ix_replay.md")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--allowed-from", choices=("base", "main"), default="main",
+                        help="the default branch whose runner labels are allowed: the PR's merge-base (as it "
+                             "was when the PR was planned) or --main as it is today")
     parser.add_argument("--cache", type=pathlib.Path,
                         default=pathlib.Path(tempfile.gettempdir()) / "ix-replay-cache")
     args = parser.parse_args()
@@ -216,7 +221,7 @@ def main() -> None:
     cache = args.cache / hashlib.sha1(str(clone).encode()).hexdigest()[:8]
 
     def one(pr: dict) -> dict:
-        ours = recipe_bot_side(clone, pr, main_sha)
+        ours = recipe_bot_side(clone, pr, pr["base"] if args.allowed_from == "base" else main_sha)
         result = compare(pr, ours, inferencex_side(clone, pr, cache))
         if not result["agree"] and not result.get("unreadable"):
             # is it the tools at that head? InferenceX's own tools of main on the same configs and changelog
@@ -245,7 +250,7 @@ def main() -> None:
                "gpu_hours_ratio_min": min(ratios, default=None), "gpu_hours_ratio_max": max(ratios, default=None),
                "within_1_1x": sum(1 for r in ratios if 1 / 1.1 <= r <= 1.1), "main": main_sha[:12],
                "agree_with_main_tools": agree + sum(1 for r in results if r.get("agree_with_main_tools")),
-               "since": args.since, "unreadable": [(r["pr"], r["unreadable"]) for r in unreadable]}
+               "since": args.since, "allowed_from": args.allowed_from, "unreadable": [(r["pr"], r["unreadable"]) for r in unreadable]}
     write_result("ix_replay", {"command": command_line(), "machine": machine_info(), "summary": summary,
                                "results": results})
     print(f"{agree} of {len(results)} PR heads agree on rows ({summary['agree_pct']} %); newest 20: "
