@@ -135,3 +135,17 @@ def test_a_search_point_whose_client_process_dies_reruns_as_a_process_and_the_se
     assert [p["client_process"] for p in _points(run)] == ["case", "point", "point", "point"]
     assert all(p["status"] == "passed" for p in _points(run))
     assert live_marked_processes(run.marker) == []
+
+
+def test_a_repeat_whose_client_process_dies_reruns_as_a_process_and_the_point_says_mixed(tmp_path: Path) -> None:
+    job = on_sglang(fake_job("ok", points=1))
+    case = job.cases[0]
+    point = case.points[0].model_copy(update={"repeats": 3})
+    job = job.model_copy(update={"cases": [case.model_copy(update={"points": [point]})]})
+    run = run_cli(job, tmp_path, {**SGLANG_ENV, "FAKE_CLIENT_CRASH_AT": "2"})
+
+    assert run.returncode == 0, run.output
+    (measured,) = _points(run)
+    assert measured["status"] == "passed" and len(measured["repeats"]) == 3
+    assert measured["client_process"] == "mixed"
+    assert live_marked_processes(run.marker) == []
