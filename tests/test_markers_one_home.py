@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.core import stage_markers as sm
+from bot.core import markers, stage_markers as sm
 
 ROOT = Path(__file__).resolve().parent.parent
 HOMES = {Path("bot/core/markers.py"), Path("bot/core/stage_markers.py")}
@@ -27,14 +27,31 @@ def test_marker_prefixes_are_spelled_only_in_the_markers_modules() -> None:
     assert outside == [], "a marker format outside bot/core/markers.py and bot/core/stage_markers.py:\n" + "\n".join(outside)
 
 
-def test_each_marker_kind_is_defined_in_exactly_one_module() -> None:
-    homes: dict[str, set[Path]] = {}
-    for path in HOMES:
-        for kind in _PREFIX.findall((ROOT / path).read_text(encoding="utf-8")):
-            homes.setdefault(kind, set()).add(path)
+def test_every_marker_kind_is_one_row_of_the_kinds_table() -> None:
+    # each kind is a row of markers.KINDS, which both builds and parses it: no module spells a kind's own prefix
     assert {"ack", "reply", "ok-to-test", "claim", "estimate", "budget-wait", "reuse", "sign-off",
-            "accept-regression", "report", "infra-runners"} <= set(homes)
-    assert {kind: sorted(map(str, paths)) for kind, paths in homes.items() if len(paths) > 1} == {}
+            "accept-regression", "report", "infra-runners"} == set(markers.KINDS)
+    spelled = {f"{path}: {kind}" for path in HOMES
+               for kind in _PREFIX.findall((ROOT / path).read_text(encoding="utf-8"))}
+    assert spelled == set(), "a marker kind spelled outside the table"
+
+
+def test_each_kind_builds_what_it_parses_and_no_other_kind_reads_it() -> None:
+    for kind in markers.KINDS.values():
+        if not kind.fields:
+            continue  # infra-runners: its pairs have their own pattern (test_the_moved_markers_read_back...)
+        values = {key: (SHA if pattern == markers.SHA else _sample(pattern)) for key, pattern in kind.fields}
+        line = kind.build(**values)
+        assert kind.parse(line) == values, line
+        assert [k.name for k in markers.KINDS.values() if k.fields and k.parse(line)] == [kind.name]
+
+
+def _sample(pattern: str) -> str:
+    """A value the pattern accepts, for the table's own patterns."""
+    for candidate in ("7", "ab", "applies", "-", "1.5", "abcdef0", "x"):
+        if re.fullmatch(pattern, candidate):
+            return candidate
+    raise AssertionError(f"no sample for {pattern}")
 
 
 def test_the_moved_markers_read_back_what_they_wrote() -> None:

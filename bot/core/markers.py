@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import re
 import urllib.parse
@@ -18,6 +19,66 @@ from bot.core.github_records import Comment, Run
 SHA = "[0-9a-f]{40}"  # a full commit SHA as GitHub writes it: trust is tied to one, never to a prefix
 _FULL_SHA = re.compile(SHA)
 MARKER_PREFIX = "<!-- recipe-bot:"  # every marker line starts so; a comment holding one opens with it
+
+
+# -- the marker kinds: one table that every marker is built from and parsed with ----------------------
+
+VALUE = r"[^\s=]+"  # a ledger field's value: the ledger checks which fields a marker has, not their shape
+ANY = r"\S+"
+
+
+@dataclasses.dataclass(frozen=True)
+class MarkerKind:
+    """One kind of marker line, `<!-- recipe-bot:NAME f1=v1 f2=v2 [o1=v3] -->`: its fields in order, each with
+    the pattern its value must match; the optional ones last, written only when they have a value."""
+
+    name: str
+    fields: tuple[tuple[str, str], ...]
+    optional: tuple[tuple[str, str], ...] = ()
+    # the dispatch reply writes it in its header: the ledger reads on past it (bot/core/stage_markers.py
+    # reads the estimate and budget-wait lines themselves)
+    in_reply_header: bool = False
+
+    @property
+    def prefix(self) -> str:
+        return f"{MARKER_PREFIX}{self.name}"
+
+    def build(self, **values: object) -> str:
+        parts = [f"{key}={values[key]}" for key, _ in self.fields]
+        parts += [f"{key}={values[key]}" for key, _ in self.optional if values.get(key) not in (None, "")]
+        return f"{self.prefix} {' '.join(parts)} -->"
+
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        required = " ".join(f"{key}=(?P<{key}>{value})" for key, value in self.fields)
+        optional = "".join(f"(?: {key}=(?P<{key}>{value}))?" for key, value in self.optional)
+        return re.compile(f"^{re.escape(self.prefix)} {required}{optional} -->$")
+
+    def parse(self, line: str) -> dict[str, str] | None:
+        """The fields of a line of exactly this kind's shape (optional ones only where written), else None."""
+        match = self._pattern.match(line)
+        return None if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
+
+
+KINDS = {kind.name: kind for kind in (
+    # the dispatch ledger (read_ledger, below)
+    MarkerKind("ack", (("comment", VALUE), ("sha", VALUE)), in_reply_header=True),
+    MarkerKind("reply", (("comment", VALUE), ("digest", VALUE)), in_reply_header=True),
+    MarkerKind("ok-to-test", (("sha", VALUE), ("by", VALUE)), in_reply_header=True),
+    MarkerKind("claim", (("comment", VALUE), ("sha", VALUE), ("nonce", VALUE)),
+               (("run", VALUE), ("by", VALUE), ("gpu_hours", VALUE)), in_reply_header=True),
+    # the later stages' markers (bot/core/stage_markers.py)
+    MarkerKind("estimate", (("comment", ANY), ("sha", SHA), ("gpu_hours", r"[0-9.]+")), in_reply_header=True),
+    MarkerKind("budget-wait", (("comment", ANY), ("sha", SHA), ("by", ANY), ("gpu_hours", r"[0-9.]+"),
+                               ("cmd", ANY)), (("label", ANY),), in_reply_header=True),
+    MarkerKind("reuse", (("sha", SHA), ("run", r"\d+"), ("run_sha", SHA), ("by", ANY),
+                         ("state", "applies|ended"))),
+    MarkerKind("sign-off", (("sha", SHA), ("source", "[a-z0-9-]+"), ("digest", "[0-9a-f]+"))),
+    MarkerKind("accept-regression", (("sha", SHA), ("recipe", ANY), ("by", ANY), ("reason", r"\S*"))),
+    MarkerKind("report", (("sha", "[0-9a-f]{7,64}|unknown"), ("failures", "-|[0-9a-f]{10}(?:,[0-9a-f]{10})*"))),
+    # its one field is a list of host=count pairs, not one value: stage_markers reads it with its own pattern
+    MarkerKind("infra-runners", ()),
+)}
 
 
 def opens_with_marker(body: str) -> bool:
@@ -109,8 +170,11 @@ _RUN_TITLE = re.compile(r"^recipe-bot pr-(\d+) ([0-9a-f]{40}) by (\S+?)"
                         r"(?: \[([^\]\s]*)(?: gpu_hours=([0-9.]*))?\])?: (/.*)$")
 
 # Markers sit on the first lines of the bot's own comments, before any text a user could have
-# influenced, and count only in comments the bot's login wrote.
-_MARKER = re.compile(r"^<!-- recipe-bot:(ack|reply|ok-to-test|claim|estimate|budget-wait) ((?:[a-z_]+=[^\s=]+ ?)+)-->$")
+# influenced, and count only in comments the bot's login wrote. A dispatch reply's header is read line by
+# line as fields of any of the kinds it may hold; read_ledger then asks each kind's own fields of it.
+_REPLY_HEADER = re.compile(rf"^{re.escape(MARKER_PREFIX)}("
+                           + "|".join(re.escape(k.name) for k in KINDS.values() if k.in_reply_header)
+                           + r") ((?:[a-z_]+=[^\s=]+ ?)+)-->$")
 _KEY = re.compile(r"^[A-Za-z0-9._%:-]{1,200}$")
 
 
@@ -193,15 +257,15 @@ def digest(text: str) -> str:
 
 
 def ack_marker(key: str, sha: str) -> str:
-    return f"<!-- recipe-bot:ack comment={key} sha={sha} -->"
+    return KINDS["ack"].build(comment=key, sha=sha)
 
 
 def reply_marker(key: str, body_digest: str) -> str:
-    return f"<!-- recipe-bot:reply comment={key} digest={body_digest} -->"
+    return KINDS["reply"].build(comment=key, digest=body_digest)
 
 
 def approval_marker(sha: str, by: str) -> str:
-    return f"<!-- recipe-bot:ok-to-test sha={sha} by={by} -->"
+    return KINDS["ok-to-test"].build(sha=sha, by=by)
 
 
 def claim_marker(key: str, sha: str, nonce: str, holder: str = "", *, by: str = "",
@@ -210,10 +274,8 @@ def claim_marker(key: str, sha: str, nonce: str, holder: str = "", *, by: str = 
     `holder`: the Actions run (`<run id>.<attempt>`) of the handler that wrote it, when there is one.
     `by`, `gpu_hours`: the requester and the estimate, which later requests count against the limits
     while this one is undecided."""
-    run = f" run={holder}" if holder else ""
-    run += f" by={by}" if by else ""
-    run += f" gpu_hours={gpu_hours:.2f}" if gpu_hours is not None else ""
-    return f"<!-- recipe-bot:claim comment={key} sha={sha} nonce={nonce}{run} -->"
+    return KINDS["claim"].build(comment=key, sha=sha, nonce=nonce, run=holder, by=by,
+                                gpu_hours=None if gpu_hours is None else f"{gpu_hours:.2f}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,13 +317,15 @@ def read_ledger(comments: Iterable[Comment], bot_login: str) -> Ledger:
         if not written_by(comment, bot_login):
             continue  # anyone can type a marker or edit the bot's comment; only the bot's own, unedited, count
         for kind, fields in _ledger_markers(comment.body):
-            if kind == "ack" and "comment" in fields and "sha" in fields:
+            if not {key for key, _ in KINDS[kind].fields} <= set(fields):
+                continue  # a marker without its kind's fields records nothing
+            if kind == "ack":
                 ledger.acks.setdefault(fields["comment"], set()).add(fields["sha"])
-            elif kind == "reply" and "comment" in fields and "digest" in fields:
+            elif kind == "reply":
                 ledger.replies.add((fields["comment"], fields["digest"]))
-            elif kind == "ok-to-test" and "sha" in fields and "by" in fields:
+            elif kind == "ok-to-test":
                 ledger.approvals.append(Approval(fields["sha"], fields["by"]))
-            elif kind == "claim" and {"comment", "sha", "nonce"} <= set(fields):
+            elif kind == "claim":
                 ledger.claims.setdefault(fields["comment"], []).append(
                     Claim(comment.id, fields["comment"], fields["sha"], fields["nonce"], comment.created_at,
                           fields.get("run", ""), fields.get("by", ""), _hours(fields.get("gpu_hours"))))
@@ -279,7 +343,7 @@ def _hours(text: str | None) -> float | None:
 
 def _ledger_markers(body: str) -> Iterable[tuple[str, dict[str, str]]]:
     for line in body.replace("\r\n", "\n").split("\n"):
-        match = _MARKER.match(line.strip())
+        match = _REPLY_HEADER.match(line.strip())
         if not match:
             return  # the header ends at the first line that is not a marker
         fields = dict(pair.split("=", 1) for pair in match.group(2).split())

@@ -1,7 +1,8 @@
 """The markers the later stages keep in the bot's comments: estimates, budget waits, reuse, sign-offs, accepted regressions, reports, infra runners.
 
-bot/core/markers.py holds the dispatch ledger's markers and the run titles; every other
-`<!-- recipe-bot:... -->` line is built and parsed here, so each marker has one format in the code base.
+bot/core/markers.py holds the dispatch ledger's markers, the run titles and the table of every marker kind
+(markers.KINDS: name, fields, the pattern of each value); every other marker line is built and parsed here
+from that table, so each marker has one format in the code base.
 Whether a marker counts (the bot wrote the comment and nobody edited it) is the reader's check:
 markers.written_by / markers.header_markers.
 """
@@ -13,7 +14,7 @@ import re
 import urllib.parse
 from collections.abc import Iterator
 
-from bot.core.markers import MARKER_PREFIX
+from bot.core.markers import KINDS, MARKER_PREFIX
 
 
 def marker_lines(body: str) -> Iterator[str]:
@@ -27,30 +28,25 @@ def marker_lines(body: str) -> Iterator[str]:
 
 # -- estimate: a reply's record of its request's GPU-hours (the per-PR-per-day budget sums them) ------
 
-ESTIMATE_MARKER = "<!-- recipe-bot:estimate comment={key} sha={sha} gpu_hours={hours} -->"
-_ESTIMATE = re.compile(r"^<!-- recipe-bot:estimate comment=(\S+) sha=([0-9a-f]{40}) gpu_hours=([0-9.]+) -->$")
+_ESTIMATE, _WAIT, _REUSE, _SIGN_OFF, _ACK, _REPORT = (KINDS[name] for name in (
+    "estimate", "budget-wait", "reuse", "sign-off", "accept-regression", "report"))
 
 
 def estimate_marker(key: str, sha: str, gpu_hours: float) -> str:
-    return ESTIMATE_MARKER.format(key=key, sha=sha, hours=f"{gpu_hours:.2f}")
+    return _ESTIMATE.build(comment=key, sha=sha, gpu_hours=f"{gpu_hours:.2f}")
 
 
 def read_estimate_markers(body: str) -> list[tuple[str, str, float]]:
     """(key, sha, GPU-hours) of the estimate markers in a comment's header."""
     out = []
     for line in marker_lines(body):
-        match = _ESTIMATE.match(line)
-        if match:
-            out.append((match.group(1), match.group(2), float(match.group(3))))
+        fields = _ESTIMATE.parse(line)
+        if fields:
+            out.append((fields["comment"], fields["sha"], float(fields["gpu_hours"])))
     return out
 
 
 # -- budget-wait: a request above the GPU budget, waiting for `/approve-budget <sha>` ------------------
-
-WAIT_MARKER = "<!-- recipe-bot:budget-wait comment={key} sha={sha} by={by} gpu_hours={hours} cmd={cmd}{label} -->"
-_WAIT = re.compile(r"^<!-- recipe-bot:budget-wait comment=(\S+) sha=([0-9a-f]{40}) by=(\S+) gpu_hours=([0-9.]+) "
-                   r"cmd=(\S+)(?: label=(\S+))? -->$")
-
 
 @dataclasses.dataclass(frozen=True)
 class Waiting:
@@ -63,25 +59,21 @@ class Waiting:
 
 
 def wait_marker(w: Waiting) -> str:
-    label = f" label={urllib.parse.quote(w.label, safe='')}" if w.label else ""
-    return WAIT_MARKER.format(key=w.key, sha=w.sha, by=w.requester, hours=f"{w.gpu_hours:.2f}",
-                              cmd=urllib.parse.quote(w.command, safe=""), label=label)
+    return _WAIT.build(comment=w.key, sha=w.sha, by=w.requester, gpu_hours=f"{w.gpu_hours:.2f}",
+                       cmd=urllib.parse.quote(w.command, safe=""),
+                       label=urllib.parse.quote(w.label, safe="") if w.label else None)
 
 
 def parse_wait_marker(line: str) -> Waiting | None:
-    match = _WAIT.match(line)
-    if match is None:
+    fields = _WAIT.parse(line)
+    if fields is None:
         return None
-    label = urllib.parse.unquote(match.group(6)) if match.group(6) else None
-    return Waiting(match.group(1), match.group(2), match.group(3), float(match.group(4)),
-                   urllib.parse.unquote(match.group(5)), label)
+    label = urllib.parse.unquote(fields["label"]) if fields.get("label") else None
+    return Waiting(fields["comment"], fields["sha"], fields["by"], float(fields["gpu_hours"]),
+                   urllib.parse.unquote(fields["cmd"]), label)
 
 
 # -- reuse: a maintainer's `/reuse <run-id>`, pinned to the full head SHA --------------------------------
-
-_REUSE = re.compile(r"^<!-- recipe-bot:reuse sha=([0-9a-f]{40}) run=(\d+) run_sha=([0-9a-f]{40}) by=(\S+) "
-                    r"state=(applies|ended) -->$")
-
 
 @dataclasses.dataclass(frozen=True)
 class Reuse:
@@ -95,21 +87,18 @@ class Reuse:
 
 
 def reuse_marker(record: Reuse) -> str:
-    return (f"<!-- recipe-bot:reuse sha={record.sha} run={record.run_id} run_sha={record.run_sha} "
-            f"by={record.by} state={record.state} -->")
+    return _REUSE.build(sha=record.sha, run=record.run_id, run_sha=record.run_sha, by=record.by,
+                        state=record.state)
 
 
 def parse_reuse_marker(line: str) -> Reuse | None:
-    match = _REUSE.match(line)
-    if match is None:
+    fields = _REUSE.parse(line)
+    if fields is None:
         return None
-    return Reuse(match.group(1), int(match.group(2)), match.group(3), match.group(4), match.group(5))
+    return Reuse(fields["sha"], int(fields["run"]), fields["run_sha"], fields["by"], fields["state"])
 
 
 # -- sign-off: the checklist verdict's first line, which sign-off text of which head it judged ----------
-
-_SIGN_OFF = re.compile(r"^<!-- recipe-bot:sign-off sha=([0-9a-f]{40}) source=([a-z0-9-]+) digest=([0-9a-f]+) -->$")
-
 
 @dataclasses.dataclass(frozen=True)
 class SignOffMarker:
@@ -119,20 +108,16 @@ class SignOffMarker:
 
 
 def sign_off_marker(sha: str, source: str, digest: str) -> str:
-    return f"<!-- recipe-bot:sign-off sha={sha} source={source} digest={digest} -->"
+    return _SIGN_OFF.build(sha=sha, source=source, digest=digest)
 
 
 def parse_sign_off_marker(body: str) -> SignOffMarker | None:
     """Only a first line counts, so a quoted marker in someone's reply is text."""
-    match = _SIGN_OFF.match((body or "").split("\n", 1)[0].strip())
-    return SignOffMarker(*match.groups()) if match else None
+    fields = _SIGN_OFF.parse((body or "").split("\n", 1)[0].strip())
+    return SignOffMarker(fields["sha"], fields["source"], fields["digest"]) if fields else None
 
 
 # -- accept-regression: a maintainer's `/accept-regression`, for one recipe on one head commit ----------
-
-_ACK = re.compile(r"^<!-- recipe-bot:accept-regression sha=([0-9a-f]{40}) recipe=(\S+) by=(\S+) "
-                  r"reason=(\S*) -->$")
-
 
 @dataclasses.dataclass(frozen=True)
 class Ack:
@@ -145,23 +130,20 @@ class Ack:
 
 
 def ack_marker(ack: Ack) -> str:
-    reason = urllib.parse.quote(ack.reason, safe="")
-    return f"<!-- recipe-bot:accept-regression sha={ack.sha} recipe={ack.recipe} by={ack.by} reason={reason} -->"
+    return _ACK.build(sha=ack.sha, recipe=ack.recipe, by=ack.by, reason=urllib.parse.quote(ack.reason, safe=""))
 
 
 def parse_ack_marker(line: str) -> Ack | None:
-    match = _ACK.match(line)
-    if match is None:
+    fields = _ACK.parse(line)
+    if fields is None:
         return None
-    return Ack(match.group(1), match.group(2), match.group(3), urllib.parse.unquote(match.group(4)))
+    return Ack(fields["sha"], fields["recipe"], fields["by"], urllib.parse.unquote(fields["reason"]))
 
 
 # -- report: the sticky comment's first line, which head SHA it reports and which failures --------------
 
-REPORT_PREFIX = "<!-- recipe-bot:report"
+REPORT_PREFIX = _REPORT.prefix
 _REPORT_SHA = re.compile(r"^[0-9a-f]{7,64}$")
-_REPORT = re.compile(r"^<!-- recipe-bot:report sha=(?P<sha>[0-9a-f]{7,64}|unknown) "
-                     r"failures=(?P<failures>-|[0-9a-f]{10}(?:,[0-9a-f]{10})*) -->$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,16 +159,16 @@ def failure_digest(key: str) -> str:
 def report_marker(sha: str | None, failure_keys: list[str]) -> str:
     digests = ",".join(sorted({failure_digest(k) for k in failure_keys}))
     safe_sha = sha if sha and _REPORT_SHA.match(sha) else "unknown"
-    return f"{REPORT_PREFIX} sha={safe_sha} failures={digests or '-'} -->"
+    return _REPORT.build(sha=safe_sha, failures=digests or "-")
 
 
 def parse_report_marker(body: str) -> ReportMarker | None:
     """Only the first line counts: a marker quoted further down (a log tail, a reply) is text."""
-    match = _REPORT.match(body.split("\n", 1)[0].rstrip("\r"))
-    if match is None:
+    fields = _REPORT.parse(body.split("\n", 1)[0].rstrip("\r"))
+    if fields is None:
         return None
-    failures = match["failures"]
-    return ReportMarker(match["sha"], frozenset() if failures == "-" else frozenset(failures.split(",")))
+    failures = fields["failures"]
+    return ReportMarker(fields["sha"], frozenset() if failures == "-" else frozenset(failures.split(",")))
 
 
 def strip_report_marker(body: str) -> str:
@@ -195,8 +177,8 @@ def strip_report_marker(body: str) -> str:
 
 # -- infra-runners: a report comment's second line, infrastructure failures per runner host -------------
 
-INFRA_RECORD_PREFIX = "<!-- recipe-bot:infra-runners"
-_INFRA_RECORD = re.compile(r"^<!-- recipe-bot:infra-runners (?P<pairs>(?:[A-Za-z0-9._-]{1,80}=\d{1,6}"
+INFRA_RECORD_PREFIX = KINDS["infra-runners"].prefix
+_INFRA_RECORD = re.compile("^" + re.escape(INFRA_RECORD_PREFIX) + r" (?P<pairs>(?:[A-Za-z0-9._-]{1,80}=\d{1,6}"
                            r"(?:,|(?= -->)))+) -->$")
 
 
