@@ -62,10 +62,6 @@ class CommentEvent:
     sender_is_bot: bool
     issue_state: str
     pull: Pull | None = None  # a review's payload carries the pull request; a comment's does not
-    # GitHub's author_association of the comment and the issue's draft flag, as the payload states them:
-    # hints for what to prepare (bot/control/warmup.py), never for a decision (trust asks the API).
-    association: str = ""
-    draft_hint: bool = False
 
     @property
     def edited(self) -> bool:
@@ -176,8 +172,6 @@ def _comment(payload: dict, action: str) -> CommentEvent:
         comment_id=comment_id,
         body=_get(payload, "comment.body", str, nullable=True) or "",
         author=_get(payload, "comment.user.login", str),
-        association=_hint(payload["comment"].get("author_association")),
-        draft_hint=payload["issue"].get("draft") is True,
         sender=sender,
         sender_is_bot=sender_is_bot,
         issue_state=_get(payload, "issue.state", str),
@@ -200,8 +194,6 @@ def _review(payload: dict, action: str) -> CommentEvent:
         comment_id=None,
         body=_get(payload, "review.body", str, nullable=True) or "",
         author=_get(payload, "review.user.login", str),
-        association=_hint(payload["review"].get("author_association")),
-        draft_hint=pull.draft,
         sender=sender,
         sender_is_bot=sender_is_bot,
         issue_state=pull.state,
@@ -228,7 +220,3 @@ def _pull_request(payload: dict, action: str) -> PullRequestEvent:
 
 def _list(value: Any) -> list:
     return value if isinstance(value, list) else []
-
-
-def _hint(value: Any) -> str:
-    return value if isinstance(value, str) else ""
