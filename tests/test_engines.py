@@ -33,6 +33,7 @@ class Fake(Engine):
     client = "fake-bench"
     cache_reset_path = "/cache/reset"
     missing_server = "no FakeLLM here"
+    result_names = {"ttft": "first_token"}  # its client's own name for time to first token
 
     def locate(self, repo, env, settings):
         return env.get("FAKE_BIN")
@@ -91,6 +92,15 @@ def test_a_registered_engine_plans_and_builds_its_server_and_client_commands(fak
     assert (client.name, bench_command(client, POINT, target("fake"), tmp_path / "r.json")) == (
         "fake-bench", ["/opt/fake/bin/fake", "bench", "--url", "http://127.0.0.1:8123", "-c", "8",
                        "-o", str(tmp_path / "r.json")])
+
+
+def test_a_registered_engines_client_results_are_read_under_its_own_names(fake_engine) -> None:
+    from bot.runner.metrics import parse_bench_result
+
+    raw = {"completed": 8, "duration": 2.0, "request_throughput": 4.0, "output_throughput": 40.0,
+           "total_token_throughput": 80.0, "median_tpot_ms": 5.0, "median_first_token_ms": 30.0}
+    assert parse_bench_result(raw, gpus=1, client_names=fake_engine.result_names).ttft_ms == {"median": 30.0}
+    assert parse_bench_result(raw, gpus=1).ttft_ms == {}  # another client's file: not its names
 
 
 def test_the_job_file_of_a_registered_engine_loads_and_an_unknown_one_is_refused(fake_engine, tmp_path) -> None:

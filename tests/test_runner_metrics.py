@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.engines.sglang import ENGINE as SGLANG
 from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runner"
@@ -72,7 +73,7 @@ def test_sglang_json_lines_use_the_last_line_and_its_names(tmp_path: Path) -> No
     path = tmp_path / "sglang.jsonl"
     path.write_text(json.dumps({"completed": 1}) + "\n" + json.dumps(line) + "\n")
 
-    metrics = parse_bench_result(load_raw(path), gpus=2, expected_requests=100)
+    metrics = parse_bench_result(load_raw(path), gpus=2, expected_requests=100, client_names=SGLANG.result_names)
 
     assert metrics.completed == 90 and metrics.failed == 10
     assert metrics.total_token_throughput == 1350.0 and metrics.tput_per_gpu == 675.0

@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from bot.core.settings import Settings
@@ -79,6 +80,9 @@ class Engine:
     # True: its client's library can run every point of a case in one process (bot/runner/inprocess.py).
     in_process_client: bool = False
     session_python_env: str | None = None  # the variable naming that process's Python
+    # Its client's raw result names for figures that vLLM's client names otherwise ({"e2el": "e2e_latency"}):
+    # the runner reads a point's figures under the names of the client that wrote them (bot/runner/metrics.py).
+    result_names: Mapping[str, str] = MappingProxyType({})
     provenance_env: str | None = None  # the variable naming its program, kept in a result's provenance
 
     def locate(self, repo: Path, env: Mapping[str, str], settings: Settings) -> str | None:

@@ -6,6 +6,7 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 from bot.core.settings import Settings
 from bot.engines import METADATA_VERSION, BenchPoint, Engine, Parallelism, Target, register, run_for_line
@@ -23,6 +24,7 @@ class SGLang(Engine):
     # the Python that has SGLang: the engine's own program.
     in_process_client = True
     session_python_env = PYTHON_ENV
+    result_names = MappingProxyType({"e2el": "e2e_latency"})  # sglang.bench_serving's name for end-to-end latency
 
     def locate(self, repo: Path, env: Mapping[str, str], settings: Settings) -> str | None:
         """The Python that has SGLang: RECIPE_BOT_SGLANG_PYTHON, else this one where

@@ -156,7 +156,8 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
     raw_rel = str(result_file.relative_to(out_dir))
     try:
         metrics = parse_bench_result(load_raw(result_file), gpus=gpus,
-                                     expected_requests=point.num_prompts, source=raw_rel)
+                                     expected_requests=point.num_prompts, source=raw_rel,
+                                     client_names=client.engine.result_names)
     except BenchResultError as exc:
         return base.model_copy(update={"reason": str(exc), "raw_result_file": raw_rel})
     reason = None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,6 @@ from bot.core.results import PointMetrics, RequestSamples
 
 DISTRIBUTIONS = ("ttft", "tpot", "itl", "e2el")
 STATS = ("mean", "median", "p90", "p99")
-# sglang.bench_serving names end-to-end latency "e2e_latency" where vLLM says "e2el".
-_SGLANG_NAMES = {"e2el": "e2e_latency"}
 
 
 class BenchResultError(ValueError):
@@ -47,8 +46,8 @@ def _number(raw: dict[str, Any], key: str, source: str) -> float:
     return float(value)
 
 
-def _distribution(raw: dict[str, Any], metric: str) -> dict[str, float]:
-    names = [metric] + ([_SGLANG_NAMES[metric]] if metric in _SGLANG_NAMES else [])
+def _distribution(raw: dict[str, Any], metric: str, client_names: Mapping[str, str]) -> dict[str, float]:
+    names = [metric] + ([client_names[metric]] if metric in client_names else [])
     dist: dict[str, float] = {}
     for stat in STATS:
         for name in names:
@@ -138,8 +137,10 @@ def _numeric(value: Any) -> bool:
 
 
 def parse_bench_result(raw: dict[str, Any], *, gpus: int, expected_requests: int | None = None,
-                       source: str = "result") -> PointMetrics:
-    """PointMetrics from one raw result of `vllm bench serve` or `sglang.bench_serving`.
+                       source: str = "result", client_names: Mapping[str, str] | None = None) -> PointMetrics:
+    """PointMetrics from one raw result of an engine's benchmark client (`vllm bench serve`,
+    `sglang.bench_serving`); client_names: that engine's names for figures vLLM's client names otherwise
+    (Engine.result_names).
 
     tput_per_gpu = total_token_throughput / gpus (InferenceX: total / (tp*pp*pcp)); the output
     and input figures likewise; interactivity = 1000 / median TPOT (tokens/s one user sees).
@@ -167,7 +168,7 @@ def parse_bench_result(raw: dict[str, Any], *, gpus: int, expected_requests: int
         input_tput = _number(raw, "total_input_tokens", source) / duration
     else:
         input_tput = total_tput - output_tput
-    dists = {metric: _distribution(raw, metric) for metric in DISTRIBUTIONS}
+    dists = {metric: _distribution(raw, metric, client_names or {}) for metric in DISTRIBUTIONS}
     median_tpot = dists["tpot"].get("median")
     try:
         return PointMetrics(
