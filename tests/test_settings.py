@@ -89,3 +89,24 @@ def test_the_webhook_secret_is_a_secret_that_no_repr_shows():
     settings = load_settings({"RECIPE_BOT_WEBHOOK_SECRET": "hunter2"})
     assert settings.WEBHOOK_SECRET.get_secret_value() == "hunter2"
     assert "hunter2" not in repr(settings) and "hunter2" not in str(settings)
+
+
+# The only places a setting is read on its own: where the value is needed is itself the edge (handle's
+# --checkout default, the CLI's traceback switch at its last line, the process-wide template environment).
+EDGE_READS = {"bot/cli.py", "bot/control/handle.py", "bot/core/i18n.py"}
+
+
+def test_settings_are_read_once_at_an_edge_and_passed_down() -> None:
+    import ast
+
+    readers = set()
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        if rel == "bot/core/settings.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            func = node.func if isinstance(node, ast.Call) else None
+            if getattr(func, "id", None) == "setting" or getattr(func, "attr", None) == "setting":
+                readers.add(rel)
+    assert readers <= EDGE_READS, f"setting() read below a command's edge: {sorted(readers - EDGE_READS)}"
+    assert readers, "the scan found no reader at all: it no longer sees setting() calls"

@@ -156,7 +156,7 @@ def settings_table() -> str:
         default = "" if field.default in (None, "") else f"`{shown}`"
         rows.append(f"| `{variable(name)}` | {default} | {accepts(name).render('en')} | {field.description} |")
     return ("# Environment variables\n\n"
-            "<!-- Generated from bot/settings.py by `recipe-bot ci settings-doc > docs/settings.md`; "
+            "<!-- Generated from bot/core/settings.py by `recipe-bot ci settings-doc > docs/settings.md`; "
             "tests/test_settings.py checks it is current. -->\n\n"
             "Every `RECIPE_BOT_*` variable recipe-bot reads. An empty value counts as unset; a value the "
             "setting does not accept stops the command with one line naming the variable and what it accepts.\n\n"
