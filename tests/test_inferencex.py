@@ -105,7 +105,7 @@ def test_a_deleted_line_is_an_error_naming_the_line():
     with pytest.raises(RecipeError) as caught:
         appended_text(BASE_LOG, head, "perf-changelog.yaml")
     (problem,) = caught.value.problems
-    assert problem.line == 3 and "Deletions are not allowed in perf-changelog.yaml" in problem.message
+    assert problem.line == 3 and "Deletions are not allowed in perf-changelog.yaml" in str(problem.message)
 
 
 def test_removing_a_blank_line_is_not_a_deletion():

@@ -73,7 +73,7 @@ def test_a_reordered_changelog_is_refused_in_inferencex_words():
     with pytest.raises(RecipeError) as caught:
         appended_text(OLD.encode(), new.encode(), PATH)
     (problem,) = caught.value.problems
-    assert problem.message.startswith("Deletions are not allowed in perf-changelog.yaml. Only additions to the "
+    assert str(problem.message).startswith("Deletions are not allowed in perf-changelog.yaml. Only additions to the "
                                       "changelog are permitted. Found deleted line: ")
     assert problem.line is not None and problem.file == PATH
 
@@ -83,7 +83,7 @@ def test_an_edited_entry_names_the_line_it_changed():
     with pytest.raises(RecipeError) as caught:
         appended_text(OLD.encode(), new.encode(), PATH)
     (problem,) = caught.value.problems
-    assert problem.message.endswith("Found deleted line:   pr-link: https://github.com/example-org/"
+    assert str(problem.message).endswith("Found deleted line:   pr-link: https://github.com/example-org/"
                                     "inferencex-fixture/pull/2")
     assert problem.line == OLD.splitlines().index("  pr-link: https://github.com/example-org/"
                                                   "inferencex-fixture/pull/2") + 1
@@ -120,7 +120,7 @@ def test_a_duplicate_key_in_an_added_entry_is_read_as_inferencex_reads_it_with_a
     assert [e.keys for e in entries] == [["llama5-fp8-h100-trt"]]
     assert entries[0].entry.description == ["again"]  # the last one wins, as PyYAML's safe_load
     (warning,) = repo.warnings
-    assert (warning.file, warning.field) == (PATH, "description") and "first defined on line" in warning.message
+    assert (warning.file, warning.field) == (PATH, "description") and "first defined on line" in str(warning.message)
 
 
 def test_a_duplicate_label_in_runners_yaml_is_a_warning_not_a_refusal(tmp_path):
@@ -130,5 +130,5 @@ def test_a_duplicate_label_in_runners_yaml_is_a_warning_not_a_refusal(tmp_path):
     runners.write_text(runners.read_text().replace("labels:\n", "labels:\n  h100:\n    - h100-lab_09\n", 1))
     repo = load_inferencex(DirSource(root))  # PyYAML keeps the last h100, as InferenceX's generator reads it
     (warning,) = [w for w in repo.warnings if w.file == "configs/runners.yaml"]
-    assert warning.field == "h100" and warning.line == 6 and "first defined on line 4" in warning.message
+    assert warning.field == "h100" and warning.line == 6 and "first defined on line 4" in str(warning.message)
     assert "h100-lab_09" not in repo.labels["h100"]

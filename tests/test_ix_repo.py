@@ -13,6 +13,7 @@ from bot.plan import PlanFilters, plan_change
 from bot.plan.labels import KNOWN_LABELS, filters_for_labels
 from bot.plan.limits import chunk_sizes, limit_for, slurm_seconds
 from bot.recipes import RecipeError
+from bot.recipes.errors import RecipeProblem
 from ix_repo_helpers import AGENTIC, append_entry, commit, make_repo
 
 
@@ -59,7 +60,7 @@ def test_an_unlisted_runner_label_in_an_untouched_config_plans_with_a_warning(ix
     assert warning["file"] == "configs/cpu-master.yaml" and warning["field"] == f"{GHOST}.runner"
     assert warning["line"] == (repo / "configs/cpu-master.yaml").read_text().splitlines().index(
         "  runner: cpu-ghost") + 1
-    assert "cpu-ghost" in warning["message"] and "cpu" in warning["accepted"]
+    assert "cpu-ghost" in str(RecipeProblem.from_dict(warning).message) and "cpu" in warning["accepted"]
     assert GHOST not in {r["runner"] for r in rows_of(plan)}
 
 
@@ -120,7 +121,7 @@ def test_inferencex_component_placement_rules_refuse_in_its_words(tmp_path, edit
     import yaml
 
     raw = yaml.safe_load(edit(entry))["k"]
-    assert component_scope_problem(raw) == message
+    assert str(component_scope_problem(raw)) == message
     assert component_scope_problem(yaml.safe_load(entry)["k"]) is None
 
 

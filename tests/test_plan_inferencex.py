@@ -192,7 +192,6 @@ def test_an_append_only_entry_runs_only_the_rows_the_base_did_not_have(repo):
 
 
 def test_the_infra_note_and_the_deletion_refusal_read_in_chinese(repo):
-    from bot.core import messages_zh
     from bot.inferencex.changelog import deletion_message
 
     base = git(repo, "rev-parse", "HEAD")
@@ -200,5 +199,5 @@ def test_the_infra_note_and_the_deletion_refusal_read_in_chinese(repo):
     plan = plan_change(repo, base, commit(repo))
     (note,) = [n for n in plan.notes if str(n).startswith("InferenceX infra:")]
     assert note.render("zh").startswith("InferenceX 基础设施：runners/launch_h100-lab.sh 有改动；它影响 6 个")
-    chinese = messages_zh.translate(deletion_message("perf-changelog.yaml", "  pr-link: x"))
+    chinese = deletion_message("perf-changelog.yaml", "  pr-link: x").render("zh")
     assert chinese == "perf-changelog.yaml 中不允许删除。变更记录只允许追加。被删除的行：  pr-link: x"

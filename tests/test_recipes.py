@@ -250,7 +250,7 @@ def test_e2e_devices_are_checked_against_the_runner(tmp_path, devices, words):
     with pytest.raises(RecipeError) as caught:
         load_catalog(_repo_with(tmp_path, text), inferencex=False)
     (problem,) = caught.value.problems
-    assert words in problem.message and problem.line == 8
+    assert words in str(problem.message) and problem.line == 8
 
 
 def test_side_by_side_servers_cannot_share_a_device(tmp_path):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.messages import from_data
+
 from handle_helpers import bilingual
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -200,8 +202,9 @@ def test_a_pr_that_adds_its_own_runner_label_gets_a_failed_plan_naming_it(planne
     result = _plan(planned_repo, head, "--allowed-from", "main")
     assert result.exit_code != 0
     [error] = json.loads(result.stdout.split("\nError")[0])["errors"]
-    assert "'release-signer'" in error["message"] and "default branch" not in error["accepted"]
-    assert "runner 标签" in error["message"] and "cpu" in error["accepted"]
+    message = from_data(error["message"])  # kept as its catalogue id and parameters, read back by `ci plan-failed`
+    assert "'release-signer'" in str(message) and "default branch" not in error["accepted"]
+    assert "runner 标签" in message.render("zh") and "cpu" in error["accepted"]
 
 
 @pytest.mark.parametrize("image, allowed", [

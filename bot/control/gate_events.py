@@ -24,12 +24,12 @@ from bot.core.events import EventError
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import SHA, foreign_edits, is_full_sha, own_check_runs
 from bot.core.stage_markers import Ack, ack_marker, reuse_marker
-from bot.core.messages import bilingual, msg, UsageRefusal
+from bot.core.messages import Message, bilingual, msg, UsageRefusal
 from bot.inferencex.changelog import changelog_missing
 from bot.plan import remote
 from bot.plan.model import PlanError, PlanFilters
 from bot.recipes.catalog import is_recipe_path
-from bot.recipes.errors import RecipeError, RecipeProblem
+from bot.recipes.errors import RecipeError, RecipeProblem, message_from_data
 from bot.recipes.sources import GitSource
 from bot.report import collect, compare, gate, gate_runs
 from bot.report.fetch import BASELINE_COMMAND, fetch_baseline
@@ -123,7 +123,7 @@ def _on_pull_request(h: Handler, event: PullRequestEvent) -> None:
         if missing:
             raise PlanError(missing)
     except (RecipeError, PlanError) as exc:
-        problems = [str(p) for p in exc.problems] if isinstance(exc, RecipeError) else [str(exc)]
+        problems = [p.as_message() for p in exc.problems] if isinstance(exc, RecipeError) else [exc.message]
         title, section = _render(_verdict({}), pull.head_sha, bot_login=h.bot_login(), reason="plan-failed", problems=problems)
         _post_check(h.client, pull.head_sha, bot_login=h.bot_login(),
                     conclusion="failure", title=title, summary=section)
@@ -347,7 +347,7 @@ def baseline(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pul
 
 # -- the GPU workflow's side: a plan job that failed --------------------------------------------------
 
-def plan_problems(path: pathlib.Path) -> list[str]:
+def plan_problems(path: pathlib.Path) -> list[Message | str]:
     """The planner's errors (`recipe-bot plan --format json` prints {"errors": [...]}); never raises."""
 
     try:
@@ -360,10 +360,9 @@ def plan_problems(path: pathlib.Path) -> list[str]:
     problems = []
     for error in errors[:30]:
         if isinstance(error, dict) and "file" in error:
-            problems.append(str(RecipeProblem(str(error.get("file")), error.get("line"), error.get("field"),
-                                              str(error.get("message", "")), tuple(error.get("accepted") or ()))))
+            problems.append(RecipeProblem.from_dict(error).as_message())
         elif isinstance(error, dict):
-            problems.append(str(error.get("message", error)))
+            problems.append(message_from_data(error.get("message", error)))
     return problems
 
 

@@ -5,6 +5,8 @@ import copy
 import hashlib
 from collections import defaultdict
 
+from bot.core.messages import msg
+from bot.core.validation import Invalid
 from bot.inferencex.canonical import sorted_json
 from bot.inferencex.generate import freeze
 
@@ -14,7 +16,7 @@ _CURVE_IGNORED = frozenset({"conc", "exp-name", "recipe-fingerprint"})
 _CANONICAL_JSON = sorted_json(",", ":")
 
 
-class AppendOnlyError(ValueError):
+class AppendOnlyError(Invalid):
     """An append-only entry that InferenceX's changelog processor refuses (same wording)."""
 
 
@@ -70,7 +72,7 @@ def _concs(row: dict) -> tuple[int, ...]:
         return (conc,)
     if isinstance(conc, list) and conc and all(isinstance(v, int) for v in conc):
         return tuple(conc)
-    raise AppendOnlyError(f"append-only matrix entry has invalid concurrency value: {conc!r}")
+    raise AppendOnlyError(msg("append-only matrix entry has invalid concurrency value: %(value)s", value=repr(conc)))
 
 
 def append_only_delta(base: list[tuple[str, dict]], head: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
@@ -82,13 +84,14 @@ def append_only_delta(base: list[tuple[str, dict]], head: list[tuple[str, dict]]
     for _, row in head:
         head_groups[curve_key(row)].update(_concs(row))
     if not base_groups:
-        raise AppendOnlyError("append-only requires an existing curve in the base revision")
+        raise AppendOnlyError(msg("append-only requires an existing curve in the base revision"))
     if base_groups.keys() - head_groups.keys():
-        raise AppendOnlyError("append-only may not remove or modify existing generated recipes")
+        raise AppendOnlyError(msg("append-only may not remove or modify existing generated recipes"))
     for key, concs in base_groups.items():
         removed = concs - head_groups[key]
         if removed:
-            raise AppendOnlyError(f"append-only may not remove existing concurrency points: {sorted(removed)}")
+            raise AppendOnlyError(msg("append-only may not remove existing concurrency points: %(points)s",
+                                       points=str(sorted(removed))))
     delta: list[tuple[str, dict]] = []
     emitted: dict[tuple, set[int]] = defaultdict(set)
     for owner, row in head:
@@ -108,15 +111,15 @@ def append_only_delta(base: list[tuple[str, dict]], head: list[tuple[str, dict]]
         if kept:
             delta.append((owner, {**copy.deepcopy(row), "conc": kept}))
     if not delta:
-        raise AppendOnlyError("append-only did not add any generated points")
+        raise AppendOnlyError(msg("append-only did not add any generated points"))
     images: dict[tuple, set] = defaultdict(set)
     for _, row in base:
         images[_series_key(row)].add(row.get("image"))
     for _, row in delta:
         image = row.get("image")
         if image is None or images.get(_series_key(row), set()) != {image}:
-            raise AppendOnlyError("append-only additions must belong to an existing visual curve "
-                                  "with one unchanged non-null image")
+            raise AppendOnlyError(msg("append-only additions must belong to an existing visual curve "
+                                      "with one unchanged non-null image"))
     return delta
 
 
@@ -125,19 +128,20 @@ def check_scope(base_master: dict, head_master: dict, selected: dict[str, set[st
     unrelated = [k for k in base_master.keys() | head_master.keys()
                  if k not in selected and base_master.get(k) != head_master.get(k)]
     if unrelated:
-        raise AppendOnlyError(f"append-only PR changed configs not selected by its changelog entry: {sorted(unrelated)}")
+        raise AppendOnlyError(msg("append-only PR changed configs not selected by its changelog entry: %(configs)s",
+                                   configs=str(sorted(unrelated))))
     for config, allowed in selected.items():
         base_config, head_config = base_master[config], head_master[config]
         base_scenarios, head_scenarios = base_config.get("scenarios", {}), head_config.get("scenarios", {})
         if base_scenarios.keys() != head_scenarios.keys():
-            raise AppendOnlyError(f"append-only added or removed a scenario in config {config!r}")
+            raise AppendOnlyError(msg("append-only added or removed a scenario in config %(config)s", config=repr(config)))
         unselected = base_scenarios.keys() - allowed
         top_base = {k: v for k, v in base_config.items() if k != "scenarios"}
         top_head = {k: v for k, v in head_config.items() if k != "scenarios"}
         if unselected and top_base != top_head:
-            raise AppendOnlyError("append-only changed config-wide fields that can affect scenarios "
-                                  f"outside its changelog scope: {config!r}")
+            raise AppendOnlyError(msg("append-only changed config-wide fields that can affect scenarios "
+                                      "outside its changelog scope: %(config)s", config=repr(config)))
         for scenario in base_scenarios:
             if scenario not in allowed and base_scenarios[scenario] != head_scenarios[scenario]:
-                raise AppendOnlyError(f"append-only changed a scenario outside its changelog scope: "
-                                      f"{config!r} / {scenario!r}")
+                raise AppendOnlyError(msg("append-only changed a scenario outside its changelog scope: %(config)s / "
+                                          "%(scenario)s", config=repr(config), scenario=repr(scenario)))

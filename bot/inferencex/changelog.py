@@ -5,6 +5,7 @@ import difflib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from bot.core.messages import Message, msg
 from bot.inferencex.append_only import (
     SCENARIO_TYPES, AppendOnlyError, append_only_delta, check_scope, recipe_fingerprint_once,
 )
@@ -74,7 +75,7 @@ def appended_text(base: bytes | None, head: bytes | None, path: str) -> tuple[st
     old = (base or b"").decode("utf-8", "replace").splitlines()
     new = (head or b"").decode("utf-8", "replace").splitlines()
     if head is not None and head and not head.endswith(b"\n"):
-        raise RecipeError.single(path, len(new), None, "must end with a newline")
+        raise RecipeError.single(path, len(new), None, msg("must end with a newline"))
     added: list[str] = []
     lines: list[int] = []
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
@@ -89,17 +90,17 @@ def appended_text(base: bytes | None, head: bytes | None, path: str) -> tuple[st
             for index in range(b0, b1):
                 text = new[index]
                 if any(ch in text for ch in "\r\t\0"):
-                    raise RecipeError.single(path, index + 1, None, "tab, carriage return or NUL is not allowed")
+                    raise RecipeError.single(path, index + 1, None,
+                                             msg("tab, carriage return or NUL is not allowed"))
                 added.append(text)
                 lines.append(index + 1)
     return "\n".join(added), lines
 
 
-def deletion_message(path: str, line: str) -> str:
+def deletion_message(path: str, line: str) -> Message:
     """InferenceX's own wording for a changed or deleted changelog line (its rule: the log only grows)."""
-    name = path.rsplit("/", 1)[-1]
-    return (f"Deletions are not allowed in {name}. Only additions to the changelog are permitted. "
-            f"Found deleted line: {line}")
+    return msg("Deletions are not allowed in %(name)s. Only additions to the changelog are permitted. "
+               "Found deleted line: %(line)s", name=path.rsplit("/", 1)[-1], line=line)
 
 
 def _starts_entry(line: str) -> bool:
@@ -148,7 +149,7 @@ def appended_entries(repo: InferenceXRepo, base: bytes | None, head: bytes | Non
         return path, lines[line - 1] if line and line <= len(lines) else None
 
     if not isinstance(located.data, list):
-        raise RecipeError.single(path, lines[0] if lines else None, None, "appended lines must be list entries")
+        raise RecipeError.single(path, lines[0] if lines else None, None, msg("appended lines must be list entries"))
     out = []
     available = [*repo.configs, *repo.invalid]
     for index, raw in enumerate(located.data):
@@ -159,7 +160,7 @@ def appended_entries(repo: InferenceXRepo, base: bytes | None, head: bytes | Non
             position = entry.config_keys.index(exc.key)
             file, line = locate((index, "config-keys", position))
             raise RecipeError([RecipeProblem(
-                file, line, f"config-keys[{position}]", str(exc), tuple(_preview(exc.available))
+                file, line, f"config-keys[{position}]", exc.message, tuple(_preview(exc.available))
             )]) from None
         out.append(AppendedEntry(entry, locate((index,))[1] or 0, keys))
     return out
@@ -169,7 +170,7 @@ def _preview(names: list[str], limit: int = 12) -> list[str]:
     return names if len(names) <= limit else [*names[:limit], f"... {len(names) - limit} more"]
 
 
-def _entry_error(repo: InferenceXRepo, appended: AppendedEntry, message: str) -> RecipeError:
+def _entry_error(repo: InferenceXRepo, appended: AppendedEntry, message: Message) -> RecipeError:
     return RecipeError.single(repo.changelog_path, appended.line or None, "append-only", message)
 
 
@@ -191,11 +192,11 @@ def _check_append_only(repo: InferenceXRepo, entries: list[AppendedEntry], base_
         return
     first = flagged[0]
     if len(flagged) != len(entries):
-        raise _entry_error(repo, first, "append-only entries cannot share a sweep with regular changelog entries")
+        raise _entry_error(repo, first, msg("append-only entries cannot share a sweep with regular changelog entries"))
     if all_evals or evals_only:
-        raise _entry_error(repo, first, "append-only sweeps cannot use all-evals or evals-only modifiers")
+        raise _entry_error(repo, first, msg("append-only sweeps cannot use all-evals or evals-only modifiers"))
     if base_repo is None:
-        raise _entry_error(repo, first, "append-only needs the base revision's configs, which could not be read")
+        raise _entry_error(repo, first, msg("append-only needs the base revision's configs, which could not be read"))
     selected: dict[str, set[str]] = defaultdict(set)
     for appended in entries:
         for key in appended.keys:
@@ -203,14 +204,14 @@ def _check_append_only(repo: InferenceXRepo, entries: list[AppendedEntry], base_
     base_keys = {*base_repo.configs, *base_repo.invalid}
     missing = sorted(k for k in selected if k not in base_keys)
     if missing:
-        raise _entry_error(repo, first, "append-only requires every selected config to exist in the base "
-                                        f"revision; missing: {missing}")
+        raise _entry_error(repo, first, msg("append-only requires every selected config to exist in the base "
+                                            "revision; missing: %(missing)s", missing=str(missing)))
     base_master = {k: base_repo.raw(k) for k in base_keys}
     head_master = {k: repo.raw(k) for k in {*repo.configs, *repo.invalid}}
     try:
         check_scope(base_master, head_master, selected)
     except AppendOnlyError as exc:
-        raise _entry_error(repo, first, str(exc)) from None
+        raise _entry_error(repo, first, exc.message) from None
 
 
 def changelog_rows(
@@ -247,7 +248,7 @@ def changelog_rows(
                     try:
                         pairs = append_only_delta(base_pairs, pairs)
                     except AppendOnlyError as exc:
-                        raise _entry_error(repo, appended, str(exc)) from None
+                        raise _entry_error(repo, appended, exc.message) from None
                 result.throughput.extend(pairs)
         if entry.append_only:
             continue
@@ -288,11 +289,12 @@ def default_rows(repo: InferenceXRepo, keys: list[str], *, all_evals: bool = Fal
     return rows
 
 
-def changelog_missing(repo, changed: set[str]) -> str | None:
+def changelog_missing(repo, changed: set[str]) -> Message | None:
     """InferenceX's own review rule, in its words: a PR that edits a master config must add a
     perf-changelog.yaml entry, since only appended entries run. None when the rule holds."""
     masters = sorted(set(repo.config_file.values()) & changed)
     if not masters or repo.changelog_path in changed:
         return None
-    return (f"Master config files were modified but `{repo.changelog_path}` was not updated ({', '.join(masters)}): "
-            f"add a `{repo.changelog_path}` entry documenting the change; only appended entries run")
+    return msg("Master config files were modified but `%(changelog)s` was not updated (%(masters)s): "
+               "add a `%(changelog)s` entry documenting the change; only appended entries run",
+               changelog=repo.changelog_path, masters=", ".join(masters))

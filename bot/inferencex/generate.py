@@ -6,6 +6,9 @@ from collections import defaultdict
 from decimal import Decimal
 from typing import Literal
 
+from bot.core.messages import msg
+from bot.core.validation import Invalid
+
 MIN_EVAL_CONC = 16
 AGENTIC_DURATION_S = 3600
 MAX_AGENTIC_CPU_DRAM_MIB = 2_861_022  # 3 TB (decimal) in MiB, before utilisation scaling
@@ -18,14 +21,16 @@ Mode = Literal["default", "no-evals", "evals-only"]
 POINT_FIELDS = frozenset({"conc", "exp-name", "run-eval", "eval-only", "eval-conc", "eval-all-concs"})
 
 
-class ConfigKeyError(ValueError):
+class ConfigKeyError(Invalid):
     """A config key or wildcard that matches nothing."""
 
     def __init__(self, key: str, available: list[str]) -> None:
         self.key = key
         self.available = sorted(available)
-        what = "pattern" if any(ch in key for ch in "*?") else "config key"
-        super().__init__(f"{what} {key!r} matches no config key")
+        if any(ch in key for ch in "*?"):
+            super().__init__(msg("pattern %(key)s matches no config key", key=repr(key)))
+        else:
+            super().__init__(msg("config key %(key)s matches no config key", key=repr(key)))
 
 
 def expand_config_keys(patterns: list[str], available: list[str]) -> list[str]:
@@ -83,7 +88,8 @@ def _hardware(runners: dict, runner: str) -> dict:
     facts = runners.get("hardware", {}).get(runner)
     if facts is None:
         known = ", ".join(sorted(runners.get("hardware", {})))
-        raise ValueError(f"runner {runner!r} has no hardware facts in runners.yaml (known: {known})")
+        raise Invalid(msg("runner %(runner)s has no hardware facts in runners.yaml (known: %(known)s)",
+                          runner=repr(runner), known=known))
     return facts
 
 
@@ -343,7 +349,7 @@ def generate_keyed(
 ) -> list[tuple[str, dict]]:
     """`test-config --config-keys KEYS [--no-evals | --evals-only] [--all-evals]`, each row with its key."""
     if mode == "no-evals" and all_evals:
-        raise ValueError("all-evals cannot be combined with no-evals")
+        raise Invalid(msg("all-evals cannot be combined with no-evals"))
     resolved = expand_config_keys(keys, list(configs))
     rows, owners = test_config_rows(configs, runners, resolved, conc=conc, scenario_types=scenario_types)
     if mode != "no-evals":

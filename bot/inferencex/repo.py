@@ -4,6 +4,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
+from bot.core.messages import msg
 from bot.inferencex.schema import MultiNodeEntry, RunnersFile, SingleNodeEntry
 from bot.recipes.errors import RecipeError, RecipeProblem
 from bot.recipes.loader import validate
@@ -35,8 +36,9 @@ class InferenceXRepo:
 
     def note_duplicates(self, path: str, duplicates: list) -> None:
         for key, line, first in duplicates:
-            self.warnings.append(RecipeProblem(path, line, str(key), f"duplicate key (first defined on line {first}); "
-                                               "the last one is used, as InferenceX's YAML reader does"))
+            self.warnings.append(RecipeProblem(path, line, str(key), msg(
+                "duplicate key (first defined on line %(line)s); the last one is used, as InferenceX's YAML reader does",
+                line=first)))
 
     def problems_for(self, keys: list[str] | set[str]) -> list[RecipeProblem]:
         return [p for k in sorted(keys) for p in self.problems.get(k, [])]
@@ -82,7 +84,7 @@ def load_inferencex(source: Source) -> InferenceXRepo | None:
     repo = InferenceXRepo(directory, runners_path=f"{directory}/runners.yaml")
     raw_runners = source.read(repo.runners_path)
     if raw_runners is None:
-        raise RecipeError.single(repo.runners_path, None, None, "missing: the master configs need it")
+        raise RecipeError.single(repo.runners_path, None, None, msg("missing: the master configs need it"))
     duplicates: list = []
     runners_doc = load_yaml(raw_runners, repo.runners_path, duplicates)
     repo.note_duplicates(repo.runners_path, duplicates)
@@ -102,13 +104,14 @@ def load_inferencex(source: Source) -> InferenceXRepo | None:
         if located.data is None:
             continue
         if not isinstance(located.data, dict):
-            repo.file_problems[path] = [RecipeProblem(path, 1, None, "a master config must map config keys to entries")]
+            repo.file_problems[path] = [RecipeProblem(
+                path, 1, None, msg("a master config must map config keys to entries"))]
             continue
         for key, entry in located.data.items():
             if key in repo.configs or key in repo.invalid:
                 first = repo.config_file[key]
                 repo.problems.setdefault(key, []).append(RecipeProblem(
-                    path, located.line_of((key,)), key, f"config key also defined in {first}"))
+                    path, located.line_of((key,)), key, msg("config key also defined in %(file)s", file=first)))
                 continue
             repo.config_file[key] = path
             try:
@@ -121,7 +124,8 @@ def load_inferencex(source: Source) -> InferenceXRepo | None:
             if entry["runner"] not in repo.labels:
                 repo.problems.setdefault(key, []).append(RecipeProblem(
                     path, located.line_of((key, "runner")), f"{key}.runner",
-                    f"runner {entry['runner']!r} is not a label of {repo.runners_path}", tuple(sorted(repo.labels)),
+                    msg("runner %(runner)s is not a label of %(file)s", runner=repr(entry["runner"]), file=repo.runners_path),
+                    tuple(sorted(repo.labels)),
                 ))
     return repo
 
@@ -142,7 +146,7 @@ def _check_entry(path: str, located: Located, key: str, entry: object) -> None:
         return path, located.line_of((key, *loc))
 
     if not isinstance(entry, dict):
-        raise RecipeError.single(path, located.line_of((key,)), key, "must be a mapping")
+        raise RecipeError.single(path, located.line_of((key,)), key, msg("must be a mapping"))
     model = MultiNodeEntry if entry.get("multinode") is True else SingleNodeEntry
     try:
         validate(model, entry, locate)

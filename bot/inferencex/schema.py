@@ -5,6 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from bot.core.messages import msg
+from bot.core.validation import Invalid
 from bot.inferencex.scope_rules import component_scope_problem
 
 
@@ -28,11 +30,11 @@ class _Concurrency(M):
     def _one_way(self):  # noqa: ANN202
         has_range = self.conc_start is not None or self.conc_end is not None
         if (self.conc_list is not None) == has_range:
-            raise ValueError("give conc-list, or conc-start with conc-end (not both)")
+            raise Invalid(msg("give conc-list, or conc-start with conc-end (not both)"))
         if has_range and (self.conc_start is None or self.conc_end is None):
-            raise ValueError("conc-start and conc-end go together")
+            raise Invalid(msg("conc-start and conc-end go together"))
         if has_range and self.conc_start > self.conc_end:
-            raise ValueError("conc-start must not exceed conc-end")
+            raise Invalid(msg("conc-start must not exceed conc-end"))
         return self
 
 
@@ -43,7 +45,7 @@ class _Offload(M):
     @model_validator(mode="after")
     def _backend(self):  # noqa: ANN202
         if self.kv_offloading == "dram" and self.kv_offload_backend is None:
-            raise ValueError("kv-offloading: dram needs kv-offload-backend with a name")
+            raise Invalid(msg("kv-offloading: dram needs kv-offload-backend with a name"))
         return self
 
 
@@ -85,7 +87,7 @@ class MultiNodeSearch(_Concurrency, _Offload):
     @model_validator(mode="after")
     def _workers(self):  # noqa: ANN202
         if self.worker is None and (self.prefill is None or self.decode is None):
-            raise ValueError("a multi-node search-space entry needs prefill and decode (or worker)")
+            raise Invalid(msg("a multi-node search-space entry needs prefill and decode (or worker)"))
         return self
 
 
@@ -109,9 +111,9 @@ class AgenticSN(M):
     def _offload(self):  # noqa: ANN202
         for index, entry in enumerate(self.search_space):
             if entry.kv_offloading is None:
-                raise ValueError(f"search-space[{index}]: agentic entries must give kv-offloading")
+                raise Invalid(msg("search-space[%(index)s]: agentic entries must give kv-offloading", index=index))
         if any(e.kv_offloading == "dram" for e in self.search_space) and self.dram_utilization is None:
-            raise ValueError("dram-utilization is required when an entry uses kv-offloading: dram")
+            raise Invalid(msg("dram-utilization is required when an entry uses kv-offloading: dram"))
         return self
 
 
@@ -148,7 +150,7 @@ class _ScopedEntry(_Entry):
     def _scope(cls, data):  # noqa: ANN001, ANN206
         problem = component_scope_problem(data) if isinstance(data, dict) else None
         if problem:
-            raise ValueError(problem)
+            raise Invalid(problem)
         return data
 
 
@@ -187,6 +189,6 @@ class ChangelogEntry(M):
     @model_validator(mode="after")
     def _modes(self):  # noqa: ANN202
         if self.append_only and (self.evals_only or self.all_evals or self.eval_min_prefill_ep is not None):
-            raise ValueError("append-only cannot be combined with eval selection fields "
-                             "(evals-only, all-evals, eval-min-prefill-ep)")
+            raise Invalid(msg("append-only cannot be combined with eval selection fields "
+                              "(evals-only, all-evals, eval-min-prefill-ep)"))
         return self

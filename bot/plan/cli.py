@@ -11,7 +11,7 @@ from rich.console import Console
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.messages import refusal
 from bot.core.commands import UsageError, parse_single
-from bot.core.messages import msg, UsageRefusal
+from bot.core.messages import msg, to_data, UsageRefusal
 from bot.plan.allowed import allowed_at, check_plan
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
@@ -109,7 +109,7 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
         sys.exit(1)
     except PlanError as exc:
         if fmt == "json":
-            click.echo(json.dumps({"errors": [{"message": str(exc), "accepted": exc.accepted}]}, indent=2))
+            click.echo(json.dumps({"errors": [{"message": to_data(exc.message), "accepted": exc.accepted}]}, indent=2))
         raise refusal(exc.message) from None
     job_files = write_jobs(plan, jobs_dir) if jobs_dir is not None else None
     if outputs is not None:

@@ -124,10 +124,9 @@ def print_table(plan: Plan, console: Console) -> None:
         console.print(f"touched [bold]{touched.name}[/bold]: " + "; ".join(map(str, touched.reasons)), highlight=False)
     for note in plan.notes:
         console.print(f"note: {note}", highlight=False)
-    for warning in plan.warnings:
-        where = f"{warning['file']}:{warning['line']}" if warning.get("line") else warning["file"]
-        field = f" `{warning['field']}`" if warning.get("field") else ""
-        console.print(f"warning (untouched config, not planned): {where}{field}: {warning['message']}",
+    for warning in map(RecipeProblem.from_dict, plan.warnings):
+        field = f" `{warning.field}`" if warning.field else ""
+        console.print(f"warning (untouched config, not planned): {warning.location()}{field}: {warning.message}",
                       highlight=False, markup=False)
     _print_limits(plan, console)
     if plan.matrices or (plan.inferencex and plan.inferencex.matrices):
@@ -167,12 +166,13 @@ def plan_markdown(plan: Plan) -> str:
     return render_bilingual(
         "plan/summary", head=plan.head, base=plan.base, summary=plan.summary(),
         rows=[r.model_dump() for r in plan.recipes], touched=[t.model_dump() for t in plan.touched],
-        notes=plan.notes, warnings=plan.warnings, nothing=nothing_reason(plan), conc=_conc_text(plan),
+        notes=plan.notes, warnings=[RecipeProblem.from_dict(w) for w in plan.warnings],
+        nothing=nothing_reason(plan), conc=_conc_text(plan),
     )
 
 
 def errors_markdown(problems: list[RecipeProblem]) -> str:
-    return render_bilingual("plan/recipe-error", problems=[p.as_dict() for p in problems])
+    return render_bilingual("plan/recipe-error", problems=problems)
 
 
 _PLAN_JSON = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from bot.core.messages import msg
 from bot.recipes.errors import RecipeError, RecipeProblem, dotted
 from bot.recipes.loader import Resolved, YamlCache, resolve, validate
 from bot.recipes.schema import E2ESuite, KINDS, RunnerTable, SweepRecipe
@@ -158,7 +159,7 @@ def _check_runner(recipe: Recipe, resolved: Resolved, runners: RunnerTable | Non
     if spec is None:
         file, line = resolved.locate(("runner",))
         raise RecipeError.single(
-            file, line, "runner", f"unknown runner label {recipe.runner!r}", sorted(runners.runners)
+            file, line, "runner", msg("unknown runner label %(label)s", label=repr(recipe.runner)), sorted(runners.runners)
         )
     if spec.gpus == 0:
         return
@@ -168,7 +169,8 @@ def _check_runner(recipe: Recipe, resolved: Resolved, runners: RunnerTable | Non
                 file, line = resolved.locate(("search_space", index))
                 raise RecipeError.single(
                     file, line, f"search_space[{index}]",
-                    f"needs {arm.gpus} GPUs but runner {recipe.runner!r} has {spec.gpus} per host",
+                    msg("needs %(needed)s GPUs but runner %(runner)s has %(gpus)s per host", needed=arm.gpus,
+                        runner=repr(recipe.runner), gpus=spec.gpus),
                 )
     else:
         for ci, case in enumerate(recipe.cases):
@@ -178,8 +180,8 @@ def _check_runner(recipe: Recipe, resolved: Resolved, runners: RunnerTable | Non
                         file, line = resolved.locate(("cases", ci, "servers", si, "devices"))
                         raise RecipeError.single(
                             file, line, f"cases[{ci}].servers[{si}].devices",
-                            f"device {device} does not exist on runner {recipe.runner!r} "
-                            f"({spec.gpus} GPUs per host)",
+                            msg("device %(device)s does not exist on runner %(runner)s (%(gpus)s GPUs per host)",
+                                device=device, runner=repr(recipe.runner), gpus=spec.gpus),
                             [str(d) for d in range(spec.gpus)],
                         )
 
@@ -192,14 +194,14 @@ def load_entry(path: str, cache: YamlCache, source: Source, runners: RunnerTable
     kind = data.get("kind")
     if kind not in KINDS:
         file, line = resolved.locate(("kind",))
-        message = "required, but not given" if kind is None else f"{kind!r} is not accepted"
+        message = msg("required, but not given") if kind is None else msg("%(value)s is not accepted", value=repr(kind))
         raise RecipeError.single(file, line, "kind", message, sorted(KINDS))
     model = KINDS[kind]
     recipe = validate(model, data, resolved.locate)
     stem = posixpath.splitext(posixpath.basename(path))[0]
     if recipe.name != stem:
         file, line = resolved.locate(("name",))
-        raise RecipeError.single(file, line, "name", f"{recipe.name!r} must match the file name", [stem])
+        raise RecipeError.single(file, line, "name", msg("%(name)s must match the file name", name=repr(recipe.name)), [stem])
     if isinstance(recipe, SweepRecipe):
         for loc, message in recipe.rule_violations()[:1]:
             file, line = resolved.locate(loc)

@@ -3,36 +3,66 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bot.core.messages import Message, from_data, msg, to_data
+from bot.core.validation import Invalid  # noqa: F401 - the schemas' refusals, raised in their validators
+
 
 @dataclass(frozen=True)
 class RecipeProblem:
-    """One thing wrong with one input file, located as precisely as the input allows."""
+    """One thing wrong with one input file, located as precisely as the input allows. The message is a
+    catalogue message (text only where it is someone else's wording, such as YAML's or pydantic's)."""
 
     file: str
     line: int | None
     field: str | None
-    message: str
+    message: Message | str
     accepted: tuple[str, ...] = ()
 
     def location(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
 
-    def __str__(self) -> str:
-        where = self.location()
-        what = f"field `{self.field}`: " if self.field else ""
-        text = f"{where}: {what}{self.message}"
+    def as_message(self) -> Message:
+        """The problem as one line, in any language (its English is str())."""
+        if self.field:
+            text = msg("%(where)s: field `%(field)s`: %(message)s", where=self.location(), field=self.field,
+                       message=self.message)
+        else:
+            text = msg("%(where)s: %(message)s", where=self.location(), message=self.message)
         if self.accepted:
-            text += f" (accepted: {', '.join(self.accepted)})"
+            text = msg("%(message)s (accepted: %(accepted)s)", message=text, accepted=", ".join(self.accepted))
         return text
 
+    def __str__(self) -> str:
+        return str(self.as_message())
+
     def as_dict(self) -> dict:
+        """The problem as JSON data (`recipe-bot plan --format json`, plan.json): the message as its
+        catalogue id and parameters, rendered in each language by whoever reads it."""
         return {
             "file": self.file,
             "line": self.line,
             "field": self.field,
-            "message": self.message,
+            "message": to_data(self.message),
             "accepted": list(self.accepted),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RecipeProblem:
+        """A problem read back from JSON data: its message as a catalogue message, or the text of an
+        older file (a message that is not the catalogue's is shown as the text it is)."""
+        return cls(str(data.get("file")), data.get("line"), data.get("field"), message_from_data(data.get("message", "")),
+                   tuple(data.get("accepted") or ()))
+
+
+def message_from_data(value: object) -> Message | str:
+    """A message read from a file the bot wrote: its catalogue id and parameters, or the English text of an
+    older file; anything else (an id the catalogue does not have) is shown as the text it is, never raised."""
+    if isinstance(value, dict):
+        try:
+            return from_data(value)
+        except ValueError:
+            pass
+    return str(value)
 
 
 @dataclass
@@ -53,7 +83,7 @@ class RecipeError(Exception):
         file: str,
         line: int | None,
         field_name: str | None,
-        message: str,
+        message: Message | str,
         accepted: tuple[str, ...] | list[str] = (),
     ) -> "RecipeError":
         return cls([RecipeProblem(file, line, field_name, message, tuple(accepted))])

@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from bot.core.messages import Message, msg
+from bot.core.validation import error_message
 from bot.recipes.errors import RecipeError, RecipeProblem, dotted
 from bot.recipes.yamlsrc import Located, load_yaml
 
@@ -71,7 +73,7 @@ def _include_list(located: Located) -> list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return list(value)
     raise RecipeError.single(
-        located.file, located.line_of(("include",)), "include", "must be a path or a list of paths"
+        located.file, located.line_of(("include",)), "include", msg("must be a path or a list of paths")
     )
 
 
@@ -96,9 +98,9 @@ def resolve(path: str, cache: YamlCache, _stack: tuple[str, ...] = ()) -> Resolv
         return cache.resolved[path]
     located = cache.parse(path)
     if located is None:
-        raise RecipeError.single(path, None, None, "file not found")
+        raise RecipeError.single(path, None, None, msg("file not found"))
     if not isinstance(located.data, dict):
-        raise RecipeError.single(path, located.line_of(()), None, "a recipe file must be a YAML mapping")
+        raise RecipeError.single(path, located.line_of(()), None, msg("a recipe file must be a YAML mapping"))
     merged: dict = {}
     lower: list[Located] = []
     for index, target in enumerate(_include_list(located)):
@@ -106,13 +108,14 @@ def resolve(path: str, cache: YamlCache, _stack: tuple[str, ...] = ()) -> Resolv
         loc = ("include",) if isinstance(located.data["include"], str) else ("include", index)
         line = located.line_of(loc)
         if include_path.startswith("../") or include_path == "..":
-            raise RecipeError.single(path, line, "include", f"{target!r} points outside the repository")
+            raise RecipeError.single(path, line, "include", msg("%(path)s points outside the repository", path=repr(target)))
         if include_path in _stack or include_path == path:
             chain = " → ".join([*_stack, path, include_path])
-            raise RecipeError.single(path, line, "include", f"include cycle: {chain}")
+            raise RecipeError.single(path, line, "include", msg("include cycle: %(chain)s", chain=chain))
         if cache.parse(include_path) is None:
             raise RecipeError.single(
-                path, line, "include", f"{target!r} not found (looked for {include_path})"
+                path, line, "include", msg("%(path)s not found (looked for %(looked)s)", path=repr(target),
+                                           looked=include_path)
             )
         base = resolve(include_path, cache, (*_stack, path))
         merged = deep_merge(merged, base.data)
@@ -180,24 +183,25 @@ def accepted_values(model: type[BaseModel], loc: tuple) -> tuple[str, ...]:
 
 
 _FRIENDLY = {
-    "missing": "required, but not given",
-    "int_parsing": "expected an integer", "int_type": "expected an integer",
-    "int_from_float": "expected a whole number",
-    "float_parsing": "expected a number", "float_type": "expected a number",
-    "bool_parsing": "expected true or false", "bool_type": "expected true or false",
-    "string_type": "expected a string", "list_type": "expected a list",
-    "dict_type": "expected a mapping", "model_type": "expected a mapping",
-    "model_attributes_type": "expected a mapping",
-    "string_pattern_mismatch": "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit",
+    "missing": msg("required, but not given"),
+    "int_parsing": msg("expected an integer"), "int_type": msg("expected an integer"),
+    "int_from_float": msg("expected a whole number"),
+    "float_parsing": msg("expected a number"), "float_type": msg("expected a number"),
+    "bool_parsing": msg("expected true or false"), "bool_type": msg("expected true or false"),
+    "string_type": msg("expected a string"), "list_type": msg("expected a list"),
+    "dict_type": msg("expected a mapping"), "model_type": msg("expected a mapping"),
+    "model_attributes_type": msg("expected a mapping"),
+    "string_pattern_mismatch": msg("must be lower-case letters, digits, '.', '_' or '-', starting with a letter or "
+                                   "digit"),
 }
 
 
 _BOUND_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
 
 
-def field_range(model: type[BaseModel], loc: tuple) -> str | None:
-    """`from 1 to 4096`, `at least 0`, `at most 30`: the range a bounded number field accepts, from
-    its declared bounds; None when the field has none (or `loc` names no model field)."""
+def out_of_bounds(model: type[BaseModel], loc: tuple, value: object) -> Message | None:
+    """`must be from 1 to 4096 (got 0)`: the range a bounded number field accepts, from its declared
+    bounds, and the value given; None when the field has none (or `loc` names no model field)."""
 
     if not loc or not isinstance(loc[-1], str):
         return None
@@ -206,13 +210,26 @@ def field_range(model: type[BaseModel], loc: tuple) -> str | None:
             bounds: dict[str, Any] = {}
             for item in candidate.model_fields[loc[-1]].metadata:
                 bounds.update({k: getattr(item, k) for k in ("ge", "gt", "le", "lt") if getattr(item, k, None) is not None})
-            low = _number(bounds["ge"]) if "ge" in bounds else (f"more than {_number(bounds['gt'])}" if "gt" in bounds else None)
-            high = _number(bounds["le"]) if "le" in bounds else (f"less than {_number(bounds['lt'])}" if "lt" in bounds else None)
-            if low and high:
-                return f"from {low} to {high}"
-            if low or high:
-                return f"at least {low}" if low else f"at most {high}"
+            low = "ge" if "ge" in bounds else "gt" if "gt" in bounds else None
+            high = "le" if "le" in bounds else "lt" if "lt" in bounds else None
+            if low is None and high is None:
+                return None
+            values = {name: _number(bounds[key]) for name, key in (("low", low), ("high", high)) if key}
+            return _RANGES[low, high](**values, value=_short(value))
     return None
+
+
+# The wording of each pair of bounds (ge/gt below, le/lt above), as the loader has always written it.
+_RANGES = {
+    ("ge", "le"): lambda **v: msg("must be from %(low)s to %(high)s (got %(value)s)", **v),
+    ("gt", "le"): lambda **v: msg("must be from more than %(low)s to %(high)s (got %(value)s)", **v),
+    ("ge", "lt"): lambda **v: msg("must be from %(low)s to less than %(high)s (got %(value)s)", **v),
+    ("gt", "lt"): lambda **v: msg("must be from more than %(low)s to less than %(high)s (got %(value)s)", **v),
+    ("ge", None): lambda **v: msg("must be at least %(low)s (got %(value)s)", **v),
+    ("gt", None): lambda **v: msg("must be at least more than %(low)s (got %(value)s)", **v),
+    (None, "le"): lambda **v: msg("must be at most %(high)s (got %(value)s)", **v),
+    (None, "lt"): lambda **v: msg("must be at most less than %(high)s (got %(value)s)", **v),
+}
 
 
 def _number(value: float) -> str:
@@ -254,24 +271,26 @@ def problem_from_validation(
     loc = tuple(error["loc"])
     kind = error["type"]
     accepted: tuple[str, ...] = ()
+    bounded = out_of_bounds(model, loc, error.get("input")) if kind in _BOUND_ERRORS else None
+    message: Message | str
     if kind == "extra_forbidden":
-        message = "unknown key"
+        message = msg("unknown key")
         accepted = accepted_keys(model, loc[:-1])
     elif kind == "literal_error":
-        message = f"{error['input']!r} is not accepted"
+        message = msg("%(value)s is not accepted", value=repr(error["input"]))
         accepted = accepted_values(model, loc)
-    elif kind in _BOUND_ERRORS and field_range(model, loc):
-        message = f"must be {field_range(model, loc)} (got {_short(error.get('input'))})"
+    elif bounded is not None:
+        message = bounded
     elif kind in _FRIENDLY:
         message = _FRIENDLY[kind]
         if kind == "missing":
             accepted = accepted_values(model, loc)
         elif "input" in error:
-            message += f", got {_short(error['input'])}"
+            message = msg("%(problem)s, got %(value)s", problem=message, value=_short(error["input"]))
     else:
-        message = error["msg"].removeprefix("Value error, ")
+        message = error_message(error)
         if kind != "value_error" and "input" in error:
-            message += f"; got {_short(error['input'])}"
+            message = msg("%(problem)s; got %(value)s", problem=message, value=_short(error["input"]))
     file, line = locate(loc)
     return RecipeProblem(file, line, dotted(loc) or None, message, accepted)
 
@@ -285,5 +304,6 @@ def validate(model: type[BaseModel], data: Any, locate: Callable[[tuple], tuple[
     if huge is not None:
         file, line = locate(huge[0])
         raise RecipeError([RecipeProblem(file, line, dotted(huge[0]) or None,
-                                         f"{_short(huge[1])} is out of range: numbers up to {MAX_EXACT_INT} are accepted")])
+                                         msg("%(value)s is out of range: numbers up to %(limit)s are accepted",
+                                             value=_short(huge[1]), limit=MAX_EXACT_INT))])
     return validated

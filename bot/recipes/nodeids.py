@@ -7,6 +7,7 @@ import click
 import yaml
 
 from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.messages import Refusal, msg
 
 _NODE = re.compile(r"^(?P<path>[^\s:]+\.py)::(?P<rest>\S+)$")
 _NAME = re.compile(r"[^a-z0-9._-]+")
@@ -47,5 +48,5 @@ def e2e_cases_cmd(collect_output) -> None:
     """Print a harness suite's `cases:` from `pytest --collect-only -q` output (a file, or - for stdin)."""
     text = cases_yaml(collect_output.read())
     if text.strip() == "cases: []":
-        raise click.ClickException("no pytest node ids in the input; give the output of pytest --collect-only -q")
+        raise Refusal(msg("no pytest node ids in the input; give the output of pytest --collect-only -q"))
     click.echo(text, nl=False)

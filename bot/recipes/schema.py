@@ -6,8 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from bot.engines import EngineName
 from bot.core.jobs import SlurmSpec
+from bot.core.messages import Message, msg
+from bot.core.validation import Invalid
+from bot.engines import EngineName
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -29,7 +31,7 @@ def _check_env_names(names: list[str] | dict[str, str], what: str) -> None:
         # required_env entries may pin a value: NAME=VALUE (the case fails unless it matches).
         bare = name.split("=", 1)[0] if what == "required_env" else name
         if not ENV_NAME.match(bare):
-            raise ValueError(f"{name!r} is not an environment variable name")
+            raise Invalid(msg("%(name)s is not an environment variable name", name=repr(name)))
 
 
 def _env(value: dict[str, str]) -> dict[str, str]:
@@ -72,10 +74,11 @@ def _concurrency_list(value: list[int]) -> list[int]:
     """A concurrency list names each point once: 0, negatives and repeats would make unusable or twin points."""
     bad = [c for c in value if not 1 <= c <= MAX_CONCURRENCY]
     if bad:
-        raise ValueError(f"concurrency values must be from 1 to {MAX_CONCURRENCY} (got {bad[0]})")
+        raise Invalid(msg("concurrency values must be from 1 to %(limit)s (got %(value)s)", limit=MAX_CONCURRENCY,
+                          value=bad[0]))
     repeated = sorted({c for c in value if value.count(c) > 1})
     if repeated:
-        raise ValueError(f"concurrency values must be distinct ({repeated[0]} is listed twice)")
+        raise Invalid(msg("concurrency values must be distinct (%(value)s is listed twice)", value=repeated[0]))
     return value
 
 
@@ -101,9 +104,9 @@ class Search(Strict):
     def _consistent(self) -> "Search":
         lo, hi = self.range
         if lo < 1 or hi <= lo or hi > MAX_CONCURRENCY:
-            raise ValueError(f"search.range must be [lo, hi] with 1 <= lo < hi <= {MAX_CONCURRENCY}")
+            raise Invalid(msg("search.range must be [lo, hi] with 1 <= lo < hi <= %(limit)s", limit=MAX_CONCURRENCY))
         if (self.target == "max-conc-under") != (self.bound is not None):
-            raise ValueError("search.bound is required with target max-conc-under and accepted with no other")
+            raise Invalid(msg("search.bound is required with target max-conc-under and accepted with no other"))
         return self
 
 
@@ -172,11 +175,11 @@ class Workload(Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "Workload":
         if self.dataset == "random" and (self.isl is None or self.osl is None):
-            raise ValueError("a random workload needs isl and osl")
+            raise Invalid(msg("a random workload needs isl and osl"))
         if self.dataset == "trace" and not self.trace:
-            raise ValueError("a trace workload needs trace (dataset name or path)")
+            raise Invalid(msg("a trace workload needs trace (dataset name or path)"))
         if (self.num_prompts is None) == (self.prompts_per_concurrency is None):
-            raise ValueError("give exactly one of num_prompts and prompts_per_concurrency")
+            raise Invalid(msg("give exactly one of num_prompts and prompts_per_concurrency"))
         return self
 
     def prompts(self, concurrency: int) -> int:
@@ -251,27 +254,28 @@ class SweepRecipe(RecipeCommon):
     workload: Workload
     accuracy: Accuracy | None = None
 
-    def rule_violations(self) -> list[tuple[tuple, str]]:
+    def rule_violations(self) -> list[tuple[tuple, Message]]:
         """Rules across fields, each with the path of the value that breaks it (the catalog locates it)."""
-        found: list[tuple[tuple, str]] = []
+        found: list[tuple[tuple, Message]] = []
         seen: set[str] = set()
         for index, arm in enumerate(self.search_space):
             if arm.label in seen:
-                found.append((("search_space", index), f"arm name {arm.label!r} is used twice; names must be unique"))
+                found.append((("search_space", index), msg("arm name %(name)s is used twice; names must be unique",
+                                                             name=repr(arm.label))))
             seen.add(arm.label)
             if arm.search is not None and self.launch.depends_on_concurrency:
-                found.append((("search_space", index, "search"), "a search runs its points on one launch; it "
-                                                                 "cannot be used with launch.depends_on_concurrency"))
+                found.append((("search_space", index, "search"), msg(
+                    "a search runs its points on one launch; it cannot be used with launch.depends_on_concurrency")))
             if arm.concurrency is None and not self.concurrency and arm.search is None:
-                found.append((("search_space", index), "this arm has no concurrency list and the recipe has none"))
+                found.append((("search_space", index), msg("this arm has no concurrency list and the recipe has none")))
         if not self.launch.depends_on_concurrency:
             places = [(("launch", "args", i), a) for i, a in enumerate(self.launch.args)]
             places += [(("search_space", n, "args", i), a)
                        for n, arm in enumerate(self.search_space) for i, a in enumerate(arm.args)]
             for loc, text in places:
                 if "{concurrency}" in text:
-                    found.append((loc, "uses {concurrency} but launch.depends_on_concurrency is false: set it "
-                                       "to true (one launch per point) or use a fixed value"))
+                    found.append((loc, msg("uses {concurrency} but launch.depends_on_concurrency is false: set it "
+                                           "to true (one launch per point) or use a fixed value")))
                     break
         return found
 
@@ -293,7 +297,7 @@ class ServerTemplate(Strict):
     @classmethod
     def _devices(cls, value: list[int] | None) -> list[int] | None:
         if value is not None and (len(set(value)) != len(value) or any(d < 0 for d in value)):
-            raise ValueError("devices must be distinct non-negative GPU indices")
+            raise Invalid(msg("devices must be distinct non-negative GPU indices"))
         return value
 
 
@@ -332,12 +336,12 @@ class Harness(Strict):
     def _consistent(self) -> "Harness":
         bad = [p for p in self.ports if not 1 <= p <= 65535]
         if bad:
-            raise ValueError(f"port {bad[0]} is not between 1 and 65535")
+            raise Invalid(msg("port %(port)s is not between 1 and 65535", port=bad[0]))
         if any(not argv for argv in self.setup):
-            raise ValueError("every setup step is a non-empty argv list")
+            raise Invalid(msg("every setup step is a non-empty argv list"))
         for path in [self.cwd, *self.keep, *self.files]:
             if path.startswith("/") or ".." in path.split("/"):
-                raise ValueError(f"{path!r} must be a path inside the repository (relative, no '..')")
+                raise Invalid(msg("%(path)s must be a path inside the repository (relative, no '..')", path=repr(path)))
         return self
 
 
@@ -357,15 +361,14 @@ class E2ECase(Strict):
     def _topology(self) -> "E2ECase":
         names = [s.name for s in self.servers]
         if len(set(names)) != len(names):
-            raise ValueError("server names within a case must be unique")
+            raise Invalid(msg("server names within a case must be unique"))
         used: dict[int, str] = {}
         for server in self.servers:
             for device in server.devices or []:
                 if device in used:
-                    raise ValueError(
-                        f"device {device} is given to both {used[device]!r} and {server.name!r}; "
-                        "servers of one case run side by side and cannot share a device"
-                    )
+                    raise Invalid(msg("device %(device)s is given to both %(first)s and %(second)s; servers of one "
+                                      "case run side by side and cannot share a device", device=device,
+                                      first=repr(used[device]), second=repr(server.name)))
                 used[device] = server.name
         return self
 
@@ -389,9 +392,9 @@ class CompareSpec(Strict):
     @model_validator(mode="after")
     def _arms(self) -> "CompareSpec":
         if self.arms[0].name == self.arms[1].name:
-            raise ValueError("the two compare arms need different names")
+            raise Invalid(msg("the two compare arms need different names"))
         if any(not arm.servers or arm.node for arm in self.arms):
-            raise ValueError("a compare arm starts servers (servers:), not a pytest node")
+            raise Invalid(msg("a compare arm starts servers (servers:), not a pytest node"))
         return self
 
 
@@ -411,19 +414,20 @@ class E2ESuite(RecipeCommon):
         names = [c.name for c in self.cases]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise ValueError(f"case names must be unique; repeated: {', '.join(duplicates)}")
+            raise Invalid(msg("case names must be unique; repeated: %(names)s", names=", ".join(duplicates)))
         if self.launch.devices is not None:
-            raise ValueError("an E2E suite gives devices per server (cases[].servers[].devices), not in launch")
+            raise Invalid(msg("an E2E suite gives devices per server (cases[].servers[].devices), not in launch"))
         if self.launch.depends_on_concurrency:
-            raise ValueError("launch.depends_on_concurrency has no meaning for an E2E suite")
+            raise Invalid(msg("launch.depends_on_concurrency has no meaning for an E2E suite"))
         for case in self.cases:
             if self.harness is not None and (case.node is None or case.servers):
-                raise ValueError(f"case {case.name!r}: a suite with a harness runs node ids: give node "
-                                 "(e.g. tests/e2e/test_x.py::test_x[case]) and no servers")
+                raise Invalid(msg("case %(case)s: a suite with a harness runs node ids: give node "
+                                  "(e.g. tests/e2e/test_x.py::test_x[case]) and no servers", case=repr(case.name)))
             if self.harness is None and (case.node is not None or not case.servers):
-                raise ValueError(f"case {case.name!r}: give servers, or a harness: section to run node ids")
+                raise Invalid(msg("case %(case)s: give servers, or a harness: section to run node ids",
+                                  case=repr(case.name)))
         if self.manual is not None and not self.manual.strip():
-            raise ValueError("manual: give the reason it runs only on command")
+            raise Invalid(msg("manual: give the reason it runs only on command"))
         return self
 
 

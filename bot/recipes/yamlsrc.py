@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from bot.core.messages import msg
 from bot.recipes.errors import RecipeError
 
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -134,22 +135,23 @@ def load_yaml(text: str | bytes, file: str, duplicates: list | None = None) -> L
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise RecipeError.single(file, None, None, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+            problem = msg("not UTF-8 text (byte %(byte)s: %(reason)s)", byte=exc.start, reason=exc.reason)
+            raise RecipeError.single(file, None, None, problem) from None
     loader = _StrictLoader(text)
     try:
         root = loader.get_single_node()
         data = _to_python(loader, root, duplicates) if root is not None else None
     except _DuplicateKey as exc:
         raise RecipeError.single(
-            file, exc.line, str(exc.key), f"duplicate key (first defined on line {exc.first_line})"
+            file, exc.line, str(exc.key), msg("duplicate key (first defined on line %(line)s)", line=exc.first_line)
         ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = " ".join(part for part in (exc.context, exc.problem) if part)
-        raise RecipeError.single(file, line, None, f"YAML syntax error: {problem}") from None
+        raise RecipeError.single(file, line, None, msg("YAML syntax error: %(problem)s", problem=problem)) from None
     except yaml.YAMLError as exc:
-        raise RecipeError.single(file, None, None, f"YAML error: {exc}") from None
+        raise RecipeError.single(file, None, None, msg("YAML error: %(problem)s", problem=str(exc))) from None
     finally:
         loader.dispose()
     return Located(file, data, root)
