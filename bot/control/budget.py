@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bot.control import checkout, estimate as estimates, trust
-from bot.core.markers import written_by
+from bot.core.markers import is_full_sha, written_by
 from bot.core.stage_markers import Waiting, marker_lines, parse_wait_marker, read_estimate_markers, wait_marker
 
 if TYPE_CHECKING:  # the handler imports this module; these are its annotations only
@@ -158,10 +158,20 @@ def cached_estimate(h: Handler, command_line: str, pull: Pull) -> estimates.Esti
     cache = h.state.estimates
     if (command_line, pull.head_sha) not in cache:
         try:
-            cache[(command_line, pull.head_sha)] = estimates.plan_command(h, command_line, pull)
+            cache[(command_line, pull.head_sha)] = _planned(h, command_line, pull)
         except estimates.Unavailable as exc:
             cache[(command_line, pull.head_sha)] = exc
     return cache[(command_line, pull.head_sha)]
+
+
+def _planned(h: Handler, command_line: str, pull: Pull) -> estimates.Estimate:
+    """The estimate, planned from the files at the head and base SHAs only: a long-running serve keeps it
+    for later deliveries of the same command on the same commits (a refusal to plan is not kept)."""
+    reads = getattr(h.client, "commit_reads", None)
+    if reads is None or h.checkout is not None or not (is_full_sha(pull.head_sha) and is_full_sha(pull.base_sha)):
+        return estimates.plan_command(h, command_line, pull)
+    key = ("estimate", h.client.repository.lower(), command_line, pull.head_sha, pull.base_sha)
+    return reads.derived(key, lambda: estimates.plan_command(h, command_line, pull))
 
 
 def estimate_for(h: Handler, reply: Reply, *, command_line: str, pull: Pull, key: str) -> estimates.Estimate | None:

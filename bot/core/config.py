@@ -1,6 +1,7 @@
 """The repository config `.github/recipe-bot.yaml`: strict schema, read from the default branch only."""
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any, Literal, Protocol
 
@@ -215,7 +216,14 @@ class RepoConfig(Strict):
 
 
 def load_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
-    """Parse and validate the config text; raises ConfigError naming the file, line and field."""
+    """Parse and validate the config text; raises ConfigError naming the file, line and field. A text is
+    parsed once per process (`recipe-bot serve` reads the same config for every delivery): the model is
+    frozen, so one object serves every reader."""
+    return _parsed_config(text, source)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed_config(text: str, source: str) -> RepoConfig:
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()  # yaml.compose(text)

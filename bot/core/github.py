@@ -16,6 +16,7 @@ import requests
 from github import Auth, Github, GithubException
 
 from bot.core import github_retry
+from bot.core.github_cache import CommitReads
 from bot.core.events import Pull, pull_from_json
 from bot.core.markers import opens_with_marker
 from bot.core.messages import Message, msg
@@ -31,6 +32,7 @@ from bot.core.github_records import (  # noqa: F401  (the client's records: bot.
     DispatchedRun,
     EDITS_QUERY,
     _check,
+    _check_body,
     _comment,
     _job,
     _review,
@@ -83,8 +85,10 @@ class GitHubClient:
     """
 
     def __init__(self, *, base_url: str, token: str, repository: str, dry_run: bool = False,
-                 out: TextIO | None = None, policy: github_retry.RetryPolicy | None = None):
+                 out: TextIO | None = None, policy: github_retry.RetryPolicy | None = None,
+                 commit_reads: CommitReads | None = None):
         self.repository = repository
+        self.commit_reads = commit_reads  # serve's reads at full SHAs, shared by its deliveries (github_cache.py)
         self.base_url = base_url.rstrip("/")
         self.dry_run = dry_run
         self._out = out if out is not None else sys.stdout
@@ -238,9 +242,22 @@ class GitHubClient:
         data = self.get_bytes(path, ref)
         return None if data is None else data.decode("utf-8")
 
+    def _kept(self, kind: str, path: str, ref: str, read: Callable[[], Any]) -> Any:
+        """read(), or what an earlier delivery read at this same full commit SHA (commit_reads)."""
+        if self.commit_reads is None or not self.commit_reads.cacheable(ref):
+            return read()
+        found, answer = self.commit_reads.get(self.repository, ref, kind, path)
+        if not found:
+            answer = read()
+            self.commit_reads.put(self.repository, ref, kind, path, answer)
+        return answer
+
     def get_bytes(self, path: str, ref: str) -> bytes | None:
         """A file's bytes at `ref`, or None when it does not exist there (a PR's file may not be UTF-8:
         whoever parses it says so, naming the file)."""
+        return self._kept("file", path, ref, lambda: self._read_bytes(path, ref))
+
+    def _read_bytes(self, path: str, ref: str) -> bytes | None:
         try:
             _, data = self._call("GET", f"contents/{urllib.parse.quote(path)}", params={"ref": ref})
         except GitHubError as exc:
@@ -253,6 +270,9 @@ class GitHubClient:
 
     def list_dir(self, path: str, ref: str) -> list[tuple[str, str]]:
         """(path, type) of each entry of a folder at `ref`; [] when there is no such folder."""
+        return self._kept("dir", path, ref, lambda: self._read_dir(path, ref))
+
+    def _read_dir(self, path: str, ref: str) -> list[tuple[str, str]]:
         try:
             _, data = self._call("GET", f"contents/{urllib.parse.quote(path)}", params={"ref": ref})
         except GitHubError as exc:
@@ -486,15 +506,3 @@ def _next_link(link: str) -> str | None:
         if len(section) >= 2 and 'rel="next"' in section[1]:
             return section[0].strip().strip("<>")
     return None
-
-
-def _check_body(**fields: Any) -> dict[str, Any]:
-    body = {k: v for k, v in fields.items()
-            if v is not None and k in ("name", "head_sha", "status", "conclusion", "details_url", "external_id")}
-    if fields.get("title") or fields.get("summary"):
-        output = {"title": fields.get("title") or fields.get("name") or "recipe-bot",
-                  "summary": fields.get("summary") or ""}
-        if fields.get("text"):
-            output["text"] = fields["text"]
-        body["output"] = output
-    return body

@@ -187,3 +187,15 @@ def _check(data: dict[str, Any]) -> CheckRun:
                     data.get("html_url") or "", (data.get("output") or {}).get("title") or "",
                     data.get("details_url") or "", data.get("external_id") or "",
                     (data.get("app") or {}).get("slug"))
+
+
+def _check_body(**fields: Any) -> dict[str, Any]:
+    body = {k: v for k, v in fields.items()
+            if v is not None and k in ("name", "head_sha", "status", "conclusion", "details_url", "external_id")}
+    if fields.get("title") or fields.get("summary"):
+        output = {"title": fields.get("title") or fields.get("name") or "recipe-bot",
+                  "summary": fields.get("summary") or ""}
+        if fields.get("text"):
+            output["text"] = fields["text"]
+        body["output"] = output
+    return body

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import posixpath
 from dataclasses import dataclass, field
@@ -66,8 +67,14 @@ def recipes_dir_of(source: Source) -> str:
     """The recipe folder the repository's config names (`recipes_dir:`), else `recipes`."""
 
     data = source.read(CONFIG_FILE)
+    return _recipes_dir_in(data) if data else RECIPES_DIR
+
+
+@functools.lru_cache(maxsize=32)
+def _recipes_dir_in(data: bytes | str) -> str:
+    """recipes_dir of one config text, parsed once per process (a long-running serve reads it per delivery)."""
     try:
-        config = yaml.safe_load(data) if data else None
+        config = yaml.safe_load(data)
     except yaml.YAMLError:
         return RECIPES_DIR  # the config's own loader reports it
     value = config.get("recipes_dir") if isinstance(config, dict) else None

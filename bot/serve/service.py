@@ -145,13 +145,16 @@ class Service:
         return _json(404, {"error": f"no route {request.path}"})
 
     def webhook(self, request: Request) -> Response:
+        started = time.perf_counter()
         event = request.headers.get("X-GitHub-Event", "")
         delivery = request.headers.get("X-GitHub-Delivery", "")
         fields = {"event": event, "delivery": delivery, "remote": request.remote_addr}
 
         def answer(status: int, body: dict[str, Any] | None, msg: str, level: str = "info") -> Response:
             self.metrics.response(event if event in EVENTS or event == "ping" else "other", status)
-            self.log(msg, level=level, status=status, **fields, **({"reason": body.get("error")} if body else {}))
+            # answer_ms: from the request's headers read to the answer's (GitHub waits at most 10 s)
+            self.log(msg, level=level, status=status, **fields, answer_ms=round((time.perf_counter() - started) * 1000, 2),
+                     **({"reason": body.get("error")} if body else {}))
             return _json(status, body) if body is not None else Response(status=status)
 
         if request.content_length is not None and request.content_length > self.max_body:

@@ -1,0 +1,156 @@
+"""`recipe-bot serve` keeps only what cannot change between deliveries: reads at a full commit SHA, and what is
+planned from them; permissions, the PR, comments, runs and the default branch's config are read each time.
+Twenty deliveries for ten PRs at once: each stored and handled once, one PR at a time, in arrival order."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+from werkzeug.test import Client
+
+from bot.core.github_cache import CommitReads
+from bot.serve.logs import JsonLog
+from bot.serve.queue import DeliveryQueue
+from bot.serve.service import Service
+from handle_helpers import Harness, seed
+from serve_helpers import SECRET, drain, post, service
+
+SHA = "a" * 40
+OTHER = "b" * 40
+
+
+@pytest.fixture
+def h(sandbox, tmp_path):
+    return Harness(sandbox(seed(tmp_path)), tmp_path)
+
+
+def test_a_read_at_a_full_sha_is_kept_and_a_read_at_a_branch_is_not():
+    reads = CommitReads()
+    assert reads.cacheable(SHA) and not reads.cacheable("main") and not reads.cacheable(SHA[:12])
+    reads.put("acme/bench", SHA, "file", "recipes/a.yaml", b"x: 1\n")
+    assert reads.get("ACME/bench", SHA, "file", "recipes/a.yaml") == (True, b"x: 1\n")
+    assert reads.get("acme/bench", OTHER, "file", "recipes/a.yaml") == (False, None)
+    assert reads.get("acme/other", SHA, "file", "recipes/a.yaml") == (False, None)
+
+
+def test_no_such_file_is_kept_only_for_a_commit_already_read():
+    reads = CommitReads()
+    reads.put("acme/bench", OTHER, "file", "missing.yaml", None)  # GitHub may not know the commit yet
+    assert reads.get("acme/bench", OTHER, "file", "missing.yaml") == (False, None)
+    reads.put("acme/bench", SHA, "dir", "recipes", [("recipes/a.yaml", "file")])
+    reads.put("acme/bench", SHA, "file", "missing.yaml", None)
+    assert reads.get("acme/bench", SHA, "file", "missing.yaml") == (True, None)
+
+
+def test_the_least_recently_used_reads_go_first_past_the_size_bound():
+    reads = CommitReads(max_bytes=1000)
+    reads.put("acme/bench", SHA, "file", "old", b"o" * 400)
+    reads.put("acme/bench", SHA, "file", "new", b"n" * 400)
+    assert reads.get("acme/bench", SHA, "file", "new")[0]
+    reads.put("acme/bench", SHA, "file", "newest", b"x" * 400)
+    assert not reads.get("acme/bench", SHA, "file", "old")[0]
+    assert reads.get("acme/bench", SHA, "file", "newest")[0]
+
+
+def test_a_derived_value_that_raises_is_computed_again():
+    reads, calls = CommitReads(), []
+
+    def failing():
+        calls.append(1)
+        raise ValueError("transient")
+
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            reads.derived(("estimate", SHA), failing)
+    assert len(calls) == 2
+    assert reads.derived(("estimate", SHA), lambda: 3) == 3 and reads.derived(("estimate", SHA), lambda: 4) == 3
+
+
+def test_the_second_sweep_on_the_same_commits_reads_no_file_again_but_asks_permission_pr_and_config_again(h, tmp_path):
+    svc = service(h.sb, tmp_path / "queue.sqlite3").start()
+    try:
+        per_delivery = []
+        for n, pr in enumerate((7, 8)):  # two PRs with one head commit and one base
+            before = h.seq()
+            event = h.sb.event("issue_comment", "created", comment_id=h.comment(pr, "alice", "/sweep"))
+            assert post(Client(svc), "issue_comment", event, delivery=f"d{n}").status_code == 202
+            drain(svc)
+            per_delivery.append([e for e in h.requests(before)])
+    finally:
+        svc.stop()
+        svc.queue.close()
+    first, second = ([(e["operation"], (e.get("query") or {}).get("ref")) for e in d] for d in per_delivery)
+    at_commit = [op for op, ref in first if op == "repos/get-content" and ref and len(ref) == 40]
+    assert at_commit, "the first delivery reads the head's and base's files"
+    assert not [op for op, ref in second if op == "repos/get-content" and ref and len(ref) == 40]
+    for operation in ("repos/get-collaborator-permission-level", "pulls/get", "issues/list-comments"):
+        assert operation in [op for op, _ in second], operation
+    assert ("repos/get-content", "main") in second  # the default branch's config: by name, read each time
+
+
+def test_twenty_deliveries_for_ten_prs_at_once_are_each_handled_once_one_pr_at_a_time_in_arrival_order(tmp_path):
+    lock, running, handled, overlap = threading.Lock(), set(), [], []
+
+    def recording(event, payload):
+        key = payload["workflow_run"]["pull_requests"][0]["number"]
+        with lock:
+            if key in running:
+                overlap.append(key)
+            running.add(key)
+        time.sleep(0.01)  # long enough for a second worker to take the same PR if the queue let it
+        with lock:
+            running.discard(key)
+            handled.append((key, payload["workflow_run"]["id"]))
+
+    svc = Service(DeliveryQueue(tmp_path / "queue.sqlite3"), SECRET, recording, workers=4,
+                  log=JsonLog(out=open(os.devnull, "w"))).start()  # noqa: SIM115
+    # workflow_run deliveries: ordered by their PR like comments, and checked no further before the queue
+    payloads = [{"action": "completed", "repository": {"full_name": "acme/bench"},
+                 "workflow_run": {"id": n, "pull_requests": [{"number": 100 + n % 10}]}} for n in range(20)]
+    answers: dict[int, int] = {}
+    barrier = threading.Barrier(len(payloads))
+
+    def deliver(n: int) -> None:
+        barrier.wait()
+        answers[n] = post(Client(svc), "workflow_run", payloads[n], delivery=f"d{n}").status_code
+
+    threads = [threading.Thread(target=deliver, args=(n,)) for n in range(len(payloads))]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        drain(svc)
+    finally:
+        svc.stop()
+    rows = svc.queue.rows()
+    svc.queue.close()
+    assert sorted(answers.values()) == [202] * 20
+    assert sorted(c for _, c in handled) == list(range(20)), "each delivery handled exactly once"
+    assert [(r["state"], r["attempts"]) for r in rows] == [("done", 1)] * 20
+    assert overlap == []
+    arrival = {int(r["delivery"][1:]): r["seq"] for r in rows}
+    for pr in range(100, 110):
+        mine = [c for key, c in handled if key == pr]
+        assert mine == sorted(mine, key=arrival.__getitem__), f"PR {pr} not in arrival order"
+
+
+def test_a_redelivery_within_one_group_commit_is_stored_once(tmp_path):
+    queue = DeliveryQueue(tmp_path / "queue.sqlite3")
+    results: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def put(n: int) -> None:
+        barrier.wait()
+        results.append(queue.put("same" if n < 4 else f"d{n}", "issue_comment", "acme/bench#1", {"n": n}))
+
+    threads = [threading.Thread(target=put, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(results) == [False] * 3 + [True] * 5
+    assert len(queue.rows()) == 5
+    queue.close()
