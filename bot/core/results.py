@@ -257,6 +257,14 @@ class Provenance(Model):
     job_file: str | None = None  # the job file, relative to the result directory
 
 
+class DutyCycle(Model):
+    """What the job's GPU time bought: seconds the servers were under measured load, against the job's wall time."""
+
+    load_s: float = Field(ge=0)  # every measured point's load (each repeat's duration_s, the client's own clock)
+    wall_s: float = Field(gt=0)  # the job's wall time (duration_s: its start to its end)
+    ratio: float = Field(ge=0)  # load_s / wall_s
+
+
 class JobResult(Model):
     schema_version: int = RESULT_SCHEMA_VERSION
     job_id: str
@@ -292,3 +300,26 @@ class JobResult(Model):
     setup: list[dict] = Field(default_factory=list)  # the suite's setup steps: argv, exit code, log
     compare_arms: list[str] = Field(default_factory=list)  # a compare: job, its two arms' case names
     manual: str | None = None  # the suite is manual (this reason): run on command, not required by the gate
+    # Seconds under load / job wall (duty_cycle_of); None in results written before it was recorded
+    duty_cycle: DutyCycle | None = None
+
+
+def duty_cycle_of(result: JobResult) -> DutyCycle | None:
+    """The job's measurement duty cycle from what its result records (pure): the load is the sum over every
+    case's points of each measured run's `duration_s` (the benchmark client's time from its first request
+    sent to its last answer; every repeat counts), the wall is the job's `duration_s`. None when the job has
+    no wall time or measured no point (an e2e suite, a job that failed before its first point)."""
+    if not result.duration_s:
+        return None
+    runs = [m for case in result.cases for point in case.points
+            for m in (point.repeats or ([point.metrics] if point.metrics is not None else []))]
+    if not runs:
+        return None
+    load = sum(m.duration_s for m in runs)
+    return DutyCycle(load_s=round(load, 3), wall_s=result.duration_s, ratio=round(load / result.duration_s, 4))
+
+
+def with_duty_cycle(result: JobResult) -> JobResult:
+    """The result as written: with its duty cycle worked out again from the figures it holds now (a backend
+    that rewrites a node's result may have changed its wall time)."""
+    return result.model_copy(update={"duty_cycle": duty_cycle_of(result)})

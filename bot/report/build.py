@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from bot.core.i18n import inline_code
 from bot.core.jobs import Job
+from bot.core.messages import Message, msg
 from bot.report.collect import Collection, CollectedJob
 from bot.report import failure_groups
 from bot.report.compare import Baseline, compare_point
@@ -211,8 +213,18 @@ def _sections(rows: list[PointRow], jobs: list[CollectedJob],
             tuple(env), source_of(mine),
             tuple(dict.fromkeys((r.job_id, r.runner_label, reproduce(j, head_sha))
                                 for j, r in zip(mine, results))),
-            tuple((c.name, c.search) for r in results for c in r.cases if c.search is not None)))
+            tuple((c.name, c.search) for r in results for c in r.cases if c.search is not None),
+            tuple(duty_line(r) for r in results if r.duty_cycle is not None)))
     return sections
+
+
+def duty_line(result: JobResult) -> Message:
+    """What the job's GPU time bought: its seconds under load against its wall time (result.duty_cycle)."""
+    duty = result.duty_cycle
+    assert duty is not None
+    return msg("Duty cycle of %(job)s: %(load)s s under load in %(wall)s s of job wall time (%(percent)s)",
+               job=inline_code(result.job_id), load=f"{duty.load_s:,.1f}", wall=f"{duty.wall_s:,.1f}",
+               percent=f"{duty.ratio * 100:.1f} %")
 
 
 def build_report(collection: Collection, baseline: Baseline, thresholds: Mapping[str, float],

@@ -7,6 +7,7 @@ from typing import Literal
 from bot.report.compare import Comparison
 from bot.report.failure_groups import FailureGroup
 from bot.report.sources import Source
+from bot.core.messages import Message
 from bot.core.results import AccuracyResult, SearchTrace
 
 Conclusion = Literal["success", "failure", "neutral"]
@@ -58,6 +59,7 @@ class RecipeSection:
     source: Source | None = None  # hosts, model and data sources of the figures
     reproduce: tuple[tuple[str, str, str], ...] = ()  # (job id, runner label, command)
     searches: tuple[tuple[str, SearchTrace], ...] = ()  # (case name, what its adaptive search chose)
+    duty: tuple[Message, ...] = ()  # one line a job whose result records its measurement duty cycle
 
 
 @dataclass(frozen=True)

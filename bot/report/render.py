@@ -146,6 +146,7 @@ def _section_facts(section: RecipeSection, row_view: Callable[[PointRow], dict])
         "base_runs": max((r.comparison.base_runs for r in compared), default=0),
         "fold": len(rows) > FOLD_AT,
         "searches": [search_view(name, trace) for name, trace in section.searches],
+        "duty": list(section.duty),
     }
 
 

@@ -18,7 +18,7 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.failure_classes import annotate
 from bot.core.jobs import Job
 from bot.core.messages import msg, Refusal
-from bot.core.results import JobResult
+from bot.core.results import JobResult, with_duty_cycle
 from bot.core.settings import load_settings
 from bot.runner import hygiene
 from bot.runner.ix_row import RowJob, is_row_job, proxy_job, run_row_job
@@ -85,7 +85,7 @@ def write_result(result: JobResult, out_dir: Path) -> Path:
     target = out_dir / RESULT_FILE
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".result-", suffix=".json")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(result.model_dump_json(indent=2))
+        handle.write(with_duty_cycle(result).model_dump_json(indent=2))
         handle.write("\n")
     os.replace(tmp, target)
     return target

@@ -36,7 +36,7 @@ from rich.console import Console
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.failure_classes import annotate, should_retry
 from bot.core.jobs import Job
-from bot.core.results import CaseResult, JobResult, SlurmInfo
+from bot.core.results import CaseResult, JobResult, SlurmInfo, with_duty_cycle
 from bot.runner.slurm import commands as sc
 from bot.core.settings import Settings, load_settings
 from bot.runner.slurm.query import (
@@ -168,7 +168,7 @@ def _read_inner(path: Path) -> tuple[JobResult | None, str | None]:
 
 def _write_result(result: JobResult, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
+    tmp.write_text(json.dumps(with_duty_cycle(result).model_dump(mode="json"), indent=2) + "\n")
     os.replace(tmp, path)
 
 
