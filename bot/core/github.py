@@ -33,6 +33,7 @@ from bot.core.github_records import (  # noqa: F401  (the client's records: bot.
     EDITS_QUERY,
     _check,
     _check_body,
+    _next_link,
     _comment,
     _job,
     _review,
@@ -40,7 +41,6 @@ from bot.core.github_records import (  # noqa: F401  (the client's records: bot.
     _when,
     edit_history,
 )
-
 
 
 class GitHubError(RuntimeError):
@@ -498,11 +498,3 @@ class GitHubClient:
     def rerun_failed_jobs(self, run_id: int) -> None:
         self._write({"action": "rerun", "run_id": run_id, "failed_only": True},
                     lambda: self._call("POST", f"actions/runs/{run_id}/rerun-failed-jobs"))
-
-
-def _next_link(link: str) -> str | None:
-    for part in link.split(","):
-        section = part.split(";")
-        if len(section) >= 2 and 'rel="next"' in section[1]:
-            return section[0].strip().strip("<>")
-    return None

@@ -199,3 +199,11 @@ def _check_body(**fields: Any) -> dict[str, Any]:
             output["text"] = fields["text"]
         body["output"] = output
     return body
+
+
+def _next_link(link: str) -> str | None:
+    for part in link.split(","):
+        section = part.split(";")
+        if len(section) >= 2 and 'rel="next"' in section[1]:
+            return section[0].strip().strip("<>")
+    return None
