@@ -47,18 +47,18 @@ def script(*server_lines: str) -> dict[str, str]:
 def test_an_arithmetic_or_builtin_read_of_conc_before_ready_does_not_pack(rows, line):
     found = verdict(rows, script(line), {}, one_server=True)
     assert not found.packs
-    assert found.reason.startswith(f"{SCRIPT}:2 reads $CONC before the server is ready")
+    assert str(found.reason).startswith(f"{SCRIPT}:2 reads $CONC before the server is ready")
 
 
 def test_a_read_through_indirection_names_the_assignment_and_the_expansion(rows):
     found = verdict(rows, script("which=CONC", "MAX=${!which}"), {}, one_server=True)
     assert not found.packs
-    assert found.reason.startswith(f"{SCRIPT}:2 reads $CONC") and "also line 3 ($CONC)" in found.reason
+    assert str(found.reason).startswith(f"{SCRIPT}:2 reads $CONC") and "also line 3 ($CONC)" in str(found.reason)
 
 
 def test_every_line_that_reads_conc_is_named_not_only_the_first(rows):
     found = verdict(rows, script("A=$((2 * CONC))", "B=$CONC"), {}, one_server=True)
-    assert found.reason.startswith(f"{SCRIPT}:2 reads $CONC") and found.reason.endswith("also line 3 ($CONC)")
+    assert str(found.reason).startswith(f"{SCRIPT}:2 reads $CONC") and str(found.reason).endswith("also line 3 ($CONC)")
 
 
 @pytest.mark.parametrize("line", ["MAX=$(( TP * 2 ))", "MAX=CONCURRENCY_CAP", "# MAX=$((2 * CONC))", "declare -i MAX=4"])

@@ -194,7 +194,7 @@ def test_only_configurations_whose_server_never_reads_the_concurrency_pack(ix):
     for item in plan.inferencex.packing:
         by_key.setdefault(item["config_key"], set()).add(item["packs"])
     assert by_key == {VLLM: {True}, SGLANG: {False}, AGENTIC: {False}}
-    reasons = {i["config_key"]: i["why"] for i in plan.inferencex.packing if not i["packs"]}
+    reasons = {i["config_key"]: str(i["why"]) for i in plan.inferencex.packing if not i["packs"]}
     assert reasons[SGLANG].startswith("benchmarks/single_node/fixed_seq_len/tinyq_bf16_cpu_sglang.sh:7 reads $CONC")
     assert "--max-num-seqs" in reasons[AGENTIC]
     row = next(r for r in plan.recipes if r.recipe == AGENTIC)
@@ -207,7 +207,7 @@ def test_a_launcher_that_reads_the_concurrency_stops_packing(ix):
     launcher.write_text(launcher.read_text().replace("set -euo pipefail", "set -euo pipefail\nexport BATCH=$CONC"))
     plan = plan_change(repo, base, append_entry(repo, [VLLM]), PlanFilters(canary=False))
     assert plan.inferencex.packing and not any(i["packs"] for i in plan.inferencex.packing)
-    assert all("runners/launch_cpu-local.sh:5 reads $CONC" in i["why"] for i in plan.inferencex.packing)
+    assert all("runners/launch_cpu-local.sh:5 reads $CONC" in str(i["why"]) for i in plan.inferencex.packing)
 
 
 def test_launch_groups_without_a_repository_claim_nothing():

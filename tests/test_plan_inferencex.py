@@ -54,7 +54,7 @@ def test_an_appended_entry_plans_its_config_with_a_point_per_concurrency_and_pac
     assert row.server_launches == 16  # as InferenceX runs it: a launch per row, plus the eval row
     # honest packing: this repository has no benchmark scripts, so no configuration may claim to pack
     assert row.packed_launches == 16
-    assert all(not p["packs"] and "no benchmark script" in p["why"] for p in plan.inferencex.packing)
+    assert all(not p["packs"] and "no benchmark script" in str(p["why"]) for p in plan.inferencex.packing)
     assert set(plan.inferencex.rows) == {"single_node.agentic", "agentic_evals"}
     assert len(plan.inferencex.rows["single_node.agentic"]) == 15
     assert plan.inferencex.changelog[0].config_keys == [AGENTIC]

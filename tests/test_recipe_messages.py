@@ -117,3 +117,19 @@ def test_a_plan_errors_message_kept_as_data_reads_back_as_a_message(tmp_path):
     path = tmp_path / "plan.json"
     path.write_text(json.dumps({"errors": [{"message": to_data(refusal), "accepted": ["tiny-cpu"]}]}), encoding="utf-8")
     assert plan_problems(path) == [refusal]
+
+
+def test_a_packing_verdict_reads_in_chinese_and_is_kept_as_data_in_the_plan():
+    from bot.core.messages import from_data
+    from bot.inferencex.packing import verdict
+    from bot.plan import PlanFilters
+    from bot.plan.model import InferenceXPlan, Plan
+    from bot.plan.render import dump_json, plan_document
+
+    found = verdict([{"conc": 4}, {"conc": 8}], {}, {})
+    assert str(found.reason).startswith("no benchmark script found for this config")
+    assert found.reason.render("zh").startswith("找不到这个配置的基准测试脚本")
+    packing = [{"config_key": "k", "runner_label": "cpu", "rows": 2, "packs": False, "why": found.reason}]
+    plan = Plan(base=None, head="h", filters=PlanFilters(), inferencex=InferenceXPlan(packing=packing))
+    (kept,) = json.loads(dump_json(plan_document(plan)))["inferencex"]["packing"]
+    assert from_data(kept["why"]) == found.reason

@@ -6,6 +6,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
+from bot.core.messages import Message, msg
 from bot.inferencex.generate import launch_key
 from bot.inferencex.packing import verdict
 from bot.inferencex.repo import InferenceXRepo
@@ -50,7 +51,7 @@ class LaunchGroup:
     runner: str
     rows: list[dict]
     packs: bool = False  # whether one launch may serve every row (see bot/inferencex/packing.py)
-    why: str = ""
+    why: Message | str = ""
 
     @property
     def points(self) -> int:
@@ -83,8 +84,8 @@ def launch_groups(rows: list[dict], key_of: dict[int, str], repo: InferenceXRepo
     out = list(groups.values())
     for group in out:
         if len(group.rows) < 2:
-            group.why = "eval or multi-node row: a launch of its own" if is_eval(group.rows[0]) or \
-                "prefill" in group.rows[0] else "one point: nothing to pack"
+            group.why = msg("eval or multi-node row: a launch of its own") if is_eval(group.rows[0]) or \
+                "prefill" in group.rows[0] else msg("one point: nothing to pack")
         elif repo is not None:
             found = verdict(group.rows, scripts_for_row(repo, group.config_key, group.rows[0]),
                             {p: repo.launchers[p] for p in launcher_paths(repo, group.runner) if p in repo.launchers},
@@ -187,10 +188,10 @@ def names_file(repo: InferenceXRepo, key: str, path: str) -> bool:
     return _script_matches(config, path) or path in _recipe_files(config)
 
 
-def shared_reason(repo: InferenceXRepo, key: str, path: str) -> str | None:
+def shared_reason(repo: InferenceXRepo, key: str, path: str) -> Message | None:
     """Why a change to `path` touches this config as shared infrastructure, if it does."""
     if path in SHARED_FILES:
-        return f"shared benchmark library {path} changed"
+        return msg("shared benchmark library %(path)s changed", path=path)
     if path in launcher_paths(repo, repo.configs[key]["runner"]):
-        return f"runner launch script {path} changed"
+        return msg("runner launch script %(path)s changed", path=path)
     return None

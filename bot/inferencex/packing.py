@@ -5,6 +5,7 @@ import functools
 import re
 from dataclasses import dataclass
 
+from bot.core.messages import Message, msg
 from bot.inferencex.rowenv import server_envs, template_env
 
 SCRIPT_DIRS = ("benchmarks/single_node/fixed_seq_len", "benchmarks/single_node/agentic")
@@ -16,7 +17,7 @@ CLIENT_ONLY = frozenset({"RESULT_FILENAME"})
 @dataclass(frozen=True)
 class PackVerdict:
     packs: bool
-    reason: str
+    reason: Message
     scripts: tuple[str, ...] = ()
 
 
@@ -109,10 +110,10 @@ def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]
     runner label (path → text). Launchers run before the server starts: any use there counts.
     """
     if len(rows) < 2:
-        return PackVerdict(False, "one point: nothing to pack")
+        return PackVerdict(False, msg("one point: nothing to pack"))
     if not scripts:
-        return PackVerdict(False, "no benchmark script found for this config: cannot tell whether its server "
-                                  "reads the concurrency")
+        return PackVerdict(False, msg("no benchmark script found for this config: cannot tell whether its server "
+                                      "reads the concurrency"))
     values = per_point_values(rows, one_server)
     varying = list(values)
     for path, text in sorted(launchers.items()):
@@ -121,23 +122,27 @@ def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]
             for number, line in enumerate(lines, 1):
                 # `name in line` first: a line that never names the variable cannot read it
                 if name in line and not line.lstrip().startswith("#") and _reads(line, name, values[name]):
-                    return PackVerdict(False, f"{path}:{number} reads ${name} before the server starts: "
-                                              f"{line.strip()[:100]}", tuple(scripts))
+                    return PackVerdict(False, msg("%(place)s reads $%(name)s before the server starts: %(line)s",
+                                                  place=f"{path}:{number}", name=name, line=line.strip()[:100]),
+                                       tuple(scripts))
     for path, text in sorted(scripts.items()):
         lines, found = server_side(text)
-        where = "before the server is ready" if found else "(no wait_for_server_ready: whole script)"
         hits = [(number, name, line) for number, line in lines for name in varying
                 if name in line and _reads(line, name, values[name])]
         hits += [(number, name, line) for name in varying for number, line in _indirect_reads(lines, name)]
         if hits:
             hits = sorted(dict.fromkeys(hits))
             first_number, first_name, first_line = hits[0]
-            reason = f"{path}:{first_number} reads ${first_name} {where}: {first_line.strip()[:100]}"
+            values = {"place": f"{path}:{first_number}", "name": first_name, "line": first_line.strip()[:100]}
+            reason = msg("%(place)s reads $%(name)s before the server is ready: %(line)s", **values) if found \
+                else msg("%(place)s reads $%(name)s (no wait_for_server_ready: whole script): %(line)s", **values)
             if len(hits) > 1:  # every such line, so that one fix is not followed by the next refusal
-                reason += "; also " + ", ".join(f"line {n} (${v})" for n, v, _ in hits[1:])
+                # the lines as one value: a message holds no list (`line 5 ($CONC)` is their English form)
+                reason = msg("%(reason)s; also %(lines)s", reason=reason,
+                             lines=", ".join(f"line {n} (${v})" for n, v, _ in hits[1:]))
             return PackVerdict(False, reason, tuple(scripts))
         if not found:
-            return PackVerdict(False, f"{path}: no wait_for_server_ready, so where its server starts is unknown",
-                               tuple(scripts))
-    return PackVerdict(True, f"no per-point value ({', '.join('$' + v for v in varying)}) is read before the "
-                             "server is ready", tuple(scripts))
+            return PackVerdict(False, msg("%(path)s: no wait_for_server_ready, so where its server starts is unknown",
+                                          path=path), tuple(scripts))
+    return PackVerdict(True, msg("no per-point value (%(values)s) is read before the server is ready",
+                                 values=", ".join("$" + v for v in varying)), tuple(scripts))

@@ -54,7 +54,7 @@ def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
             "rows": ix.rows,
             "launches": ix.launches,
             "packed_launches": ix.packed_launches,
-            "packing": ix.packing,
+            "packing": [{**p, "why": to_data(p["why"])} for p in ix.packing],  # why: a message, as its data
             "canary": _entry_json(ix.canary, None) if ix.canary else None,
             "matrices": [m.model_dump(mode="json", exclude_none=True) for m in ix.matrices],
         },
