@@ -5,9 +5,11 @@ import os
 import subprocess
 from pathlib import Path, PurePosixPath
 
+from bot.core.messages import msg
+
 
 class SourceError(Exception):
-    """A revision or repository that cannot be read."""
+    """A revision or repository that cannot be read: a catalogue message as its argument, or git's own words."""
 
 
 def _git(repo: Path, *args: str, input_bytes: bytes | None = None) -> bytes:
@@ -19,8 +21,8 @@ def _git(repo: Path, *args: str, input_bytes: bytes | None = None) -> bytes:
         check=False,
     )
     if proc.returncode != 0:
-        message = proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed"
-        raise SourceError(message)
+        raise SourceError(proc.stderr.decode("utf-8", "replace").strip() or msg("git %(command)s failed",
+                                                                               command=args[0]))
     return proc.stdout
 
 
@@ -74,7 +76,7 @@ class GitSource:
         try:
             self.sha = _git(self.repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").decode().strip()
         except SourceError:
-            raise SourceError(f"unknown revision {rev!r} in {self.repo}") from None
+            raise SourceError(msg("unknown revision %(rev)s in %(repo)s", rev=repr(rev), repo=str(self.repo))) from None
         self.label = self.sha[:12]
         self._tree: dict[str, str] | None = None
         self._cache: dict[str, bytes | None] = {}
