@@ -158,7 +158,7 @@ def test_a_codeowners_syntax_error_names_its_line(name, text, line):
     with pytest.raises(CodeownersError) as error:
         parse_codeowners(text, "CODEOWNERS")
     assert error.value.line == line and f"CODEOWNERS:{line}:" in str(error.value)
-    assert any("\u4e00" <= ch <= "\u9fff" for ch in error.value.message_zh)
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in error.value.message.render("zh"))
 
 
 def test_a_codeowners_error_fails_the_codeowner_check_with_the_line():

@@ -51,7 +51,8 @@ def test_an_unreadable_result_is_an_infrastructure_failure_of_the_job(tmp_path: 
     assert (annotated.failure.kind, annotated.failure.rule) == ("infrastructure", "result-unreadable")
     assert failure_classes.should_retry(annotated)
     rule = failure_classes.rule("result-unreadable")
-    assert "result.json" in rule.en and "result.json" in rule.zh and "无法读取" in rule.zh
+    english, chinese = str(rule.sentence), rule.sentence.render("zh")
+    assert "result.json" in english and "result.json" in chinese and "无法读取" in chinese
 
 
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])

@@ -98,8 +98,9 @@ def verify_cli(client: GitHubClient, pr: int, sha: str | None) -> verify.Result:
     branch = client.default_branch()
     config = read_repo_config(client, branch)  # raises ConfigError, reported by the caller
     if config.checklist is None:
-        return verify.Result("skipped", log=[f"sign-off: .github/recipe-bot.yaml@{branch} has no `checklist:` "
-                                             "section, so the sign-off is not used here / 未配置 `checklist:`，不使用签核"])
+        skipped = msg("sign-off: .github/recipe-bot.yaml@%(branch)s has no `checklist:` section, so the sign-off is "
+                      "not used here", branch=branch)
+        return verify.Result("skipped", log=[f"{skipped.render('en')} / {skipped.render('zh')}"])
     login = config.bot_login
     if not login:
         try:

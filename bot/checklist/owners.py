@@ -6,6 +6,8 @@ import re
 
 from codeowners import CodeOwners
 
+from bot.core.messages import Message, msg
+
 LOCATIONS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")  # GitHub reads the first that exists
 _USER = re.compile(r"^@[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 _TEAM = re.compile(r"^@[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -13,8 +15,8 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
 class CodeownersError(ValueError):
-    def __init__(self, source: str, line: int, text: str, message: str, message_zh: str):
-        self.source, self.line, self.text, self.message, self.message_zh = source, line, text, message, message_zh
+    def __init__(self, source: str, line: int, text: str, message: Message):
+        self.source, self.line, self.text, self.message = source, line, text, message
         super().__init__(f"{source}:{line}: {message}")
 
 
@@ -37,18 +39,15 @@ def parse_codeowners(text: str, source: str) -> Owners:
             continue
         pattern, *owners = line.replace("\\ ", "\0").split()
         if pattern.startswith("!"):
-            raise CodeownersError(source, number, raw, "`!` negation is not supported in CODEOWNERS",
-                                  "CODEOWNERS 不支持以 `!` 取反的模式")
+            raise CodeownersError(source, number, raw, msg("`!` negation is not supported in CODEOWNERS"))
         if "[" in pattern:
-            raise CodeownersError(source, number, raw, "`[ ]` character ranges are not supported in CODEOWNERS",
-                                  "CODEOWNERS 不支持 `[ ]` 字符范围")
+            raise CodeownersError(source, number, raw, msg("`[ ]` character ranges are not supported in CODEOWNERS"))
         for owner in owners:
             if owner.startswith("#"):
                 break  # a trailing comment
             if not (_USER.match(owner) or _TEAM.match(owner) or _EMAIL.match(owner)):
-                raise CodeownersError(source, number, raw,
-                                      f"{owner!r} is not an owner; write @user, @org/team or an email address",
-                                      f"{owner!r} 不是有效的所有者；请写 @用户、@组织/团队 或邮箱地址")
+                raise CodeownersError(source, number, raw, msg(
+                    "%(owner)s is not an owner; write @user, @org/team or an email address", owner=repr(owner)))
     try:
         return Owners(source, CodeOwners(text))
     except ValueError as exc:  # the parser's own pattern errors carry no line: find it
@@ -56,8 +55,14 @@ def parse_codeowners(text: str, source: str) -> Owners:
             try:
                 CodeOwners(raw)
             except ValueError:
-                raise CodeownersError(source, number, raw, str(exc), f"无效的路径模式：{exc}") from None
-        raise CodeownersError(source, 1, "", str(exc), f"无效的路径模式：{exc}") from None
+                raise CodeownersError(source, number, raw, _invalid_pattern(exc)) from None
+        raise CodeownersError(source, 1, "", _invalid_pattern(exc)) from None
+
+
+def _invalid_pattern(exc: ValueError) -> Message:
+    """The parser's own words: the English catalog gives them alone (its msgstr is `%(problem)s`), the
+    others say first that the path pattern is invalid."""
+    return msg("invalid path pattern: %(problem)s", problem=str(exc))
 
 
 def teams_in(owners: tuple[str, ...]) -> list[str]:

@@ -31,7 +31,9 @@ class Verdict:
     def context(self) -> dict[str, Any]:
         return {"state": self.state, "sha": self.sha, "signoff_lang": self.lang, "template": self.template,
                 "source": dataclasses.asdict(self.source) if self.source else None,
-                "checks": [dataclasses.asdict(c) for c in self.checks], "notes": list(self.notes)}
+                # shallow: a check's values may be catalogue messages, which asdict would take apart
+                "checks": [{f.name: getattr(c, f.name) for f in dataclasses.fields(c)} for c in self.checks],
+                "notes": list(self.notes)}
 
     @property
     def stale(self) -> bool:

@@ -107,8 +107,7 @@ def codeowner(ev: Evidence) -> Check:
     if own.error is not None:
         e = own.error
         return Check("codeowner", "fail", "codeowners-error",
-                     {"source": e.source, "line": e.line, "text": e.text, "message": e.message,
-                      "message_zh": e.message_zh})
+                     {"source": e.source, "line": e.line, "text": e.text, "message": e.message})
     if own.source is None:
         return Check("codeowner", "fail", "no-codeowners", {})
     login = ev.source.author.lower()

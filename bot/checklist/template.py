@@ -5,6 +5,7 @@ import dataclasses
 import re
 
 from bot.checklist.blocks import Block, normalize, parse
+from bot.core.messages import Message, msg
 
 CHECKBOX = re.compile(r"^\[([ xX])\]\s*([A-Za-z]{1,3}\d{1,3})\b\s*[.:：)\-—–]?\s*(.*)$", re.S)
 # InferenceX's own checklist numbers nothing: an item is its box and its text, known by its place
@@ -18,8 +19,8 @@ PLACEHOLDER = "fill_in_github_username"
 class TemplateError(ValueError):
     """The repository's template cannot be used; names the file and line and what the shape must be."""
 
-    def __init__(self, source: str, line: int | None, message: str, message_zh: str):
-        self.source, self.line, self.message, self.message_zh = source, line, message, message_zh
+    def __init__(self, source: str, line: int | None, message: Message):
+        self.source, self.line, self.message = source, line, message
         where = f"{source}:{line}" if line else source
         super().__init__(f"{where}: {message}")
 
@@ -91,8 +92,7 @@ def parse_template(text: str, source: str, lang: str) -> Template:
     blocks = [dataclasses.replace(b, line=b.line + offset) for b in blocks] if offset else blocks
     start = next((i for i in range(1, len(blocks)) if checkbox(blocks[i]) and blocks[i - 1].kind != "item"), None)
     if start is None:
-        raise TemplateError(source, None, "no task list (`- [ ] C1 ...`) after a trigger line",
-                            "找不到触发行之后的任务列表（`- [ ] C1 ...`）")
+        raise TemplateError(source, None, msg("no task list (`- [ ] C1 ...`) after a trigger line"))
     trigger = blocks[start - 1]
     version = version_of(trigger.text)
     boxes = []
@@ -102,22 +102,20 @@ def parse_template(text: str, source: str, lang: str) -> Template:
         index += 1
     numbered = all(box[1] for box, _ in boxes)
     if numbered and version is None:
-        raise TemplateError(source, trigger.line, "the trigger line has no version tag such as (PR_REVIEW_CHECKLIST v1)",
-                            "触发行缺少版本标记，例如（PR_REVIEW_CHECKLIST v1）")
+        raise TemplateError(source, trigger.line,
+                            msg("the trigger line has no version tag such as (PR_REVIEW_CHECKLIST v1)"))
     items: list[tuple[str, str]] = []
     for position, (box, line) in enumerate(boxes):
         item_id = box[1] if numbered else f"C{position + 1}"
         if item_id in dict(items):
-            raise TemplateError(source, line, f"item id {item_id} is used twice", f"条目编号 {item_id} 重复出现")
+            raise TemplateError(source, line, msg("item id %(item)s is used twice", item=item_id))
         items.append((item_id, box[2]))
     heading = next((b for b in blocks[index:] if b.kind == "heading"), None)
     if heading is None:
-        raise TemplateError(source, None, "no additional-detail heading after the items",
-                            "条目之后缺少“补充说明”标题")
+        raise TemplateError(source, None, msg("no additional-detail heading after the items"))
     signed = next((b for b in reversed(blocks) if b.line > heading.line and LABEL.match(b.text)), None)
     if signed is None:
-        raise TemplateError(source, None, "no `Signed: FILL_IN_GITHUB_USERNAME` line at the end",
-                            "末尾缺少 `Signed: FILL_IN_GITHUB_USERNAME` 签名行")
+        raise TemplateError(source, None, msg("no `Signed: FILL_IN_GITHUB_USERNAME` line at the end"))
     label = LABEL.match(signed.text)
     assert label is not None
     return Template(lang=lang, source=source, version=version, trigger=trigger.text.strip(),
@@ -153,16 +151,14 @@ def load_templates(texts: dict[str, tuple[str, str]], version: int) -> Templates
     parsed = [parse_template(text, source, lang) for lang, (source, text) in texts.items()]
     for template in parsed:
         if template.version is not None and template.version != version:
-            raise TemplateError(template.source, None,
-                                f"the template is v{template.version} but .github/recipe-bot.yaml says "
-                                f"checklist.version: {version}; make them the same",
-                                f"模板版本为 v{template.version}，而 .github/recipe-bot.yaml 中 "
-                                f"checklist.version 为 {version}；请保持一致")
+            raise TemplateError(template.source, None, msg(
+                "the template is v%(template)s but .github/recipe-bot.yaml says checklist.version: %(config)s; "
+                "make them the same", template=template.version, config=version))
     first = parsed[0]
     for other in parsed[1:]:
         # unnumbered items are known by their place in their own language's file, which may lag the other's
         if other.ids != first.ids and other.numbered and first.numbered:
-            raise TemplateError(other.source, None,
-                                f"its items {', '.join(other.ids)} differ from {first.source}'s {', '.join(first.ids)}",
-                                f"其条目 {', '.join(other.ids)} 与 {first.source} 的 {', '.join(first.ids)} 不一致")
+            raise TemplateError(other.source, None, msg("its items %(items)s differ from %(other)s's %(other_items)s",
+                                                        items=", ".join(other.ids), other=first.source,
+                                                        other_items=", ".join(first.ids)))
     return Templates(tuple(parsed))

@@ -22,6 +22,7 @@ from bot.checklist.template import Templates, TemplateError, load_templates
 from bot.core.config import Checklist, RepoConfig
 from bot.core.github_protocols import ChecksClient, CommentsClient, PeopleClient, RepositoryClient
 from bot.core.markers import own_check_runs, written_by
+from bot.core.messages import msg
 from bot.core.stage_markers import parse_sign_off_marker
 
 BENCHMARKS = "recipe-bot / benchmarks"
@@ -62,8 +63,7 @@ def read_templates(client: SignoffClient, settings: Checklist, branch: str) -> T
             continue
         text = client.get_text(path, ref=branch)
         if text is None:
-            raise TemplateError(f"{path}@{branch}", None, "the checklist template does not exist on the default branch",
-                                "默认分支上不存在该清单模板")
+            raise TemplateError(f"{path}@{branch}", None, msg("the checklist template does not exist on the default branch"))
         texts[lang] = (f"{path}@{branch}", text)
     return load_templates(texts, settings.version)
 
@@ -87,8 +87,7 @@ def verify(client: SignoffClient, *, pr: int, config: RepoConfig, default_branch
     try:
         templates = read_templates(client, settings, default_branch)
     except TemplateError as exc:
-        note = {"code": "template-error", "source": exc.source, "line": exc.line, "message": exc.message,
-                "message_zh": exc.message_zh}
+        note = {"code": "template-error", "source": exc.source, "line": exc.line, "message": exc.message}
         return _publish(client, pr, Verdict("failure", head, notes=(note,)), "none", "0", own, runs, anchor)
     template_url = settings.template
     candidates = _candidates(client, pr, head, comments, bot_login, templates, own, anchor)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from bot.control.context import RequestState
 from bot.core.config import CONFIG_PATH, RepoConfig, load_config
 from bot.core.markers import is_full_sha
+from bot.core.messages import Message, msg
 from bot.plan.remote import ApiSource
 from bot.recipes.sources import GitSource
 
@@ -26,14 +27,22 @@ if TYPE_CHECKING:
 
 
 class CheckoutError(Exception):
-    """The checkout is not the default branch, or git cannot read it."""
+    """The checkout is not the default branch, or git cannot read it; str() is the message's English form."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return str(self.message)
 
 
 def _git(root: pathlib.Path, *args: str, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False,
                           env=env, timeout=120)
     if done.returncode != 0:
-        raise CheckoutError(f"git {args[0]}: {done.stderr.strip()[:300] or 'failed'}")
+        raise CheckoutError(msg("git %(command)s: %(said)s", command=args[0], said=done.stderr.strip()[:300])
+                            if done.stderr.strip() else msg("git %(command)s: failed", command=args[0]))
     return done.stdout.strip()
 
 
@@ -50,7 +59,8 @@ def default_branch_commit(root: pathlib.Path, default_branch: str) -> str:
             tracked = None
         branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
     if head != tracked and branch != default_branch:
-        raise CheckoutError(f"{root} is not a checkout of {default_branch} (HEAD is {branch} {head[:12]})")
+        raise CheckoutError(msg("%(root)s is not a checkout of %(branch)s (HEAD is %(head_branch)s %(head)s)",
+                                root=root, branch=default_branch, head_branch=branch, head=head[:12]))
     return head
 
 
@@ -75,7 +85,8 @@ def read_config(root: pathlib.Path | str, default_branch: str, commit: str | Non
         listed = _git(root, "ls-tree", "--name-only", commit, CONFIG_PATH)
         if not listed:
             return RepoConfig()
-        raise CheckoutError(f"git show {CONFIG_PATH}: {done.stderr.decode(errors='replace').strip()[:300]}")
+        raise CheckoutError(msg("git %(command)s: %(said)s", command=f"show {CONFIG_PATH}",
+                                said=done.stderr.decode(errors="replace").strip()[:300]))
     return load_config(done.stdout.decode("utf-8"), f"{CONFIG_PATH}@{default_branch}")
 
 

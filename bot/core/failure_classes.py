@@ -1,7 +1,7 @@
 """Why a job or case failed: infrastructure (retry it once) or recipe (call its author), one table.
 
 Every rule is a row of RULES: an id, a class, the patterns that recognise it in the failure's
-reason, Slurm fields and server log tail, and a sentence in English and 简体中文. The first rule
+reason, Slurm fields and server log tail, and a sentence (a catalogue message). The first rule
 that matches wins, so infrastructure evidence (a node set down, an Xid, a full disk) outranks
 the symptom it causes (a server that exited). A failure no rule recognises is a recipe failure:
 never retrying the unknown is the cautious side, and `/rerun failed` stays for people.
@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from bot.core.messages import Message, msg
 from bot.core.results import FailureClass
 from bot.core.stage_markers import parse_infra_record
 
@@ -34,8 +35,7 @@ class Rule:
     id: str
     kind: Kind
     patterns: tuple[str, ...]
-    en: str
-    zh: str
+    sentence: Message  # what the failure was, in every language
     # None: always; False: only when no server of the job became ready; True: only after one did.
     after_start: bool | None = None
 
@@ -53,109 +53,96 @@ RULES: tuple[Rule, ...] = (
         r"no result\.json came back", r"runner has received a shutdown signal",
         r"lost communication with the server", r"lost contact with slurmctld",
         r"the runner was stopped \(SIGTERM"),
-        "the runner was lost or stopped by the platform before it reported",
-        "runner 在报告结果之前丢失或被平台停止"),
+        msg("the runner was lost or stopped by the platform before it reported")),
     # The runner wrote a result.json no one can read: the job's machinery broke, whatever the recipe did.
     Rule("result-unreadable", INFRASTRUCTURE, _rx(r"is not a valid result: "),
-         "the job's result.json could not be read (not UTF-8, not JSON, or not the result's shape)",
-         "作业的 result.json 无法读取（不是 UTF-8、不是 JSON，或结构不符合结果格式）"),
+         msg("the job's result.json could not be read (not UTF-8, not JSON, or not the result's shape)")),
     # A job cancelled by recipe-bot (/cancel, a push) carries its reason and gets no class; one
     # that the cluster or an operator cancelled is the platform's doing.
     Rule("cancelled-by-platform", INFRASTRUCTURE, _rx(
         r"scancel by an operator or the cluster", r"The operation was canceled\.$"),
-        "the platform cancelled the job (not recipe-bot, not a person's /cancel)",
-        "平台取消了该作业（不是 recipe-bot，也不是有人发出的 /cancel）"),
+        msg("the platform cancelled the job (not recipe-bot, not a person's /cancel)")),
     Rule("slurm-node-failure", INFRASTRUCTURE, _rx(
         r"\bNODE_FAIL\b", r"Slurm node \S+ failed or was set down", r"DUE TO NODE FAILURE",
         r"\bBOOT_FAIL\b", r"node failed to boot", r"Kill task failed"),
-        "the Slurm node failed or was set down under the job",
-        "Slurm 节点在作业运行中故障或被置为 down"),
+        msg("the Slurm node failed or was set down under the job")),
     Rule("slurm-preempted", INFRASTRUCTURE, _rx(
         r"\bPREEMPTED\b", r"was preempted", r"DUE TO PREEMPTION"),
-        "the scheduler preempted the job", "作业被调度器抢占"),
+        msg("the scheduler preempted the job")),
     Rule("timeout-before-start", INFRASTRUCTURE, _rx(
         r"still pending .* past its deadline", r"hit its time limit", r"DUE TO TIME LIMIT",
         r"job timeout of \S+ s reached"),
-        "the job ran out of time before any server was ready",
-        "在任何服务器就绪之前作业就已超时", after_start=False),
+        msg("the job ran out of time before any server was ready"), after_start=False),
     Rule("port-busy", INFRASTRUCTURE, _rx(
         r"port \d+ is already in use before the case started", r"Address already in use",
         r"\bEADDRINUSE\b"),
-        "a port the case needs was taken before it started",
-        "用例启动前所需端口已被占用"),
+        msg("a port the case needs was taken before it started")),
     Rule("device-busy", INFRASTRUCTURE, _rx(
         r"devices? (?:is|are) busy or unavailable", r"GPUs are busy before it started",
         r"Free memory on device .* is less than desired GPU memory utilization"),
-        "a GPU was busy with another process before the start",
-        "启动前 GPU 已被其他进程占用"),
+        msg("a GPU was busy with another process before the start")),
     Rule("out-of-disk", INFRASTRUCTURE, _rx(
         r"No space left on device", r"\bENOSPC\b", r"Disk quota exceeded"),
-        "the host ran out of disk", "主机磁盘空间不足"),
+        msg("the host ran out of disk")),
     Rule("gpu-error", INFRASTRUCTURE, _rx(
         r"NVRM: Xid", r"\bXid\b.{0,20}\b\d{1,3}\b", r"fallen off the bus",
         r"uncorrectable ECC error", r"NVML(?:Error)?[_ :].*(?:Unknown Error|GPU is lost)",
         r"Failed to initialize NVML", r"GPU is lost"),
-        "the GPU reported a hardware or driver error (Xid, ECC, NVML)",
-        "GPU 报告了硬件或驱动错误（Xid、ECC、NVML）"),
+        msg("the GPU reported a hardware or driver error (Xid, ECC, NVML)")),
     Rule("nccl-init-timeout", INFRASTRUCTURE, _rx(
         r"NCCL.*(?:timed? ?out|Timeout)", r"Watchdog caught collective operation timeout",
         r"DistStoreError: .*Timed out", r"ncclSystemError", r"NCCL error.*unhandled system error"),
-        "NCCL could not initialise its communicators in time",
-        "NCCL 通信器未能按时完成初始化"),
+        msg("NCCL could not initialise its communicators in time")),
     # A model or repository that does not exist is the recipe's mistake, not the network's.
     Rule("model-not-found", RECIPE, _rx(
         r"RepositoryNotFoundError", r"is not a local folder and is not a valid model identifier",
         r"GatedRepoError"),
-        "the model the recipe names cannot be found or is gated",
-        "配方指定的模型不存在或需要授权"),
+        msg("the model the recipe names cannot be found or is gated")),
     Rule("download-failure", INFRASTRUCTURE, _rx(
         r"Max retries exceeded with url", r"Temporary failure in name resolution",
         r"couldn't connect to 'https://huggingface\.co'", r"(?:ReadTimeout|ConnectTimeout)Error",
         r"huggingface\.co.*(?:Connection reset by peer|timed out)", r"\b50[234] Server Error", r"HfHubHTTPError",
         r"manifest unknown|pull access denied|failed to pull image|error pulling image",
         r"GSM8K data is not available on this runner"),
-        "a download (model, dataset or image) failed",
-        "下载（模型、数据集或镜像）失败"),
+        msg("a download (model, dataset or image) failed")),
     Rule("slurm-unavailable", INFRASTRUCTURE, _rx(
         r"cannot submit to Slurm", r"Unable to contact slurm controller",
         r"Requested node configuration is not available", r"Socket timed out on send/recv"),
-        "the Slurm cluster could not take the job", "Slurm 集群无法接收该作业"),
+        msg("the Slurm cluster could not take the job")),
     Rule("checkout-mismatch", INFRASTRUCTURE, _rx(r"checkout is at \S+, but the job was authorized for"),
-         "the runner checked out another commit than the authorized one",
-         "runner 检出的 commit 与授权的不一致"),
+         msg("the runner checked out another commit than the authorized one")),
     # ---- recipe: what the PR's recipe asked for; never retried automatically ----
     Rule("bad-arguments", RECIPE, _rx(
         r"error: unrecognized arguments", r"error: argument \S+", r"invalid choice:",
         r"unexpected keyword argument", r"error: the following arguments are required",
         r"exec format error|No such file or directory: '[^']*(?:serve|launch)",
         r"Invalid (?:partition|account|qos)"),
-        "the server refused its arguments and exited", "服务器拒绝了它的参数并退出"),
+        msg("the server refused its arguments and exited")),
     Rule("server-exited-at-start", RECIPE, _rx(r"exited with code -?\d+ before it was ready",
                                                r"could not start: "),
-         "the server exited before it was ready", "服务器在就绪前退出"),
+         msg("the server exited before it was ready")),
     Rule("not-ready", RECIPE, _rx(r"was not ready after \d+ s"),
-         "the server started cleanly but never became ready", "服务器正常启动但始终未就绪"),
+         msg("the server started cleanly but never became ready")),
     Rule("timeout-after-start", RECIPE, _rx(
         r"hit its time limit", r"DUE TO TIME LIMIT", r"job timeout of \S+ s reached"),
-        "the job ran out of time after its server was ready", "服务器就绪后作业超时",
+        msg("the job ran out of time after its server was ready"),
         after_start=True),
     Rule("server-died", RECIPE, _rx(r"exited with code -?\d+ (?:during|after|before teardown)"),
-         "the server died while it was serving", "服务器在服务期间退出"),
+         msg("the server died while it was serving")),
     Rule("accuracy", RECIPE, _rx(r"is below the threshold"),
-         "accuracy below the threshold", "准确率低于阈值"),
+         msg("accuracy below the threshold")),
     Rule("client-error", RECIPE, _rx(
         r"requests? failed", r"no request completed", r"wrote no result file",
         r"(?:vllm bench serve|sglang\.bench_serving|bench_serving) exited with code"),
-        "the benchmark client's requests failed", "基准测试客户端的请求失败"),
+        msg("the benchmark client's requests failed")),
     Rule("teardown", RECIPE, _rx(r"forced SIGKILL", r"still alive after SIGKILL",
                                  r"left the server's process group", r"cleanup proof failed",
                                  r"SIGKILL escalation"),
-         "the server did not stop cleanly", "服务器未能干净地停止"),
+         msg("the server did not stop cleanly")),
     Rule("regression", RECIPE, _rx(r"regressed beyond"),
-         "a point regressed beyond its threshold", "某个测试点的回退超出阈值"),
+         msg("a point regressed beyond its threshold")),
 )
-UNCLASSIFIED = Rule("unclassified", RECIPE, (), "no rule recognised this failure",
-                    "没有规则能识别这次失败")
+UNCLASSIFIED = Rule("unclassified", RECIPE, (), msg("no rule recognised this failure"))
 BY_ID = {rule.id: rule for rule in (*RULES, UNCLASSIFIED)}
 
 

@@ -17,7 +17,7 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.config import ConfigError, load_config
 from bot.core.github import GitHubClient, GitHubError
 from bot.core import stage_markers
-from bot.core.messages import msg, Refusal, refusal
+from bot.core.messages import Message, Refusal, msg, refusal
 from bot.report import arms, build, chart, collect, compare, failure_groups, gate_runs, post, render
 from bot.report.fetch import BaselineFetchError, fetch_baseline
 from bot.report.model import Meta
@@ -41,6 +41,13 @@ def _write(path: pathlib.Path, data: bytes | str) -> None:
     except BaseException:
         pathlib.Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _english(value: object) -> str:
+    """summary.json gives a catalogue message (a skipped artifact's problem) as its English text, as before."""
+    if isinstance(value, Message):
+        return str(value)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
 def _json_default(value: object) -> object:
@@ -179,7 +186,7 @@ def run_report(options: ReportOptions) -> None:
     except collect.InputError as exc:
         raise refusal(exc.args[0]) from None  # a catalogue message
     base_runs: list = []
-    skipped: list[str] = []
+    skipped: list[Message] = []
     if src.base_branch is not None:
         baseline_dir, base_runs = _fetch_baseline(src.base_branch, src.workflow, baseline_dir or out_dir / "baseline",
                                                   skipped)
@@ -194,7 +201,7 @@ def run_report(options: ReportOptions) -> None:
         run_url=_run_url(who.run_url))
     baseline = compare.load_baseline(baseline_dir)
     if skipped:  # artifacts refused at download count as skipped base files, each with its reason
-        baseline = dataclasses.replace(baseline, unreadable=tuple(skipped) + baseline.unreadable)
+        baseline = dataclasses.replace(baseline, unreadable=tuple(map(str, skipped)) + baseline.unreadable)
     report = build.build_report(collection, baseline, thresholds, meta)
     out_dir.mkdir(parents=True, exist_ok=True)
     cpu_only = bool(report.recipes) and all(section.gpus == 0 for section in report.recipes)
@@ -234,7 +241,7 @@ def run_report(options: ReportOptions) -> None:
     if posting.do_post:
         summary["posted"] = _post(report, rendered, meta, check_name, posting.bot_login, config,
                                   posting.dry_run, gated)
-    _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
+    _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2, default=_english) + "\n")
     counts = report.counts
     click.echo(f"verdict: {report.verdict.conclusion} · jobs {counts.jobs_total} · "
                f"points {counts.points_total} · regressions {counts.regressions} · "
@@ -243,7 +250,7 @@ def run_report(options: ReportOptions) -> None:
     if gated is not None:
         summary["gate"] = gated.context
         click.echo(f"merge gate: {gated.verdict.conclusion} ({gated.verdict.reason})")
-        _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
+        _write(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2, default=_english) + "\n")
     if options.fail_on_failure and report.verdict.conclusion == "failure":
         raise SystemExit(1)
 
@@ -261,7 +268,7 @@ def _check_name(given: str | None, gate_on: bool) -> str:
 
 
 def _fetch_baseline(base_branch: str, workflow: str, dest: pathlib.Path,
-                    skipped: list[str]) -> tuple[pathlib.Path, list]:
+                    skipped: list[Message]) -> tuple[pathlib.Path, list]:
 
     dest.mkdir(parents=True, exist_ok=True)
     try:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from bot.core.failure_classes import INFRASTRUCTURE, annotate, rule
 from bot.report.collect import CollectedJob
+from bot.core.messages import Message
 from bot.core.results import FailureClass, JobResult
 
 _HOST_SAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -32,8 +33,7 @@ class FailedAttempt:
 class FailureGroup:
     kind: str
     rule: str
-    en: str
-    zh: str
+    sentence: Message
     attempts: tuple[FailedAttempt, ...]
 
 
@@ -86,7 +86,7 @@ def groups(jobs: list[CollectedJob]) -> tuple[FailureGroup, ...]:
     made = []
     for rule_id, attempts in by_rule.items():
         known = rule(rule_id)
-        made.append(FailureGroup(attempts[0].failure.kind, rule_id, known.en, known.zh,
+        made.append(FailureGroup(attempts[0].failure.kind, rule_id, known.sentence,
                                  tuple(attempts)))
     return tuple(sorted(made, key=lambda g: (g.kind != INFRASTRUCTURE, g.rule)))
 
@@ -126,6 +126,6 @@ def view(failure_groups: tuple[FailureGroup, ...], fenced, log_lines: int = 40) 
             items.append({"job": a.job_id, "case": a.case, "runner": a.runner_label,
                           "host": a.host, "attempt": a.attempt, "retry": a.retry,
                           "evidence": fenced(evidence) if evidence and log_lines else None})
-        shown.append({"kind": group.kind, "rule": group.rule, "en": group.en, "zh": group.zh,
+        shown.append({"kind": group.kind, "rule": group.rule, "sentence": group.sentence,
                       "attempts": items})
     return shown

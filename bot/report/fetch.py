@@ -13,6 +13,7 @@ import shutil
 import zipfile
 
 from bot.core.markers import parse_run_title
+from bot.core.messages import Message, msg
 
 RESULT_ARTIFACT_PREFIX = "result-"
 MERGED_STATES = ("identical", "behind")  # compare base...sha: the commit is part of the base branch
@@ -35,6 +36,13 @@ class BaselineFetchError(RuntimeError):
 class ArtifactRejected(BaselineFetchError):
     """One artifact that cannot be used (not a zip, a member outside, too large); the others still count."""
 
+    def __init__(self, message: Message) -> None:
+        super().__init__(message)
+        self.message = message  # shown in each language; str() is its English form
+
+    def __str__(self) -> str:
+        return str(self.message)
+
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
@@ -56,23 +64,28 @@ def extract_safely(archive: bytes, dest: pathlib.Path, limits: Limits = Limits()
     try:
         zipped = zipfile.ZipFile(io.BytesIO(archive))
     except Exception as exc:  # zipfile meets corrupt bytes with a zoo of types (IndexError, struct.error, ...)
-        raise ArtifactRejected(f"not a zip archive ({type(exc).__name__}: {exc})") from None
+        raise ArtifactRejected(msg("not a zip archive (%(error)s)", error=f"{type(exc).__name__}: {exc}")) from None
     with zipped:
         members = [m for m in zipped.infolist() if not m.is_dir()]
         if len(members) > limits.max_members:
-            raise ArtifactRejected(f"{len(members)} members, more than {limits.max_members}")
+            raise ArtifactRejected(msg("%(count)s members, more than %(most)s", count=len(members),
+                                       most=limits.max_members))
         dest = dest.resolve()
         total = 0
         for member in members:
             target = (dest / member.filename).resolve()
             if not target.is_relative_to(dest) or target == dest:
-                raise ArtifactRejected(f"member {member.filename!r} points outside the artifact folder")
+                raise ArtifactRejected(msg("member %(member)s points outside the artifact folder",
+                                           member=repr(member.filename)))
             total += member.file_size
             if member.file_size > limits.max_ratio * max(member.compress_size, 1) and member.file_size > 1 << 20:
-                raise ArtifactRejected(f"member {member.filename!r} expands {member.file_size:,} bytes from "
-                                       f"{member.compress_size:,} (ratio limit {limits.max_ratio:g})")
+                raise ArtifactRejected(msg("member %(member)s expands %(size)s bytes from %(compressed)s (ratio "
+                                           "limit %(ratio)s)", member=repr(member.filename),
+                                           size=f"{member.file_size:,}", compressed=f"{member.compress_size:,}",
+                                           ratio=f"{limits.max_ratio:g}"))
         if total > limits.max_total_bytes:
-            raise ArtifactRejected(f"expands to {total:,} bytes, more than {limits.max_total_bytes:,}")
+            raise ArtifactRejected(msg("expands to %(size)s bytes, more than %(most)s", size=f"{total:,}",
+                                       most=f"{limits.max_total_bytes:,}"))
         scratch = dest.with_name(dest.name + ".partial")
         shutil.rmtree(scratch, ignore_errors=True)
         try:
@@ -82,16 +95,17 @@ def extract_safely(archive: bytes, dest: pathlib.Path, limits: Limits = Limits()
                 with zipped.open(member) as source:
                     data = source.read(member.file_size + 1)
                 if len(data) > member.file_size:
-                    raise ArtifactRejected(f"member {member.filename!r} is larger than its header says")
+                    raise ArtifactRejected(msg("member %(member)s is larger than its header says",
+                                               member=repr(member.filename)))
                 target.write_bytes(data)
             if dest.exists():
-                raise ArtifactRejected(f"{dest.name} exists already (two artifacts of one name)")
+                raise ArtifactRejected(msg("%(folder)s exists already (two artifacts of one name)", folder=dest.name))
             dest.parent.mkdir(parents=True, exist_ok=True)
             scratch.rename(dest)
         except ArtifactRejected:
             raise
         except Exception as exc:  # corrupt data, unsupported compression, a file where a folder must go
-            raise ArtifactRejected(f"cannot be extracted ({type(exc).__name__}: {exc})") from None
+            raise ArtifactRejected(msg("cannot be extracted (%(error)s)", error=f"{type(exc).__name__}: {exc}")) from None
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return len(members)
@@ -145,7 +159,8 @@ def fetch_baseline(client, *, workflow: str, base_branch: str, dest: pathlib.Pat
                 used += 1
             except ArtifactRejected as exc:
                 if problems is not None:
-                    problems.append(f"run {run.id} artifact {artifact.name!r}: {exc}")
+                    problems.append(msg("run %(run)s artifact %(artifact)s: %(problem)s", run=run.id,
+                                        artifact=repr(artifact.name), problem=exc.message))
         if used:
             picked.append(BaselineRun(run.id, sha, run.html_url, used))
         if len(picked) >= runs_wanted:

@@ -87,7 +87,7 @@ def fetch_prior_runs(client, *, workflow: str, sha: str, dest: pathlib.Path, bot
                 extract_safely(client.download_artifact(artifact.id), target)
             except ArtifactRejected as exc:
                 if skipped is not None:
-                    skipped.append({"run": run.id, "artifact": artifact.name, "problem": str(exc)})
+                    skipped.append({"run": run.id, "artifact": artifact.name, "problem": exc.message})
         fetched.append((run.id, folder))
     return fetched
 
