@@ -76,7 +76,8 @@ def serve_cmd(seed_path: Path, port: int, host: str, log_out: Path | None, api: 
     try:
         httpd = SandboxHTTPServer(app, host, port)
     except OSError as exc:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}\n"
+                                   f"无法监听 {host}:{port}：{exc.strerror}") from None
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -18,7 +18,8 @@ DEFAULT_WORKFLOWS = (("recipe-bot.yml", "recipe-bot"), ("gpu.yml", "GPU benchmar
 
 
 class SeedError(ValueError):
-    """A seed problem, already formatted as `file:line: field: what is wrong`."""
+    """A seed problem, already formatted as `file:line: field: what is wrong` (the problems the sandbox words
+    itself in English, then 简体中文 on the next line: the sandbox cannot use the bot's catalogue)."""
 
 
 class _Strict(BaseModel):
@@ -217,16 +218,18 @@ def load_seed(path: str | Path) -> SeedFile:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise SeedError(f"{path}: cannot read the seed file: {exc.strerror}") from None
+        raise SeedError(f"{path}: cannot read the seed file: {exc.strerror}\n{path}：无法读取 seed 文件：{exc.strerror}") from None
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1
-        raise SeedError(f"{path}:{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        problem = getattr(exc, "problem", exc)
+        raise SeedError(f"{path}:{line}: not valid YAML: {problem}\n{path}:{line}：不是有效的 YAML：{problem}") from None
     if not isinstance(data, dict):
-        raise SeedError(f"{path}:1: the seed must be a mapping with at least `repository: owner/name`")
+        raise SeedError(f"{path}:1: the seed must be a mapping with at least `repository: owner/name`\n"
+                        f"{path}:1：seed 必须是映射，至少包含 `repository: owner/name`")
     try:
         seed = Seed.model_validate(data)
     except ValidationError as exc:

@@ -8,6 +8,7 @@ import subprocess
 from dataclasses import dataclass
 
 from bot.runner.slurm import commands as sc
+from bot.core.messages import msg
 
 
 class SlurmUnavailable(RuntimeError):
@@ -130,7 +131,7 @@ def cancel_pr_jobs(pr: int, keep_sha: str | None = None, *, repository: str | No
     sharing a cluster never cancel each other's PR of the same number. Returns the Slurm job ids.
     """
     if keep_sha is not None and not re.fullmatch(r"[0-9a-fA-F]{7,40}", keep_sha):
-        raise ValueError(f"keep_sha {keep_sha!r} is not a commit SHA (7 to 40 hex digits)")
+        raise ValueError(msg("keep_sha %(value)s is not a commit SHA (7 to 40 hex digits)", value=repr(keep_sha)))
     listing = _slurm(["squeue", "-h", "-u", getpass.getuser(), "-o", "%i|%T|%j|%k"])
     if listing.returncode != 0:
         raise SlurmUnavailable(f"squeue failed: {listing.stderr.strip()}")
