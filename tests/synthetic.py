@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bot.core.jobs import AccuracySpec, Case, Job, LoadPoint, ServerSpec
+from bot.core.messages import Message, msg
 from bot.core.results import (
     AccuracyResult,
     CaseResult,
@@ -339,7 +340,7 @@ def lost_runner() -> Scenario:
                     [_base_of(first)], command="/sweep tiny-cpu*")
 
 
-def _failed_start(job: Job, reason: str, tail: str, *, finished_at: str,
+def _failed_start(job: Job, reason: Message | str, tail: str, *, finished_at: str,
                   slurm: SlurmInfo | None = None, attempt: int = 1,
                   status: str = "failed", job_reason: str | None = None) -> JobResult:
     """A job whose first case failed before its server was ready, the rest not run."""
@@ -348,7 +349,9 @@ def _failed_start(job: Job, reason: str, tail: str, *, finished_at: str,
                         server_logs=[f"logs/{first.name}.log"])]
     cases += [CaseResult(name=c.name, status="skipped", reason="not run: fail_fast") for c in rest]
     result = _result(job, status, cases, engine_version="0.32.0", finished_at=finished_at)
-    return result.model_copy(update={"reason": job_reason or f"case {first.name}: {reason}",
+    case_reason = (msg("case %(case)s: %(reason)s", case=first.name, reason=reason) if isinstance(reason, Message)
+                   else f"case {first.name}: {reason}")  # an older runner's English text
+    return result.model_copy(update={"reason": job_reason or case_reason,
                                      "slurm": slurm,
                                      "attempt": attempt})
 
@@ -361,9 +364,9 @@ def infra_retried() -> Scenario:
                       job_id="sweep-llama", runner_label="slurm-h200")
     flag = sweep_plan("deepseek-r1-fp8", arms=("tp8",), concurrencies=(4,), gpus=8,
                       job_id="sweep-deepseek")
-    port_first = _failed_start(
-        port, "port 8000 is already in use before the case started (held by pid 4242 "
-        "(python3 -m vllm.entrypoints.openai.api_server --port 8000))", "",
+    port_first = _failed_start(  # as the runner writes it: a catalogue message, rendered per language
+        port, msg("port %(port)s is already in use before the case started (held by %(holders)s)", port=8000,
+                  holders="pid 4242 (python3 -m vllm.entrypoints.openai.api_server --port 8000)"), "",
         finished_at="2025-11-30T04:41:00Z")
     port_first = port_first.model_copy(update={"hardware": Hardware(
         host="gpu-host-3", cpu="Xeon", cpu_count=64, gpu_count=1, gpus=["NVIDIA H200"])})

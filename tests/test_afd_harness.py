@@ -58,7 +58,7 @@ def test_a_node_that_fails_skips_errors_or_is_cut_short_fails_by_its_node_id(job
     baseline, plugin = result.cases
     assert result.status == "failed"
     assert baseline.status == "passed"
-    assert plugin.status == "failed" and NODE.format("plugin-tiny") in plugin.reason and says in plugin.reason
+    assert plugin.status == "failed" and NODE.format("plugin-tiny") in str(plugin.reason) and says in str(plugin.reason)
     assert plugin.cleanup.groups_gone  # the cut-short harness's group is gone too
 
 
@@ -68,7 +68,7 @@ def test_a_node_that_fails_skips_errors_or_is_cut_short_fails_by_its_node_id(job
 def test_a_wrong_device_list_fails_each_node_before_it_starts(job_file, repo, tmp_path, devices, says):
     result = run_job(job_file, repo, tmp_path / "out", FIXTURE_E2E_DEVICES=devices)
     assert [c.status for c in result.cases] == ["failed", "failed"]
-    assert NODE.format("baseline-tiny") in result.cases[0].reason and says in result.cases[0].reason
+    assert NODE.format("baseline-tiny") in str(result.cases[0].reason) and says in str(result.cases[0].reason)
     assert result.cases[0].harness.exit_code is None  # nothing was started
 
 
@@ -79,8 +79,8 @@ def test_the_harness_own_refusal_fails_the_node_when_recipe_bot_does_not_check(r
         case["command"]["opt_in"] = None
     job_file.write_text(json.dumps(job), encoding="utf-8")
     result = run_job(job_file, repo, tmp_path / "out", FIXTURE_E2E_DEVICES="0,0")
-    assert "FIXTURE_E2E_DEVICES must contain exactly 2 unique IDs" in result.cases[0].reason
-    assert NODE.format("baseline-tiny") in result.cases[0].reason
+    assert "FIXTURE_E2E_DEVICES must contain exactly 2 unique IDs" in str(result.cases[0].reason)
+    assert NODE.format("baseline-tiny") in str(result.cases[0].reason)
 
 
 @pytest.mark.parametrize("path", ["tests/e2e/runner.py", "fixture_plugin/__init__.py"])
@@ -145,9 +145,9 @@ def test_a_run_stopped_after_its_report_was_written_still_fails_by_node_id():
 
     node = NODE.format("plugin-tiny")
     passed = [NodeOutcome(node_id=node, outcome="passed")]
-    assert verdict(None, passed, 1, "job timeout of 1 s reached", [node]) == [
+    assert list(map(str, verdict(None, passed, 1, "job timeout of 1 s reached", [node]))) == [
         f"node {node}: the harness was stopped before it exited (job timeout of 1 s reached)"]
-    assert verdict(3, passed, 1, None, [node]) == [f"node {node}: the harness exited with code 3"]
+    assert list(map(str, verdict(3, passed, 1, None, [node]))) == [f"node {node}: the harness exited with code 3"]
     assert verdict(0, passed, 1, None, [node]) == []
 
 
@@ -200,7 +200,7 @@ def test_a_job_out_of_time_before_the_harness_starts_fails_by_node_id(job_file, 
     result = run_job(job_file, repo, tmp_path / "out", timeout_s=0.001)
     assert result.status == "failed"
     first = result.cases[0]
-    assert first.status == "failed" and f"node {NODE.format('baseline-tiny')} not started" in first.reason
+    assert first.status == "failed" and f"node {NODE.format('baseline-tiny')} not started" in str(first.reason)
 
 
 def test_a_failing_setup_step_runs_no_case_and_says_which_step(repo, tmp_path):
@@ -211,7 +211,7 @@ def test_a_failing_setup_step_runs_no_case_and_says_which_step(repo, tmp_path):
     job_file.write_text(json.dumps(job), encoding="utf-8")
     result = run_job(job_file, repo, tmp_path / "out")
     assert result.status == "failed" and [c.status for c in result.cases] == ["skipped", "skipped"]
-    assert "setup step 1 (python -c raise SystemExit(3)) exited with code 3" in result.cases[0].reason
+    assert "setup step 1 (python -c raise SystemExit(3)) exited with code 3" in str(result.cases[0].reason)
     assert result.setup[0]["exit_code"] == 3 and (tmp_path / "out" / result.setup[0]["log"]).is_file()
 
 

@@ -117,9 +117,9 @@ def test_a_missing_opt_in_fails_every_case_and_never_skips(job_file, tmp_path, o
     assert result.status == "failed"
     assert [case.status for case in result.cases] == ["failed", "failed"]
     for case in result.cases:
-        assert "fails rather than skips" in case.reason
+        assert "fails rather than skips" in str(case.reason)
         for text in named:
-            assert text in case.reason
+            assert text in str(case.reason)
         assert case.server_logs == [] and case.harness.exit_code is None  # nothing was started
     assert result.setup == []  # nor installed
 
@@ -134,10 +134,10 @@ def test_the_harness_own_opt_in_checks_refuse_what_it_refuses(job_file, tmp_path
     result = run_with(job_file, tmp_path / "out", AFD_E2E_BACKEND="gpu", AFD_E2E_LARGE_MODEL="1",
                       AFD_GPU_E2E_MODEL=str(tmp_path), AFD_E2E_DEVICES=devices)
     for case in result.cases:
-        assert case.status == "failed" and says in case.reason and "test_qwen3_5_122b[" in case.reason
+        assert case.status == "failed" and says in str(case.reason) and "test_qwen3_5_122b[" in str(case.reason)
 
 
 def test_a_model_path_that_does_not_exist_is_refused(job_file, tmp_path):
     result = run_with(job_file, tmp_path / "out", AFD_E2E_BACKEND="gpu", AFD_E2E_LARGE_MODEL="1",
                       AFD_GPU_E2E_MODEL=str(tmp_path / "missing"), AFD_E2E_DEVICES="0,2,4,6,1,3,5,7")
-    assert all("AFD_GPU_E2E_MODEL must be an existing directory" in c.reason for c in result.cases)
+    assert all("AFD_GPU_E2E_MODEL must be an existing directory" in str(c.reason) for c in result.cases)

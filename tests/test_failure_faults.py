@@ -92,7 +92,7 @@ def test_fault_run_is_classified_and_only_infrastructure_is_retried_once(
     first = run(job, plan, results / job.job_id)
     assert first.status == "failed" and first.attempt == 1
     assert (first.failure.kind, first.failure.rule) == (kind, rule), first.reason
-    assert any(evidence in line for line in first.failure.evidence), first.failure.evidence
+    assert any(evidence in str(line) for line in first.failure.evidence), first.failure.evidence
     assert first.cases[0].failure is not None
     on_disk = json.loads((results / job.job_id / "result.json").read_text())
     assert on_disk["failure"]["rule"] == rule

@@ -114,7 +114,7 @@ def test_gsm8k_is_read_from_the_first_available_source(tmp_path: Path, monkeypat
 
 
 @pytest.mark.parametrize("content", ["missing", "empty-folder"])
-def test_a_gsm8k_dir_without_test_jsonl_is_one_bilingual_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_a_gsm8k_dir_without_test_jsonl_is_one_error_in_both_languages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                content: str) -> None:
     folder = tmp_path / "gsm8k"
     if content == "empty-folder":
@@ -122,7 +122,7 @@ def test_a_gsm8k_dir_without_test_jsonl_is_one_bilingual_error(tmp_path: Path, m
     with pytest.raises(ValueError) as err:
         gsm8k.load_docs(None, num_shots=0, env_folder=folder)
     assert f"{gsm8k.DATA_ENV}={folder}" in str(err.value) and "test.jsonl" in str(err.value)
-    assert "目录" in str(err.value)
+    assert "目录" in err.value.args[0].render("zh")
 
 
 def _real_gsm8k_dir() -> Path | None:
@@ -157,7 +157,6 @@ def test_the_real_gsm8k_test_split_scores_its_own_references_as_correct() -> Non
 def test_without_gsm8k_the_gate_fails_with_the_reason_never_on_other_problems(
         monkeypatch: pytest.MonkeyPatch, hub_error: Exception) -> None:
     from bot.core.failure_classes import classify_lines
-    from bot.core.messages_zh import translate
 
     def hub_load() -> tuple[list[Doc], list[Doc]]:
         raise hub_error
@@ -168,7 +167,7 @@ def test_without_gsm8k_the_gate_fails_with_the_reason_never_on_other_problems(
     reason = str(err.value)
     assert reason.startswith("GSM8K data is not available on this runner (")
     assert "RECIPE_BOT_GSM8K_DIR" in reason and "accuracy.data_path" in reason
-    assert translate(reason).startswith("这个 runner 上没有 GSM8K 数据")
+    assert err.value.args[0].render("zh").startswith("这个 runner 上没有 GSM8K 数据")
     assert classify_lines([reason], started=True).kind == "infrastructure"
 
 

@@ -7,7 +7,7 @@ import pytest
 from babel.messages.pofile import read_po
 
 from bot.core import catalogue
-from bot.core.messages import Message, Text, from_data, msg, plural
+from bot.core.messages import MAX_DEPTH, Message, Text, from_data, msg, plural
 
 KNOWN = "%(path)s: the results directory does not exist"
 
@@ -64,7 +64,7 @@ def test_data_that_is_not_a_catalogue_message_is_refused(data, says):
 
 def test_messages_nested_without_end_are_refused():
     data: dict = {"id": KNOWN, "params": {"path": "bottom"}}
-    for _ in range(6):
+    for _ in range(MAX_DEPTH + 2):
         data = {"id": KNOWN, "params": {"path": data}}
     with pytest.raises(ValueError, match="nested more than"):
         from_data(data)

@@ -239,7 +239,7 @@ def test_run_given_a_plan_says_pick_a_job(recipes_repo, tmp_path):
     result = invoke("run", "--job", plan, "--out", tmp_path / "out")
     assert result.exit_code == 2
     assert "is a plan, not a job; pick a job with `recipe-bot plan ... --jobs-dir DIR`" in result.output
-    assert "tiny-cpu--tp1" in result.output and "是运行计划而不是任务" in result.output
+    assert "tiny-cpu--tp1" in result.output and "是运行计划而不是作业" in result.output
     assert "validation" not in result.output.lower()
 
 

@@ -99,7 +99,7 @@ def test_repeats_keep_every_run_and_the_median_run_speaks_for_the_point(monkeypa
     if tput is not None:
         assert result.metrics.tput_per_gpu == tput
     else:
-        assert result.reason.startswith("repeat 2 of 3:")
+        assert str(result.reason).startswith("repeat 2 of 3:")
     assert seeds == list(range(len(seeds)))
 
 

@@ -121,7 +121,7 @@ def test_teardown_proof_names_the_host_gpu_that_kept_memory(host: FakeHost,
 
     assert [m.index for m in proof.gpu_memory] == [4, 5]
     assert proof.gpu_memory_back is False
-    assert failures == ["GPU 5 memory not back: 4096 MiB used after teardown, 0 MiB before the case"]
+    assert list(map(str, failures)) == ["GPU 5 memory not back: 4096 MiB used after teardown, 0 MiB before the case"]
 
 
 def test_teardown_proof_passes_when_the_mapped_gpus_are_back(host: FakeHost) -> None:
@@ -146,7 +146,6 @@ def _gpu_job(gpus: int = 1) -> "Job":
 def test_preflight_refuses_a_busy_gpu_naming_the_pids_and_memory_before_any_server(
         host: FakeHost, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     from bot.core import failure_classes
-    from bot.core.messages_zh import translate
     from bot.runner import local
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
@@ -163,11 +162,11 @@ def test_preflight_refuses_a_busy_gpu_naming_the_pids_and_memory_before_any_serv
 
     case = result.cases[0]
     assert result.status == "failed" and case.status == "failed"
-    assert case.reason == ("the case's GPUs are busy before it started (GPU 5: 118784 MiB, PID 4242 (118000 MiB)); "
+    assert str(case.reason) == ("the case's GPUs are busy before it started (GPU 5: 118784 MiB, PID 4242 (118000 MiB)); "
                            "an idle GPU has no compute process and at most 1024 MiB used (RECIPE_BOT_IDLE_GPU_MIB)")
     assert (result.failure.kind, result.failure.rule) == ("infrastructure", "device-busy")
     assert failure_classes.should_retry(result)
-    assert translate(case.reason).startswith("用例启动前它的 GPU 已被占用（GPU 5: 118784 MiB, PID 4242 (118000 MiB)）")
+    assert case.reason.render("zh").startswith("用例启动前它的 GPU 已被占用（GPU 5: 118784 MiB, PID 4242 (118000 MiB)）")
     assert case.cleanup is None  # nothing was started, so there is nothing to prove
 
 

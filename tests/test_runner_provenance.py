@@ -72,7 +72,7 @@ def test_a_checkout_at_another_commit_fails_the_job_with_the_reason_and_runs_not
     second = commit(tmp_path / "pr", "b")
     result = run_job_local(job(first), tmp_path / "out", repo=tmp_path / "pr")
     assert result.status == "failed"
-    assert first in result.reason and second in result.reason and "authorized" in result.reason
+    assert first in str(result.reason) and second in str(result.reason) and "authorized" in str(result.reason)
     assert [c.status for c in result.cases] == ["skipped"]
     assert result.server_launches == 0
 

@@ -57,7 +57,7 @@ def test_a_server_that_exits_on_a_bad_flag_is_recipe_and_not_retried(cluster, tm
     result = _run(job, job_file, out)
     assert result.status == "failed" and result.attempt == 1
     assert (result.failure.kind, result.failure.rule) == ("recipe", "bad-arguments")
-    assert any("unrecognized arguments: --tp-szie" in line for line in result.failure.evidence)
+    assert any("unrecognized arguments: --tp-szie" in str(line) for line in result.failure.evidence)
     assert not (out / "attempt-1").exists()
 
 
@@ -110,5 +110,5 @@ def test_a_node_set_down_mid_job_is_infrastructure_and_retried_once_without_it(
     first = _first_attempt(out)
     assert first.slurm.state == "NODE_FAIL"
     assert (first.failure.kind, first.failure.rule) == ("infrastructure", "slurm-node-failure")
-    assert any("failed or was set down" in line for line in first.failure.evidence)
+    assert any("failed or was set down" in str(line) for line in first.failure.evidence)
     _retried_once_without(result, out, cluster)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from bot.core.messages import Message, msg
-from bot.core.results import FailureClass
+from bot.core.results import JOINED, FailureClass
 from bot.core.stage_markers import parse_infra_record
 
 if TYPE_CHECKING:
@@ -150,9 +150,28 @@ def rule(rule_id: str) -> Rule:
     return BY_ID.get(rule_id, UNCLASSIFIED)
 
 
-def _lines(texts: Iterable[str | None]) -> list[str]:
-    lines: list[str] = []
-    for text in texts:
+def _parts(value: object) -> list[Message | str]:
+    """A reason's causes: a catalogue message stays one (its evidence line is then shown in each
+    language) unless its English has several lines or causes; text is split as it reads."""
+    if isinstance(value, Message):
+        if value.id == JOINED:
+            params = dict(value.params)
+            return [*_parts(params["first"]), *_parts(params["rest"])]
+        text = str(value)
+        if "\n" not in text and "; " not in text:
+            return [value] if text.strip() else []
+        value = text
+    return [value] if value else []
+
+
+def _lines(texts: Iterable[object]) -> list[Message | str]:
+    """Each cause of the texts, the rules matching its English (a message's str())."""
+    lines: list[Message | str] = []
+    for cause in (part for value in texts for part in _parts(value)):
+        if isinstance(cause, Message):
+            lines.append(cause)
+            continue
+        text = str(cause)
         if text:
             # A reason joins several causes with "; ": each is its own line of evidence.
             lines += [part.strip() for raw in text.splitlines() for part in raw.split("; ")
@@ -160,18 +179,23 @@ def _lines(texts: Iterable[str | None]) -> list[str]:
     return lines
 
 
-def classify_lines(lines: list[str], *, started: bool) -> FailureClass:
+def _clipped(line: Message | str) -> Message | str:
+    """An evidence line at most LINE_WIDTH long: a longer message is kept as its clipped English."""
+    return line if isinstance(line, Message) and len(str(line)) <= LINE_WIDTH else str(line)[:LINE_WIDTH]
+
+
+def classify_lines(lines: list[Message | str], *, started: bool) -> FailureClass:
     """The first rule (in table order) that any line matches, with its last matching lines."""
 
     for candidate in RULES:
         if candidate.after_start is not None and candidate.after_start != started:
             continue
-        hits = [line for line in lines if candidate.matches(line)]
+        hits = [line for line in lines if candidate.matches(str(line))]
         if hits:
             return FailureClass(kind=candidate.kind, rule=candidate.id,
-                                evidence=[h[:LINE_WIDTH] for h in hits[-EVIDENCE_LINES:]])
+                                evidence=[_clipped(h) for h in hits[-EVIDENCE_LINES:]])
     return FailureClass(kind=RECIPE, rule=UNCLASSIFIED.id,
-                        evidence=[line[:LINE_WIDTH] for line in lines[-EVIDENCE_LINES:]])
+                        evidence=[_clipped(line) for line in lines[-EVIDENCE_LINES:]])
 
 
 def _case_failed(case: CaseResult) -> bool:
@@ -184,7 +208,7 @@ CANCELLED = re.compile(r"^cancelled by SIG[A-Z]+")  # bot/runner/budget.py: the 
 def classify_case(case: CaseResult) -> FailureClass | None:
     """A failed case's class from its reason and server log tail; None when it did not fail or was
     cancelled (a cancel is no one's failure: the job reads `cancelled`)."""
-    if not _case_failed(case) or CANCELLED.match(case.reason or ""):
+    if not _case_failed(case) or CANCELLED.match(str(case.reason or "")):
         return None
     reason = case.reason or ("cleanup proof failed" if case.cleanup is not None else None)
     return classify_lines(_lines([reason, case.log_tail]), started=case.startup_s is not None)
@@ -201,7 +225,7 @@ def _slurm_lines(result: JobResult) -> list[str]:
 def _own_reason(result: JobResult) -> str | None:
     """The job's reason without what it repeats from a case ("case X: ...", "the run reported:
     ..."): the cases are classified one by one, so that a recipe case is never hidden."""
-    reason = (result.reason or "").split("; the run reported: ", 1)[0]
+    reason = str(result.reason or "").split("; the run reported: ", 1)[0]
     if result.cases and reason.startswith("case "):
         return None
     return reason or None

@@ -54,7 +54,9 @@ def to_data(value: object) -> object:
     return value.to_data() if isinstance(value, Message) else value
 
 
-MAX_DEPTH = 4  # a message's value may be a message (a reason inside a note); deeper is a broken file
+# A message's value may be a message: a job's reason names its case's, which joins its points' reasons
+# (bot.core.results.joined), each with its own cause. Deeper than this is a broken file.
+MAX_DEPTH = 12
 
 
 def from_data(data: object, *, depth: int = 0, locale_dir: pathlib.Path = catalogue.LOCALE_DIR) -> Message:

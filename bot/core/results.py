@@ -1,9 +1,12 @@
 """The typed result of one job: what `recipe-bot run` writes as DIR/result.json and the report reads."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from bot.core.messages import Message, Text, msg
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -16,6 +19,27 @@ JobStatus = Literal["passed", "failed", "cancelled", "lost", "skipped"]
 # No real benchmark measures a billion tokens/s per request or waits 11 days for a token: a value
 # past this is a broken file (1e308, Infinity), and it never reaches a comparison or the chart.
 METRIC_LIMIT = 1e9
+
+
+JOINED = "%(first)s; %(rest)s"  # the message joined() makes (bot/core/failure_classes.py takes it apart)
+
+
+def joined(reasons: Sequence[Message | str]) -> Message | str | None:
+    """Several reasons as one (`a; b; c`), each in the reader's language; None when there are none.
+
+    Halved rather than chained, so a case with many failing points nests a few levels, not one per point."""
+    if not reasons:
+        return None
+    if len(reasons) == 1:
+        return reasons[0]
+    half = len(reasons) // 2
+    return msg("%(first)s; %(rest)s", first=joined(reasons[:half]), rest=joined(reasons[half:]))
+
+
+def reason_of(exc: BaseException) -> Message | str:
+    """What an error says: the catalogue message it was raised with, else its English text."""
+    first = exc.args[0] if len(exc.args) == 1 else None
+    return first if isinstance(first, Message) else str(exc)
 
 
 class Model(BaseModel):
@@ -100,7 +124,7 @@ class PointResult(Model):
     isl: int | None = None
     osl: int | None = None
     status: Literal["passed", "failed", "skipped"]
-    reason: str | None = None
+    reason: Text | None = None  # a catalogue message (English text in older files)
     metrics: PointMetrics | None = None
     raw_result_file: str | None = None  # relative to the result directory
     client: str | None = None  # "vllm bench serve" or "sglang.bench_serving"
@@ -159,7 +183,7 @@ class FailureClass(Model):
 
     kind: Literal["infrastructure", "recipe"]
     rule: str  # a rule id of bot.core.failure_classes.RULES, or "unclassified"
-    evidence: list[str] = Field(default_factory=list)  # the last lines that decided it
+    evidence: list[Text] = Field(default_factory=list)  # the last lines that decided it (a reason's, a log's)
 
 
 class SearchChoice(Model):
@@ -188,7 +212,7 @@ class NodeOutcome(Model):
 
     node_id: str
     outcome: Literal["passed", "failed", "error", "skipped", "missing"]
-    message: str | None = None
+    message: Text | None = None  # the report's own text, or the runner's message where it has none
     seconds: float | None = None
 
 
@@ -212,7 +236,7 @@ class HarnessRun(Model):
 class CaseResult(Model):
     name: str
     status: Literal["passed", "failed", "skipped"]
-    reason: str | None = None
+    reason: Text | None = None
     startup_s: float | None = None
     points: list[PointResult] = Field(default_factory=list)
     accuracy: AccuracyResult | None = None
@@ -273,7 +297,7 @@ class JobResult(Model):
     recipe_fingerprint: str
     runner_label: str
     status: JobStatus
-    reason: str | None = None
+    reason: Text | None = None
     gpus: int = 0
     repository: str | None = None
     pr: int | None = None

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from bot.core.messages import Message
 from bot.core.settings import Settings
 
 DEFAULT = "vllm"  # the engine a job with no server reports (a harness suite), as before engines had a registry
@@ -75,8 +76,8 @@ class Engine:
     ready_paths: tuple[str, ...] = ("/health", "/v1/models")  # all answer 200: the server is up
     cache_reset_path: str | None = None  # POST here empties the prefix cache
     framework_token: str = ""  # an InferenceX row whose framework contains it runs on this engine
-    missing_server: str = ""  # why a server cannot start when `locate` found nothing
-    missing_client: str = ""  # the same for its benchmark client
+    missing_server: Message | str | None = None  # why a server cannot start when `locate` found nothing
+    missing_client: Message | str | None = None  # the same for its benchmark client
     # True: its client's library can run every point of a case in one process (bot/runner/inprocess.py).
     in_process_client: bool = False
     session_python_env: str | None = None  # the variable naming that process's Python

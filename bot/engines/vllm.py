@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from bot.core.messages import msg
 from bot.core.settings import Settings
 from bot.engines import (METADATA_VERSION, BenchPoint, Engine, Parallelism, Target, engine_dir,
                          register, run_for_line, script_interpreter)
@@ -34,10 +35,10 @@ class VLLM(Engine):
     client = "vllm bench serve"
     cache_reset_path = "/reset_prefix_cache"
     framework_token = "vllm"
-    missing_server = ("no vLLM found: set RECIPE_BOT_VLLM, put `vllm` on PATH, or run "
-                      "scripts/setup-cpu-engine.sh for the CPU engine")
-    missing_client = ("no benchmark client: the job asks for `vllm bench serve` but vLLM is not "
-                      "installed here (set RECIPE_BOT_VLLM or put `vllm` on PATH)")
+    missing_server = msg("no vLLM found: set RECIPE_BOT_VLLM, put `vllm` on PATH, or run "
+                         "scripts/setup-cpu-engine.sh for the CPU engine")
+    missing_client = msg("no benchmark client: the job asks for `vllm bench serve` but vLLM is not "
+                         "installed here (set RECIPE_BOT_VLLM or put `vllm` on PATH)")
     in_process_client = True
     provenance_env = BIN_ENV
     session_python_env = PYTHON_ENV

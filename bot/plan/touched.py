@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from bot.core.messages import Message, msg
+from bot.core.results import joined
 from bot.inferencex.launches import names_file, shared_reason
 from bot.inferencex.repo import InferenceXRepo, load_inferencex
 from bot.recipes.catalog import (NOT_FINGERPRINTED, RUNNERS_FILE, Catalog, is_recipe_path, load_entry, load_runners,
@@ -18,12 +19,6 @@ from bot.recipes.sources import Source
 # The notes that say a shared file touched recipes (an InferenceX plan names those files its own way).
 SHARED_NOTES = frozenset({"shared infra touched, %(recipes)s recipes affected: %(files)s",
                           "shared infra touched, %(recipes)s recipes affected: %(files)s (runner %(runner)s)"})
-
-
-def joined(reasons: list[Message]) -> Message:
-    """Reasons shown as one (`recipe changed; include x changed`), each in the reader's language."""
-    first, *rest = reasons
-    return first if not rest else msg("%(first)s; %(rest)s", first=first, rest=joined(rest))
 
 
 @dataclass

@@ -10,8 +10,9 @@ import re
 from dataclasses import dataclass
 
 from bot.core.failure_classes import INFRASTRUCTURE, annotate, rule
+from bot.core.i18n import LANGUAGES
+from bot.core.messages import Message, render
 from bot.report.collect import CollectedJob
-from bot.core.messages import Message
 from bot.core.results import FailureClass, JobResult
 
 _HOST_SAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -122,10 +123,13 @@ def view(failure_groups: tuple[FailureGroup, ...], fenced, log_lines: int = 40) 
     for group in failure_groups:
         items = []
         for a in group.attempts:
-            evidence = "\n".join(a.failure.evidence[-max(1, min(log_lines, 5)):])
+            lines = a.failure.evidence[-max(1, min(log_lines, 5)):]
+            # A line may be a catalogue message (a runner's reason): each language reads its own.
+            evidence = {lang: "\n".join(render(line, lang) for line in lines) for lang in LANGUAGES}
             items.append({"job": a.job_id, "case": a.case, "runner": a.runner_label,
                           "host": a.host, "attempt": a.attempt, "retry": a.retry,
-                          "evidence": fenced(evidence) if evidence and log_lines else None})
+                          "evidence": {lang: fenced(text) for lang, text in evidence.items()}
+                          if evidence["en"] and log_lines else None})
         shown.append({"kind": group.kind, "rule": group.rule, "sentence": group.sentence,
                       "attempts": items})
     return shown

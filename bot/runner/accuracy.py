@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.core.jobs import AccuracySpec
+from bot.core.messages import Message, msg
 from bot.core.results import AccuracyResult
 from bot.runner import gsm8k
 from bot.runner.server import InferenceServer
@@ -52,7 +53,7 @@ def complete(base_url: str, model: str, prompt: str, max_tokens: int, timeout_s:
 @dataclass(frozen=True)
 class AccuracyOutcome:
     result: AccuracyResult
-    reason: str | None  # why the gate failed, None when it passed
+    reason: Message | None  # why the gate failed, None when it passed
 
 
 def run_gsm8k(spec: AccuracySpec, *, base_url: str, model: str, case_dir: Path, out_dir: Path,
@@ -113,12 +114,15 @@ def run_gsm8k(spec: AccuracySpec, *, base_url: str, model: str, case_dir: Path, 
 
     reason = None
     if count < spec.num_samples:
-        reason = f"GSM8K data has only {count} of the {spec.num_samples} samples asked for (source: {source})"
+        reason = msg("GSM8K data has only %(count)s of the %(asked)s samples asked for (source: %(source)s)",
+                     count=count, asked=spec.num_samples, source=source)
     elif errors:
-        reason = f"{len(errors)} of {count} GSM8K requests failed (first: {errors[0]})"
+        reason = msg("%(failed)s of %(count)s GSM8K requests failed (first: %(first)s)", failed=len(errors),
+                     count=count, first=errors[0])
     elif measured < spec.threshold:
-        reason = (f"GSM8K {spec.metric} {measured:.4f} is below the threshold "
-                  f"{spec.threshold:.4f} ({count} samples, {spec.num_shots} shots)")
+        reason = msg("GSM8K %(metric)s %(measured)s is below the threshold %(threshold)s (%(count)s samples, "
+                     "%(shots)s shots)", metric=spec.metric, measured=f"{measured:.4f}",
+                     threshold=f"{spec.threshold:.4f}", count=count, shots=spec.num_shots)
     result = AccuracyResult(
         task="gsm8k", num_samples=count, num_shots=spec.num_shots, strict_match=strict,
         flexible_extract=flexible, metric=spec.metric, threshold=spec.threshold,

@@ -13,7 +13,8 @@ from pathlib import Path
 from rich.markup import escape
 
 from bot.core.jobs import Case, CommandSpec
-from bot.core.results import CaseResult, HarnessRun, NodeOutcome
+from bot.core.messages import Message, msg
+from bot.core.results import CaseResult, HarnessRun, NodeOutcome, joined, reason_of
 from bot.runner import procs
 from bot.runner.budget import JobInterrupted
 from bot.runner.environment import EnvironmentProblem, check_opt_in, check_required
@@ -56,7 +57,7 @@ def command_argv(spec: CommandSpec, case_dir: Path) -> tuple[list[str], Path | N
 
 
 def run_setup(steps: list[list[str]], repo: Path, env: Mapping[str, str], out_dir: Path,
-              limit_s: float = SETUP_TIMEOUT_S) -> tuple[list[dict], str | None]:
+              limit_s: float = SETUP_TIMEOUT_S) -> tuple[list[dict], Message | None]:
     """The suite's setup steps in order (install the checkout, the harness's extras); the first that
     fails stops the rest. Returns each step's record and the failure, if any."""
     records: list[dict] = []
@@ -76,8 +77,11 @@ def run_setup(steps: list[list[str]], repo: Path, env: Mapping[str, str], out_di
         records.append({"argv": step, "exit_code": code, "seconds": round(time.monotonic() - started, 3),
                         "log": log.name})
         if code != 0:
-            return records, f"setup step {index + 1} ({' '.join(step)}) " + (
-                f"exited with code {code}" if code is not None else f"could not run: {handle_error}")
+            if code is not None:
+                return records, msg("setup step %(step)s (%(argv)s) exited with code %(code)s", step=index + 1,
+                                    argv=" ".join(step), code=code)
+            return records, msg("setup step %(step)s (%(argv)s) could not run: %(why)s", step=index + 1,
+                                argv=" ".join(step), why=handle_error)
     return records, None
 
 
@@ -105,7 +109,7 @@ def _wait(harness: InferenceServer, spec: CommandSpec, tick) -> None:
         procs.reap_zombie_children(skip={harness.pgid})
         tick("running the repository's own E2E command")
         if deadline is not None and time.monotonic() >= deadline:
-            raise JobInterrupted(f"the case's time limit of {spec.timeout_s:g} s was reached")
+            raise JobInterrupted(msg("the case's time limit of %(limit)s s was reached", limit=f"{spec.timeout_s:g}"))
         time.sleep(POLL_S)
 
 
@@ -115,8 +119,8 @@ def run_command_case(case: Case, ctx, run_tag: str, case_dir: Path) -> CaseResul
     assert spec is not None
     cwd = (ctx.repo / spec.cwd).resolve()
     argv, junit = command_argv(spec, case_dir)
-    failures: list[str] = []
-    cut_short: str | None = None
+    failures: list[Message | str] = []
+    cut_short: Message | str | None = None
     harness: InferenceServer | None = None
     used_gpus = case_gpus(spec.devices, len(spec.devices), os.environ) if spec.devices else []
     gpu_before = gpu_memory_used_mib(used_gpus) if used_gpus else None
@@ -127,7 +131,7 @@ def run_command_case(case: Case, ctx, run_tag: str, case_dir: Path) -> CaseResul
         check_opt_in(spec.opt_in, os.environ)
         busy = [p for p in spec.ports if not procs.port_is_free(p)]
         if busy:
-            raise EnvironmentProblem(f"port {busy[0]} is already in use before the case started")
+            raise EnvironmentProblem(msg("port %(port)s is already in use before the case started", port=busy[0]))
         harness = InferenceServer(name="harness", argv=argv, port=0, cwd=cwd, grace_s=ctx.grace_s,
                                   env=command_env(spec, case, ctx.repo, os.environ, run_tag),
                                   log_path=case_dir / "harness.log")
@@ -135,11 +139,12 @@ def run_command_case(case: Case, ctx, run_tag: str, case_dir: Path) -> CaseResul
         _wait(harness, spec, ctx.budget.tick)
         left = [p.pid for p in procs.group_members(harness.pgid)]
         if left:
-            failures.append(f"the harness exited and left process(es) {left} running in its process group")
+            failures.append(msg("the harness exited and left process(es) %(pids)s running in its process group",
+                                pids=str(left)))
     except JobInterrupted as exc:
-        cut_short = str(exc)
+        cut_short = reason_of(exc)
     except (EnvironmentProblem, OSError) as exc:  # refused before it started: name what would have run
-        failures.append(f"node {', '.join(spec.nodes)} not started: {exc}" if spec.nodes else str(exc))
+        failures.append(_not_started(spec, reason_of(exc)))
     finally:
         proof = None
         if harness is not None and harness.process is not None:
@@ -151,7 +156,7 @@ def run_command_case(case: Case, ctx, run_tag: str, case_dir: Path) -> CaseResul
     run = HarnessRun(argv=argv, cwd=str(cwd), expect_passed=spec.expect_passed,
                      log=str((case_dir / "harness.log").relative_to(ctx.out_dir)) if harness else None)
     if harness is None and cut_short:  # stopped before it started: still a failure, by node id
-        failures.append(f"node {', '.join(spec.nodes)} not started: {cut_short}" if spec.nodes else cut_short)
+        failures.append(_not_started(spec, cut_short))
     if harness is not None:
         run.exit_code = None if cut_short else harness.exit_code()
         outcomes = _outcomes(spec, junit, run, ctx.out_dir)
@@ -159,25 +164,30 @@ def run_command_case(case: Case, ctx, run_tag: str, case_dir: Path) -> CaseResul
                                spec.nodes)
         run.result_files = _keep(spec, cwd, case_dir, ctx.out_dir)
     result = CaseResult(name=case.name, status="failed" if failures else "passed",
-                        reason="; ".join(failures) or None, cleanup=proof, harness=run,
+                        reason=joined(failures), cleanup=proof, harness=run,
                         server_logs=[run.log] if run.log else [],
                         log_tail=harness.log_tail() if failures and harness else None)
     ctx.progress.case(result)
     return result
 
 
+def _not_started(spec: CommandSpec, why: Message | str) -> Message | str:
+    """Why the case did not start, naming the node ids that would have run."""
+    return msg("node %(nodes)s not started: %(why)s", nodes=", ".join(spec.nodes), why=why) if spec.nodes else why
+
+
 def _outcomes(spec: CommandSpec, junit: Path | None, run: HarnessRun, out_dir: Path) -> list[NodeOutcome]:
     if junit is None:
         return []
     if not junit.is_file():
-        outcomes = [NodeOutcome(node_id=n, outcome="missing", message="no JUnit report was written")
+        outcomes = [NodeOutcome(node_id=n, outcome="missing", message=msg("no JUnit report was written"))
                     for n in spec.nodes]
     else:
         run.junit = str(junit.relative_to(out_dir))
         try:
             outcomes = read_report(junit, spec.nodes)
         except ValueError as exc:
-            outcomes = [NodeOutcome(node_id=n, outcome="missing", message=str(exc)) for n in spec.nodes]
+            outcomes = [NodeOutcome(node_id=n, outcome="missing", message=reason_of(exc)) for n in spec.nodes]
     run.nodes = outcomes
     for name in ("passed", "failed", "skipped"):
         setattr(run, name, sum(1 for n in outcomes if n.outcome == name))

@@ -10,6 +10,7 @@ from pathlib import Path
 from bot import engines
 from bot.engines import Engine, Installed
 from bot.core.jobs import Case, ServerSpec
+from bot.core.messages import msg
 from bot.runner import procs
 from bot.runner.environment import EnvironmentProblem, expand, visible_devices
 
@@ -35,7 +36,8 @@ def engine_command(installed: Installed, model: str, served: str, port: int,
                    args: list[str]) -> list[str]:
     engine = installed.engine
     if installed.program is None:
-        raise EnvironmentProblem(engine.missing_server or f"no {engine.title} found on this runner")
+        raise EnvironmentProblem(engine.missing_server or msg("no %(engine)s found on this runner",
+                                                              engine=engine.title))
     return engine.server_argv(installed.program, model=model, served=served, host=HOST, port=port,
                               args=args)
 
@@ -44,9 +46,11 @@ def script_command(script: str, repo: Path, args: list[str]) -> tuple[list[str],
     """A recipe's own launch script, which must live inside the repository."""
     path = (repo / script).resolve()
     if not path.is_relative_to(repo.resolve()):
-        raise EnvironmentProblem(f"launch_script {script!r} points outside the repository {repo}")
+        raise EnvironmentProblem(msg("launch_script %(script)s points outside the repository %(repo)s",
+                                     script=repr(script), repo=str(repo)))
     if not path.is_file():
-        raise EnvironmentProblem(f"launch_script {script!r} does not exist under {repo}")
+        raise EnvironmentProblem(msg("launch_script %(script)s does not exist under %(repo)s", script=repr(script),
+                                     repo=str(repo)))
     argv = [str(path)] if os.access(path, os.X_OK) else ["bash", str(path)]
     return [*argv, *args], repo
 

@@ -5,19 +5,29 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from bot.core.messages import Message, msg, plural
+from bot.core.results import joined
+
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class EnvironmentProblem(ValueError):
-    """A case cannot start because of its environment; the message says which variable and why."""
+    """A case cannot start because of its environment; the message says which variable and why.
+    str() is its English form; the message itself is in `args[0]` (bot.core.results.reason_of)."""
+
+    def __init__(self, message: Message | str) -> None:
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def expand(text: str, env: Mapping[str, str], where: str) -> str:
     """Replace every ${VAR} from `env`; an unset variable is an error naming the field."""
     missing = [name for name in _VAR.findall(text) if name not in env]
     if missing:
-        raise EnvironmentProblem(
-            f"{where} refers to ${{{missing[0]}}}, which is not set in the runner's environment")
+        raise EnvironmentProblem(msg("%(where)s refers to ${%(name)s}, which is not set in the runner's environment",
+                                     where=where, name=missing[0]))
     return _VAR.sub(lambda m: env[m.group(1)], text)
 
 
@@ -32,16 +42,28 @@ def check_required(required: list[str], env: Mapping[str, str]) -> None:
         if "=" in entry:
             name, wanted = entry.split("=", 1)
             if env.get(name) != wanted:
-                wrong.append(f"{name}={wanted} (found {'unset' if name not in env else repr(env[name])})")
-    problems = []
+                wrong.append(msg("%(name)s=%(wanted)s (found unset)", name=name, wanted=wanted) if name not in env
+                             else msg("%(name)s=%(wanted)s (found %(value)s)", name=name, wanted=wanted,
+                                      value=repr(env[name])))
+    problems: list[Message] = []
     if missing:
-        problems.append(f"required environment variable{'s' if len(missing) > 1 else ''} "
-                        f"{', '.join(missing)} not set")
+        problems.append(plural("required environment variable %(names)s not set",
+                               "required environment variables %(names)s not set", len(missing),
+                               names=", ".join(missing)))
     if wrong:
-        problems.append(f"required setting{'s' if len(wrong) > 1 else ''} {', '.join(wrong)} not met")
+        problems.append(plural("required setting %(settings)s not met", "required settings %(settings)s not met",
+                               len(wrong), settings=_listed(wrong)))
     if problems:
-        raise EnvironmentProblem(f"{'; '.join(problems)}: this case is opt-in and fails rather than skips "
-                                 "without them")
+        raise EnvironmentProblem(msg("%(problems)s: this case is opt-in and fails rather than skips without them",
+                                     problems=joined(problems)))
+
+
+def _listed(parts: list[Message]) -> Message:
+    """Settings named one after another (`A=1 (found unset), B=2 (found '3')`)."""
+    if len(parts) == 1:
+        return parts[0]
+    half = len(parts) // 2
+    return msg("%(first)s, %(rest)s", first=_listed(parts[:half]), rest=_listed(parts[half:]))
 
 
 def _ordered(devices: list[int], env: Mapping[str, str], order_var: str | None) -> list[int]:
@@ -51,12 +73,14 @@ def _ordered(devices: list[int], env: Mapping[str, str], order_var: str | None) 
         return devices
     parts = [p.strip() for p in value.split(",")]
     if not all(p.isdigit() for p in parts):
-        raise EnvironmentProblem(f"{order_var}={value!r} is not a comma-separated list of GPU indices")
+        raise EnvironmentProblem(msg("%(name)s=%(value)s is not a comma-separated list of GPU indices",
+                                     name=order_var, value=repr(value)))
     order = [int(p) for p in parts]
     outside = [d for d in devices if not 0 <= d < len(order)]
     if outside:
-        raise EnvironmentProblem(f"devices {outside} are outside the {len(order)} GPU(s) that {order_var}={value} "
-                                 "lists; devices index into that list")
+        raise EnvironmentProblem(msg("devices %(devices)s are outside the %(count)s GPU(s) that %(name)s=%(value)s "
+                                     "lists; devices index into that list", devices=str(outside), count=len(order),
+                                     name=order_var, value=value))
     return [order[d] for d in devices]
 
 
@@ -73,9 +97,10 @@ def visible_devices(devices: list[int], env: Mapping[str, str], order_var: str |
         return ",".join(str(d) for d in devices)
     outside = [d for d in devices if not 0 <= d < len(inherited)]
     if outside:
-        raise EnvironmentProblem(
-            f"devices {outside} are outside the {len(inherited)} GPU(s) this runner was given "
-            f"(CUDA_VISIBLE_DEVICES={','.join(inherited)}); devices index into that list")
+        raise EnvironmentProblem(msg(
+            "devices %(devices)s are outside the %(count)s GPU(s) this runner was given (CUDA_VISIBLE_DEVICES="
+            "%(visible)s); devices index into that list", devices=str(outside), count=len(inherited),
+            visible=",".join(inherited)))
     return ",".join(inherited[d] for d in devices)
 
 
@@ -89,28 +114,34 @@ def check_opt_in(opt_in: Mapping | None, env: Mapping[str, str]) -> None:
     if model_var:
         value = env.get(model_var, "")
         if not value or not Path(value).expanduser().is_dir():
-            raise EnvironmentProblem(f"{model_var} must be an existing directory (got {value or 'unset'!r})")
+            raise EnvironmentProblem(msg("%(name)s must be an existing directory (got %(value)s)", name=model_var,
+                                         value=repr(value or "unset")))
     devices_var = opt_in.get("devices_env")
     if not devices_var:
         return
     value = env.get(devices_var, "").strip()
     parts = [p.strip() for p in value.split(",")] if value else []
     if not parts or not all(p.isdigit() for p in parts):
-        raise EnvironmentProblem(f"{devices_var}={value!r} is not a comma-separated list of device ids")
+        raise EnvironmentProblem(msg("%(name)s=%(value)s is not a comma-separated list of device ids",
+                                     name=devices_var, value=repr(value)))
     count = opt_in.get("device_count")
     if count and len(parts) != count:
-        raise EnvironmentProblem(f"{devices_var} must contain exactly {count} device ids (got {len(parts)}: {value})")
+        raise EnvironmentProblem(msg("%(name)s must contain exactly %(count)s device ids (got %(got)s: %(value)s)",
+                                     name=devices_var, count=count, got=len(parts), value=value))
     repeated = sorted({p for p in parts if parts.count(p) > 1}, key=int)
     if repeated:
-        raise EnvironmentProblem(f"{devices_var} must list each device once ({', '.join(repeated)} repeated: {value})")
+        raise EnvironmentProblem(msg("%(name)s must list each device once (%(repeated)s repeated: %(value)s)",
+                                     name=devices_var, repeated=", ".join(repeated), value=value))
     seen: dict[str, str] = {}
     for role, positions in (opt_in.get("roles") or {}).items():
         for position in positions:
             if position >= len(parts):
-                raise EnvironmentProblem(f"role {role} takes position {position} of {devices_var}, which lists "
-                                         f"{len(parts)} device(s)")
+                raise EnvironmentProblem(msg("role %(role)s takes position %(position)s of %(name)s, which lists "
+                                             "%(count)s device(s)", role=role, position=position, name=devices_var,
+                                             count=len(parts)))
             device = parts[position]
             if device in seen and seen[device] != role:
-                raise EnvironmentProblem(f"{devices_var}: device {device} is given to both {seen[device]} and "
-                                         f"{role}; roles must use disjoint devices")
+                raise EnvironmentProblem(msg("%(name)s: device %(device)s is given to both %(first)s and %(second)s; "
+                                             "roles must use disjoint devices", name=devices_var, device=device,
+                                             first=seen[device], second=role))
             seen[device] = role

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.core.messages import Message, msg
+
 STRICT_PATTERN = r"#### (\-?[0-9\.\,]+)"  # strict-match: regex, group_select 0, take_first
 FLEXIBLE_PATTERN = r"(-?[$0-9.,]{2,})|(-?[0-9]+)"  # flexible-extract: group_select -1
 FALLBACK = "[invalid]"
@@ -136,8 +138,8 @@ def load_jsonl(path: Path) -> list[Doc]:
                 row = json.loads(line)
                 docs.append(Doc(question=row["question"], answer=row["answer"]))
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{number}: expected a JSON object with 'question' and "
-                                 f"'answer' ({exc})") from exc
+                raise ValueError(msg("%(file)s:%(line)s: expected a JSON object with 'question' and 'answer' "
+                                     "(%(why)s)", file=str(path), line=number, why=str(exc))) from exc
     return docs
 
 
@@ -164,9 +166,8 @@ def _env_dir(folder: Path | None) -> Path | None:
         return None
     value = str(folder)
     if not (folder / "test.jsonl").is_file():
-        raise ValueError(f"{DATA_ENV}={value}: expected a folder holding GSM8K's test.jsonl (and train.jsonl "
-                         f"for few-shot prompts)\n{DATA_ENV}={value}：应为包含 GSM8K 的 test.jsonl（少样本提示还需 "
-                         f"train.jsonl）的目录")
+        raise ValueError(msg("%(name)s=%(value)s: expected a folder holding GSM8K's test.jsonl (and train.jsonl for "
+                             "few-shot prompts)", name=DATA_ENV, value=value))
     return folder
 
 
@@ -194,8 +195,9 @@ def load_docs(data_path: Path | None, num_shots: int, env_folder: Path | None = 
         test, train = load_from_hub()
         return test, train, HUB_SOURCE
     except ImportError:
-        hub_problem = "Hugging Face datasets is not installed"
+        hub_problem: Message = msg("Hugging Face datasets is not installed")
     except Exception as exc:  # noqa: BLE001 - offline, no cache: the gate cannot be scored
-        hub_problem = f"hub not reachable: {type(exc).__name__}"
-    raise GSM8KUnavailable(f"GSM8K data is not available on this runner ({hub_problem}); set {DATA_ENV} to a "
-                           "folder holding GSM8K's test.jsonl and train.jsonl, or give the recipe's accuracy.data_path")
+        hub_problem = msg("hub not reachable: %(error)s", error=type(exc).__name__)
+    raise GSM8KUnavailable(msg("GSM8K data is not available on this runner (%(why)s); set %(name)s to a folder "
+                               "holding GSM8K's test.jsonl and train.jsonl, or give the recipe's accuracy.data_path",
+                               why=hub_problem, name=DATA_ENV))

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bot.core.config import load_config
+from bot.core.messages import Message, msg
 from bot.core.settings import Settings
 
 EPHEMERAL_ENV = "RECIPE_BOT_RUNNER_EPHEMERAL"
@@ -26,17 +27,14 @@ def allows_persistent(config_path: Path | None) -> bool:
     return load_config(config_path.read_text(encoding="utf-8"), str(config_path)).pr_jobs.allow_persistent_runners
 
 
-def runner_refusal(env: Mapping[str, str], settings: Settings, *, allow_persistent: bool) -> str | None:
-    """Why this machine must not run PR code (English, then 简体中文), or None when it may (env: the
-    Actions runner's own variables; settings: RECIPE_BOT_RUNNER_EPHEMERAL as the command read it)."""
+def runner_refusal(env: Mapping[str, str], settings: Settings, *, allow_persistent: bool) -> Message | None:
+    """Why this machine must not run PR code, or None when it may (env: the Actions runner's own
+    variables; settings: RECIPE_BOT_RUNNER_EPHEMERAL as the command read it)."""
     if env.get("GITHUB_ACTIONS") != "true" or env.get("RUNNER_ENVIRONMENT") != "self-hosted":
         return None
     if settings.RUNNER_EPHEMERAL == "1" or allow_persistent:
         return None
-    name = env.get("RUNNER_NAME", "this runner")
-    return (f"refusing to run pull request code on {name}: a self-hosted runner must be ephemeral "
-            f"(set {EPHEMERAL_ENV}=1 where it is), or .github/recipe-bot.yaml on the default branch must set "
-            f"pr_jobs.allow_persistent_runners: true. See docs/security.md.\n"
-            f"拒绝在 {name} 上运行 PR 代码：自托管 runner 必须是一次性的（ephemeral，在其环境中设置 "
-            f"{EPHEMERAL_ENV}=1），或者默认分支上的 .github/recipe-bot.yaml 设置 "
-            f"pr_jobs.allow_persistent_runners: true。参见 docs/security.md。")
+    name = env["RUNNER_NAME"] if "RUNNER_NAME" in env else msg("this runner")
+    return msg("refusing to run pull request code on %(name)s: a self-hosted runner must be ephemeral (set "
+               "%(var)s=1 where it is), or .github/recipe-bot.yaml on the default branch must set "
+               "pr_jobs.allow_persistent_runners: true. See docs/security.md.", name=name, var=EPHEMERAL_ENV)

@@ -222,7 +222,7 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
     points = points or [point]
     failures = [*failures]
     if reason is None and failures:
-        reason = "teardown: " + "; ".join(failures)
+        reason = "teardown: " + "; ".join(map(str, failures))  # an InferenceX row's reasons stay its own English
     status = "cancelled" if reason == "cancelled" else ("failed" if reason else "passed")
     if status != "passed":
         points = [p.model_copy(update={"status": "failed", "reason": reason}) for p in points]

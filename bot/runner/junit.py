@@ -4,6 +4,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from bot.core.messages import Message, msg
 from bot.core.results import NodeOutcome
 
 MESSAGE_CHARS = 300
@@ -57,7 +58,8 @@ def read_report(path: Path, expected: list[str]) -> list[NodeOutcome]:
     try:
         root = ET.parse(path).getroot()
     except (ET.ParseError, OSError) as exc:
-        raise ValueError(f"the harness's JUnit report {path.name} cannot be read: {exc}") from None
+        raise ValueError(msg("the harness's JUnit report %(file)s cannot be read: %(why)s", file=path.name,
+                             why=str(exc))) from None
     outcomes: list[NodeOutcome] = []
     seen: set[str] = set()
     for case in root.iter("testcase"):
@@ -72,31 +74,37 @@ def read_report(path: Path, expected: list[str]) -> list[NodeOutcome]:
         except ValueError:
             seconds = None
         outcomes.append(NodeOutcome(node_id=node_id, outcome=outcome, message=message, seconds=seconds))
-    outcomes += [NodeOutcome(node_id=n, outcome="missing", message="no result in the JUnit report")
+    outcomes += [NodeOutcome(node_id=n, outcome="missing", message=msg("no result in the JUnit report"))
                  for n in expected if n not in seen]
     return outcomes
 
 
 def verdict(exit_code: int | None, outcomes: list[NodeOutcome], expect_passed: int,
-            cut_short: str | None = None, nodes: list[str] = ()) -> list[str]:
+            cut_short: Message | str | None = None, nodes: list[str] = ()) -> list[Message]:
     """Why the run fails, one sentence per problem, each naming its node id; empty: it passed."""
-    problems: list[str] = []
+    problems: list[Message] = []
     for node in outcomes:
         if node.outcome == "missing":
-            why = cut_short or node.message
-            problems.append(f"node {node.node_id} did not finish ({why})")
+            problems.append(msg("node %(node)s did not finish (%(why)s)", node=node.node_id,
+                                why=cut_short or node.message))
         elif node.outcome == "skipped":
-            problems.append(f"node {node.node_id} was skipped ({node.message}); a skip fails the gate")
+            problems.append(msg("node %(node)s was skipped (%(why)s); a skip fails the gate", node=node.node_id,
+                                why=node.message))
         elif node.outcome == "failed":
-            problems.append(f"node {node.node_id} failed: {node.message}")
+            problems.append(msg("node %(node)s failed: %(why)s", node=node.node_id, why=node.message))
         elif node.outcome == "error":
-            problems.append(f"node {node.node_id} errored: {node.message}")
+            problems.append(msg("node %(node)s errored: %(why)s", node=node.node_id, why=node.message))
     passed = sum(1 for n in outcomes if n.outcome == "passed")
     if not problems and passed != expect_passed:
-        problems.append(f"{passed} test(s) passed where {expect_passed} were expected")
-    ran = f"node {', '.join(nodes)}: " if nodes else ""
+        problems.append(msg("%(passed)s test(s) passed where %(expected)s were expected", passed=passed,
+                            expected=expect_passed))
+    stopped = cut_short or msg("no exit status")
     if exit_code is None:
-        problems.append(f"{ran}the harness was stopped before it exited ({cut_short or 'no exit status'})")
+        problems.append(msg("node %(nodes)s: the harness was stopped before it exited (%(why)s)",
+                            nodes=", ".join(nodes), why=stopped) if nodes
+                        else msg("the harness was stopped before it exited (%(why)s)", why=stopped))
     elif exit_code != 0 and not problems:
-        problems.append(f"{ran}the harness exited with code {exit_code}")
+        problems.append(msg("node %(nodes)s: the harness exited with code %(code)s", nodes=", ".join(nodes),
+                            code=exit_code) if nodes
+                        else msg("the harness exited with code %(code)s", code=exit_code))
     return problems

@@ -13,6 +13,7 @@ from pathlib import Path
 from bot import engines
 from bot.engines import Engine, Installed, Target
 from bot.core.jobs import LoadPoint
+from bot.core.messages import msg
 from bot.core.results import PointResult
 from bot.runner.inprocess import DRIVER, DriverGone, InProcessClient
 from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
@@ -40,11 +41,13 @@ def choose_client(installed: Mapping[str, Installed], engine: str,
     """
     wanted = requested or engine
     if wanted not in installed:
-        raise FileNotFoundError(f"no benchmark client for engine {wanted!r}: expected {engines.accepted()}")
+        raise FileNotFoundError(msg("no benchmark client for engine %(engine)s: expected %(accepted)s",
+                                    engine=repr(wanted), accepted=engines.accepted()))
     found = installed[wanted]
     if found.program is None:
         raise FileNotFoundError(found.engine.missing_client
-                                or f"no benchmark client: {found.engine.title} is not installed here")
+                                or msg("no benchmark client: %(engine)s is not installed here",
+                                       engine=found.engine.title))
     return Client(found.engine, found.program)
 
 
@@ -150,9 +153,10 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
     if returncode != 0:
         last = tail_lines(log_file, 1) or "(no output)"
         return base.model_copy(update={
-            "reason": f"{client.name} exited with code {returncode}: {last}"})
+            "reason": msg("%(client)s exited with code %(code)s: %(last)s", client=client.name, code=returncode,
+                          last=last)})
     if not result_file.exists():
-        return base.model_copy(update={"reason": f"{client.name} wrote no result file"})
+        return base.model_copy(update={"reason": msg("%(client)s wrote no result file", client=client.name)})
     raw_rel = str(result_file.relative_to(out_dir))
     try:
         metrics = parse_bench_result(load_raw(result_file), gpus=gpus,
@@ -162,9 +166,10 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
         return base.model_copy(update={"reason": str(exc), "raw_result_file": raw_rel})
     reason = None
     if metrics.completed == 0:
-        reason = "no request completed"
+        reason = msg("no request completed")
     elif metrics.failed:
-        reason = f"{metrics.failed} of {metrics.completed + metrics.failed} requests failed"
+        reason = msg("%(failed)s of %(total)s requests failed", failed=metrics.failed,
+                     total=metrics.completed + metrics.failed)
     return base.model_copy(update={"status": "failed" if reason else "passed", "reason": reason,
                                    "metrics": metrics, "raw_result_file": raw_rel})
 

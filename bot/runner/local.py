@@ -15,7 +15,8 @@ from rich.markup import escape
 from bot import engines
 from bot.core.jobs import Case, Job, LoadPoint
 from bot.core.provenance import dataset_of
-from bot.core.results import CaseResult, JobResult, PointResult, Provenance
+from bot.core.messages import Message, msg
+from bot.core.results import CaseResult, JobResult, PointResult, Provenance, joined, reason_of
 from bot.core.settings import Settings, load_settings
 from bot.engines import Installed
 from bot.runner import kernel_log, procs
@@ -76,8 +77,10 @@ def _assign_ports(case: Case) -> list[int]:
     for port in ports:
         if not procs.port_is_free(port):
             holders = ", ".join(f"pid {p.pid} ({p.cmdline[:60]})" for p in procs.port_holders(port))
-            raise EnvironmentProblem(f"port {port} is already in use before the case started"
-                                     + (f" (held by {holders})" if holders else ""))
+            raise EnvironmentProblem(
+                msg("port %(port)s is already in use before the case started (held by %(holders)s)", port=port,
+                    holders=holders) if holders
+                else msg("port %(port)s is already in use before the case started", port=port))
     return ports
 
 
@@ -89,13 +92,13 @@ def _launches(case: Case, ctx: RunContext, run_tag: str) -> list[Launch]:
             for spec, port in zip(case.servers, ports)]
 
 
-def _not_run(case: Case, done: list[PointResult], why: str) -> list[PointResult]:
+def _not_run(case: Case, done: list[PointResult], why: Message | str) -> list[PointResult]:
     """Each planned point with no result yet, recorded as not run. A search chooses its own points as it
     goes, so once it has measured any, only the fixed points interleaved with it were planned."""
     planned = fixed_points(case) if case.search is not None and done else case.points
     recorded = {p.point_id for p in done}
     return [PointResult(point_id=p.point_id, concurrency=p.concurrency, isl=p.isl, osl=p.osl,
-                        status="skipped", reason=f"not run: {why}")
+                        status="skipped", reason=msg("not run: %(why)s", why=why))
             for p in planned if p.point_id not in recorded]
 
 
@@ -155,7 +158,8 @@ def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, targ
         if result.status != "passed" or result.metrics is None:
             if point.repeats > 1:
                 result = result.model_copy(update={
-                    "reason": f"repeat {repeat + 1} of {point.repeats}: {result.reason}"})
+                    "reason": msg("repeat %(repeat)s of %(repeats)s: %(reason)s", repeat=repeat + 1,
+                                  repeats=point.repeats, reason=result.reason)})
             return result
         runs.append(result)
     if len(runs) == 1:
@@ -171,7 +175,7 @@ def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, targ
 
 def _run_points(case: Case, ctx: RunContext, client: Client | None, target: Target,
                 servers: list[InferenceServer], case_dir: Path, run_tag: str,
-                points: list[PointResult], failures: list[str],
+                points: list[PointResult], failures: list[Message | str],
                 session: InProcessClient | None = None) -> None:
     """The case's points in order on the running servers; results go to `points` as they come,
     failed points' reasons to `failures`. A dead server or an interruption raises after recording
@@ -227,7 +231,7 @@ def _client_ready(session: InProcessClient, servers: list[InferenceServer],
 def _points_in_order(case: Case, ctx: RunContext, client: Client | None, target: Target,
                      servers: list[InferenceServer], case_dir: Path, client_env: dict[str, str],
                      session: InProcessClient | None, points: list[PointResult],
-                     failures: list[str]) -> None:
+                     failures: list[Message | str]) -> None:
     for index, point in enumerate(case_points(case, points)):
         if index > 0 and case.reset_prefix_cache_between_points:
             ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
@@ -238,13 +242,13 @@ def _points_in_order(case: Case, ctx: RunContext, client: Client | None, target:
         except (ServerError, JobInterrupted) as exc:
             points.append(PointResult(point_id=point.point_id, concurrency=point.concurrency,
                                       isl=point.isl, osl=point.osl, status="failed",
-                                      reason=str(exc), client=client.name if client else None))
-            points += _not_run(case, points, str(exc))
+                                      reason=reason_of(exc), client=client.name if client else None))
+            points += _not_run(case, points, reason_of(exc))
             raise
         points.append(result)
         ctx.progress.point(result)
         if result.status != "passed":
-            failures.append(f"point {point.point_id}: {result.reason}")
+            failures.append(msg("point %(point)s: %(reason)s", point=point.point_id, reason=result.reason))
 
 
 def run_case(case: Case, ctx: RunContext) -> CaseResult:
@@ -255,7 +259,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     if case.command is not None:  # the repository's own harness: run to completion, then the proof
         return run_command_case(case, ctx, run_tag, case_dir)
     progress, budget = ctx.progress, ctx.budget
-    failures: list[str] = []
+    failures: list[Message | str] = []
     points: list[PointResult] = []
     accuracy = None
     startup_s = None
@@ -305,14 +309,14 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
         for server in servers:  # afd-plugin E2E-INV-005: still alive after the work
             server.check_alive("before teardown")
     except ServerError as exc:
-        failures.append(str(exc))
+        failures.append(reason_of(exc))
         log_tail = exc.log_tail or None
     except (EnvironmentProblem, FileNotFoundError, ValueError) as exc:
-        failures.append(str(exc))
+        failures.append(reason_of(exc))
     except JobInterrupted as exc:
-        failures.append(str(exc))
+        failures.append(reason_of(exc))
     except Exception as exc:  # noqa: BLE001 - a runner bug still tears down and reports
-        failures.append(f"runner error: {type(exc).__name__}: {exc}")
+        failures.append(msg("runner error: %(error)s", error=f"{type(exc).__name__}: {exc}"))
     finally:
         for session in sessions:  # before the servers: the proof must find nothing of the run
             if session is not None:
@@ -326,7 +330,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                     reports, ports=[launch.port for launch in launches[:len(servers)]],
                     run_tag=run_tag, gpu_before=gpu_before, started=teardown_started)
             failures += teardown_failures
-    points += _not_run(case, points, failures[0] if failures else "case stopped")
+    points += _not_run(case, points, failures[0] if failures else msg("case stopped"))
     if failures and log_tail is None and servers:
         log_tail = servers[0].log_tail()
     if failures and used_gpus:  # an Xid in the kernel log explains a crash the server log cannot
@@ -335,7 +339,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
             log_tail = "\n".join([*(log_tail or "").splitlines(), *xid])
     result = CaseResult(
         name=case.name, status="failed" if failures else "passed",
-        reason="; ".join(failures) or None, startup_s=round(startup_s, 3) if startup_s else None,
+        reason=joined(failures), startup_s=round(startup_s, 3) if startup_s else None,
         points=points, accuracy=accuracy, cleanup=proof,
         server_logs=[str(s.log_path.relative_to(ctx.out_dir)) for s in servers],
         log_tail=log_tail if failures else None,
@@ -344,7 +348,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     return result
 
 
-def _prepare_harness(job: Job, ctx: RunContext, stop_why: str | None) -> tuple[list[dict], dict]:
+def _prepare_harness(job: Job, ctx: RunContext, stop_why: Message | str | None) -> tuple[list[dict], dict]:
     """A harness suite's setup steps, once before its first case, and the software it then runs with."""
     command = next((c.command for c in job.cases if c.command is not None), None)
     if command is None or stop_why is not None:
@@ -360,7 +364,7 @@ def _prepare_harness(job: Job, ctx: RunContext, stop_why: str | None) -> tuple[l
         ctx.progress.say(f"setup: {len(command.setup)} step(s)")
         setup, failed = run_setup(command.setup, ctx.repo, env, ctx.out_dir, ctx.budget.remaining())
         if failed:
-            setup[-1]["failed"] = f"not run: {failed}"
+            setup[-1]["failed"] = msg("not run: %(why)s", why=failed)
     return setup, software_versions(command.plugin, env)
 
 
@@ -397,7 +401,7 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     cases: list[CaseResult] = []
     stop_why = sha_mismatch(job.sha, checkout)
     if stop_why is not None:
-        progress.say(f"[red]{escape(stop_why)}[/red]")
+        progress.say(f"[red]{escape(str(stop_why))}[/red]")
     setup, software = _prepare_harness(job, ctx, stop_why)
     if setup and setup[-1].get("failed"):
         stop_why = setup[-1].pop("failed")
@@ -413,11 +417,11 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
             result.duration_s = round(time.monotonic() - case_t0, 3)
             cases.append(result)
             if budget.cancel_signal is not None:
-                stop_why = "not run: the job was cancelled"
+                stop_why = msg("not run: the job was cancelled")
             elif budget.remaining() <= 0:
-                stop_why = f"not run: job timeout of {job.timeout_s:g} s reached"
+                stop_why = msg("not run: job timeout of %(timeout)s s reached", timeout=f"{job.timeout_s:g}")
             elif result.status == "failed" and job.fail_fast:
-                stop_why = f"not run: fail_fast after case {case.name!r} failed"
+                stop_why = msg("not run: fail_fast after case %(case)s failed", case=repr(case.name))
     engine_version = ctx.engines[engine].version()
     failed = [c for c in cases if c.status != "passed"]
     mismatch = sha_mismatch(job.sha, checkout)
@@ -428,7 +432,7 @@ def run_job_local(job: Job, out_dir: Path, console: Console | None = None, *,
     reason = mismatch
     if failed and mismatch is None:
         first = next((c for c in failed if c.status == "failed"), failed[0])
-        reason = f"case {first.name}: {first.reason}"
+        reason = msg("case %(case)s: %(reason)s", case=first.name, reason=first.reason)
     result = JobResult(
         job_id=job.job_id, kind=job.kind, recipe=job.recipe,
         recipe_fingerprint=job.recipe_fingerprint, runner_label=job.runner_label, status=status,

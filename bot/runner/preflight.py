@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bot.core.messages import Message, msg
 from bot.runner.hardware import _used_mib, nvml, nvml_handles
 
 IDLE_ENV = "RECIPE_BOT_IDLE_GPU_MIB"
@@ -48,7 +49,7 @@ def gpu_use(gpus: Sequence[int | str]) -> list[GpuUse] | None:
                                            for index, handle in found]
 
 
-def busy_reason(uses: Sequence[GpuUse], bound_mib: float) -> str | None:
+def busy_reason(uses: Sequence[GpuUse], bound_mib: float) -> Message | None:
     """One sentence naming each busy GPU, its processes and memory; None when all are idle."""
     busy = []
     for use in uses:
@@ -59,11 +60,11 @@ def busy_reason(uses: Sequence[GpuUse], bound_mib: float) -> str | None:
         busy.append(f"GPU {use.index}: {use.used_mib:.0f} MiB" + (f", {procs}" if procs else ""))
     if not busy:
         return None
-    return (f"the case's GPUs are busy before it started ({'; '.join(busy)}); an idle GPU has no compute "
-            f"process and at most {bound_mib:.0f} MiB used ({IDLE_ENV})")
+    return msg("the case's GPUs are busy before it started (%(busy)s); an idle GPU has no compute process and at "
+               "most %(bound)s MiB used (%(name)s)", busy="; ".join(busy), bound=f"{bound_mib:.0f}", name=IDLE_ENV)
 
 
-def check_idle(gpus: Sequence[int | str], bound_mib: float) -> str | None:
+def check_idle(gpus: Sequence[int | str], bound_mib: float) -> Message | None:
     """Why the case must not start on these GPUs, or None (idle, or no NVIDIA GPU to ask). bound_mib: the
     memory an idle GPU may show, RECIPE_BOT_IDLE_GPU_MIB as the run read it with its settings."""
     if not gpus:

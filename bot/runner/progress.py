@@ -40,7 +40,7 @@ class Progress:
         m = result.metrics
         if m is None:
             self.say(f"  point [bold]{escape(result.point_id)}[/bold] "
-                     f"[{_STYLE[result.status]}]{result.status}[/]: {escape(result.reason or '')}")
+                     f"[{_STYLE[result.status]}]{result.status}[/]: {escape(str(result.reason or ''))}")
             return
         inter = f"{m.interactivity:.1f} tok/s/user" if m.interactivity else "n/a"
         self.say(f"  point [bold]{escape(result.point_id)}[/bold] c={result.concurrency} "
@@ -49,7 +49,7 @@ class Progress:
                  f"TTFT p50 {m.ttft_ms.get('median', float('nan')):.1f} ms, "
                  f"TPOT p50 {m.tpot_ms.get('median', float('nan')):.2f} ms, {inter}, "
                  f"{m.completed} ok / {m.failed} failed in {m.duration_s:.1f} s"
-                 + (f" [red]({escape(result.reason)})[/red]" if result.reason else ""))
+                 + (f" [red]({escape(str(result.reason))})[/red]" if result.reason else ""))
 
     def case(self, result: CaseResult) -> None:
         proof = result.cleanup
@@ -57,7 +57,7 @@ class Progress:
         self.say(f"case [bold]{escape(result.name)}[/bold] "
                  f"[{_STYLE[result.status]}]{result.status}[/]; teardown {clean}"
                  + (f" in {proof.teardown_s:.1f} s" if proof else "")
-                 + (f": {escape(result.reason)}" if result.reason else ""))
+                 + (f": {escape(str(result.reason))}" if result.reason else ""))
 
     def summary(self, result: JobResult) -> None:
         table = Table(title=f"job {result.job_id}: {result.status}", title_justify="left")
@@ -82,4 +82,4 @@ class Progress:
                               f"n={acc.num_samples}", f">= {acc.threshold:g}")
         self.console.print(table)
         if result.reason:
-            self.console.print(f"[{_STYLE.get(result.status, 'bold')}]{escape(result.reason)}[/]")
+            self.console.print(f"[{_STYLE.get(result.status, 'bold')}]{escape(str(result.reason))}[/]")

@@ -6,6 +6,7 @@ import signal
 import time
 from collections.abc import Sequence
 
+from bot.core.messages import Message, msg
 from bot.core.results import CleanupProof, GpuMemory
 from bot.runner import procs
 from bot.runner.hardware import gpu_memory_used_mib
@@ -27,9 +28,13 @@ def _kill_escapees(run_tag: str, ports: Sequence[int]) -> tuple[list[int], list[
     held = {p.pid: port for port in ports for p in procs.port_holders(port)}
     failures = []
     for proc in escapees:
-        holding = f", holding port {held[proc.pid]}" if proc.pid in held else ""
-        failures.append(f"pid {proc.pid} ({proc.cmdline[:80]}) left the server's process group "
-                        f"and was still running after teardown{holding}; killed it")
+        if proc.pid in held:
+            failures.append(msg("pid %(pid)s (%(command)s) left the server's process group and was still running "
+                                "after teardown, holding port %(port)s; killed it", pid=proc.pid,
+                                command=proc.cmdline[:80], port=held[proc.pid]))
+        else:
+            failures.append(msg("pid %(pid)s (%(command)s) left the server's process group and was still running "
+                                "after teardown; killed it", pid=proc.pid, command=proc.cmdline[:80]))
         try:
             os.kill(proc.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -84,13 +89,15 @@ def prove_teardown(reports: Sequence[StopReport], *, ports: Sequence[int], run_t
     busy = _busy_ports(ports)
     for port in busy:
         holders = ", ".join(f"pid {p.pid} ({p.cmdline[:60]})" for p in procs.port_holders(port))
-        failures.append(f"port {port} still in use after teardown"
-                        + (f" (held by {holders})" if holders else ""))
+        failures.append(msg("port %(port)s still in use after teardown (held by %(holders)s)", port=port,
+                            holders=holders) if holders
+                        else msg("port %(port)s still in use after teardown", port=port))
     memory = _gpu_back(gpu_before)
     for gpu in memory:
         if not gpu.back_to_baseline:
-            failures.append(f"GPU {gpu.index} memory not back: {gpu.after_mib:.0f} MiB used after "
-                            f"teardown, {gpu.before_mib:.0f} MiB before the case")
+            failures.append(msg("GPU %(gpu)s memory not back: %(after)s MiB used after teardown, %(before)s MiB "
+                                "before the case", gpu=gpu.index, after=f"{gpu.after_mib:.0f}",
+                                before=f"{gpu.before_mib:.0f}"))
     proof = CleanupProof(
         process_groups=[r.pgid for r in reports],
         leftover_pids=sorted(set(leftovers + escaped)),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bot import engines
 from bot.core.jobs import Job
+from bot.core.messages import Message, msg
 from bot.core.provenance import dataset_of, weights_of
 from bot.core.results import Provenance
 
@@ -37,12 +38,12 @@ def checkout_head(repo: Path) -> str | None:
     return head
 
 
-def sha_mismatch(authorized: str | None, checkout: str | None) -> str | None:
+def sha_mismatch(authorized: str | None, checkout: str | None) -> Message | None:
     """The reason a job must not run, when its checkout is not the commit it was authorized for."""
     if not authorized or not checkout or authorized == checkout:
         return None
-    return (f"the checkout is at {checkout}, but the job was authorized for {authorized}: "
-            "refusing to measure a commit nobody approved (check out the job's SHA)")
+    return msg("the checkout is at %(checkout)s, but the job was authorized for %(authorized)s: refusing to measure "
+               "a commit nobody approved (check out the job's SHA)", checkout=checkout, authorized=authorized)
 
 
 RANDOM_WEIGHTS_MARKER = "RECIPE_BOT_RANDOM_WEIGHTS"  # written beside random weights by make_tiny_model.py

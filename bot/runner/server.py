@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.core.messages import Message, msg
 from bot.runner import procs
 
 READY_PATHS = ("/health", "/v1/models")
@@ -50,7 +51,7 @@ class StopReport:
     exit_code: int | None = None
     sigkill_escalated: bool = False
     leftover_pids: list[int] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
+    failures: list[Message] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -211,8 +212,9 @@ def terminate_servers(servers: Sequence[InferenceServer], grace_s: float) -> lis
     for server in alive:
         report = reports[id(server)]
         report.sigkill_escalated = True
-        report.failures.append(f"forced SIGKILL for server {server.name!r} (process group "
-                               f"{server.pgid}) after {grace_s:g} s SIGTERM grace")
+        report.failures.append(msg("forced SIGKILL for server %(server)s (process group %(group)s) after "
+                                   "%(grace)s s SIGTERM grace", server=repr(server.name), group=server.pgid,
+                                   grace=f"{grace_s:g}"))
         _signal_group(server.pgid, signal.SIGKILL)
     reap_deadline = time.monotonic() + REAP_S
     while alive and time.monotonic() < reap_deadline:
@@ -221,9 +223,9 @@ def terminate_servers(servers: Sequence[InferenceServer], grace_s: float) -> lis
     for server in alive:
         pids = [p.pid for p in procs.group_members(server.pgid)]
         reports[id(server)].leftover_pids = pids
-        reports[id(server)].failures.append(
-            f"process group {server.pgid} of server {server.name!r} still alive after SIGKILL: "
-            f"pids {pids}")
+        reports[id(server)].failures.append(msg(
+            "process group %(group)s of server %(server)s still alive after SIGKILL: pids %(pids)s",
+            group=server.pgid, server=repr(server.name), pids=str(pids)))
     elapsed = time.monotonic() - started
     for server in pending:
         report = reports[id(server)]

@@ -175,8 +175,8 @@ def _write_result(result: JobResult, path: Path) -> None:
 
 def _result_without_run(job: Job, status: str, reason: str, *, ran: bool, tail: str | None,
                         started: str, started_mono: float) -> JobResult:
-    case_reason = (f"no result: the job ended before this case reported ({reason})" if ran
-                   else f"not run: {reason}")
+    case_reason = (msg("no result: the job ended before this case reported (%(why)s)", why=reason) if ran
+                   else msg("not run: %(why)s", why=reason))
     cases = [CaseResult(name=case.name, status="failed" if ran else "skipped", reason=case_reason,
                         log_tail=tail if ran else None) for case in job.cases]
     return JobResult(job_id=job.job_id, kind=job.kind, recipe=job.recipe,
@@ -392,7 +392,8 @@ def _merge(job: Job, slurm_id: str, watch: _Watch, tail: _OutputTail, result_pat
         # Slurm ended the job from outside (cancel, time limit, node failure): that is the verdict,
         # whatever the inner run managed to write while it was being stopped.
         update["status"] = verdict.status
-        update["reason"] = verdict.reason + (f"; the run reported: {inner.reason}" if inner.reason else "")
+        update["reason"] = (msg("%(reason)s; the run reported: %(inner)s", reason=verdict.reason, inner=inner.reason)
+                            if inner.reason else verdict.reason)
     elif inner.status == "passed" and state != "COMPLETED":
         update["status"] = "failed"
         update["reason"] = f"the run reported passed, but its Slurm job ended {state} (exit {snap.exit_code})"
