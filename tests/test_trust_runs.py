@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from bot.core import markers
 from tests import synthetic
+from bot.cli import main  # the edge that shows a refusal in both languages
 from bot.report.cli import report_cmd
 from github_sandbox.harness import make_seed
 from handle_helpers import BOT, PULLS, Harness, bilingual
@@ -107,7 +108,7 @@ def test_a_report_without_gate_never_posts_under_the_gate_check_name(pr_world, t
     [own] = [c for c in sb.state()["check_runs"] if c["head_sha"] == head and c["name"] == "recipe-bot / report"]
     assert own["conclusion"] == "success"
 
-    refused = CliRunner().invoke(report_cmd, [*args, "--out", str(tmp_path / "again"), "--check-name", CHECK],
+    refused = CliRunner().invoke(main, ["report", *args, "--out", str(tmp_path / "again"), "--check-name", CHECK],
                                  env=sb.env())
     assert refused.exit_code == 1
     assert "only `report --gate` posts it" in refused.output and "合并门禁" in refused.output

@@ -176,7 +176,8 @@ def refuse_unknown_recipes(h: Handler, reply: Reply, command: Command, pull: Pul
     reply.mark_refused()
     reply.add("gate-unknown-recipe", command=command.normalized(), unknown=unknown, names=names[:30],
               more=max(0, len(names) - 30), sha=pull.head_sha)
-    problems = [f"/sweep: no recipe matches {glob!r} at {pull.head_sha[:12]}" for glob in unknown]
+    problems = [msg("/sweep: no recipe matches %(glob)s at %(sha)s", glob=repr(glob), sha=pull.head_sha[:12])
+                for glob in unknown]
     title, section = _render(_verdict({}), pull.head_sha, bot_login=h.bot_login(), reason="plan-failed", problems=problems)
     _post_check(h.client, pull.head_sha, bot_login=h.bot_login(), conclusion="failure", title=title, summary=section)
     h.log(f"refused {command.normalized()}: unknown recipe(s) {', '.join(unknown)}")

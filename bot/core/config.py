@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from bot.core import commands
 from bot.core.messages import Message, msg
+from bot.core.validation import error_message
 
 CONFIG_PATH = ".github/recipe-bot.yaml"
 PERMISSIONS = ("none", "read", "triage", "write", "maintain", "admin")
@@ -249,9 +250,7 @@ def _parsed_config(text: str, source: str) -> RepoConfig:
         error = exc.errors()[0]
         loc = tuple(error["loc"])
         field = ".".join(str(part) for part in loc if part != "[key]") or "(top level)"
-        cause = error.get("ctx", {}).get("error")  # a validator's own ValueError, whose message is a Message
-        message: Message | str = cause.args[0] if isinstance(cause, ValueError) and cause.args and isinstance(
-            cause.args[0], Message) else error["msg"].removeprefix("Value error, ")
+        message = error_message(error)  # a validator's own Message, or pydantic's wording as one
         if error["type"] == "extra_forbidden":
             message = msg("unknown key; accepted: %(accepted)s", accepted=", ".join(_accepted_keys(loc)))
         raise ConfigError(source, _line_of(root, loc), field, message) from None
