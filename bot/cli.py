@@ -5,7 +5,6 @@ import importlib
 
 import click
 
-from bot.core import messages_zh
 from bot.core.cli_guard import HELP_OPTIONS, one_line
 from bot.core.click_messages import catalogue_form
 from bot.core.messages import Message, Refusal, msg
@@ -73,14 +72,9 @@ def _in_both_languages(exc: click.ClickException) -> click.ClickException:
     if type(exc).show not in (click.ClickException.show, click.UsageError.show):
         return exc  # an error that shows something else (click's help for a bare command)
     message = catalogue_form(exc)
-    if message is not None:
-        english, chinese = message.render("en"), message.render("zh")
-    else:  # English text not yet a catalogue message: its Chinese form from messages_zh, while one is left
-        english = exc.format_message()
-        chinese = messages_zh.translate(english)
-        if messages_zh.CJK.search(english) or chinese == english:
-            return exc
-    both = english + "\n" + msg("Error: %(message)s", message=chinese).render("zh")
+    if message is None:
+        return exc
+    both = message.render("en") + "\n" + msg("Error: %(message)s", message=message).render("zh")
     out = click.UsageError(both, exc.ctx) if isinstance(exc, click.UsageError) else click.ClickException(both)
     out.exit_code = exc.exit_code
     return out

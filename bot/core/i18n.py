@@ -8,7 +8,7 @@ import pathlib
 import jinja2
 import jinja2.meta
 
-from bot.core import catalogue, messages, messages_zh
+from bot.core import catalogue, messages
 from bot.core.settings import setting
 
 TEMPLATES = pathlib.Path(__file__).parent.parent / "templates"
@@ -78,12 +78,9 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
 
 def _message_filter(lang: str):
-    """`|msg`: a catalogue message in `lang`; text still built in English gets its Chinese form from
-    bot/core/messages_zh.py (until each such message is a catalogue entry)."""
+    """`|msg`: a catalogue message in `lang`; any other value (a path, a name, a number) as it is."""
     def render(value: object) -> str:
-        if isinstance(value, messages.Message):
-            return value.render(lang)
-        return messages_zh.translate(value) if lang == "zh" else str(value)
+        return messages.render(value, lang)
     return render
 
 

@@ -39,7 +39,7 @@ from bot.core.jobs import Job
 from bot.core.results import CaseResult, JobResult, SlurmInfo, with_duty_cycle
 from bot.runner.slurm import commands as sc
 from bot.core.settings import Settings, load_settings
-from bot.core.messages import UsageRefusal, msg
+from bot.core.messages import UsageRefusal, msg, refusal
 from bot.runner.slurm.query import (
     SlurmUnavailable,
     Snapshot,
@@ -414,6 +414,6 @@ def slurm_cancel_cmd(pr: int, keep_sha: str | None, repository: str | None, why:
         raise UsageRefusal(msg("Invalid value for %(param)s: %(problem)s", param="--keep-sha",
                                problem=exc.args[0])) from exc
     except SlurmUnavailable as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise refusal(exc.args[0]) from exc
     click.echo(json.dumps({"pr": pr, "keep_sha": keep_sha, "cancelled": cancelled}))
 

@@ -12,7 +12,10 @@ from bot.core.messages import msg
 
 
 class SlurmUnavailable(RuntimeError):
-    """This host cannot submit to Slurm; the message says what is missing."""
+    """This host cannot submit to Slurm; the message says what is missing (str() is its English form)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def _slurm(argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
@@ -134,7 +137,7 @@ def cancel_pr_jobs(pr: int, keep_sha: str | None = None, *, repository: str | No
         raise ValueError(msg("keep_sha %(value)s is not a commit SHA (7 to 40 hex digits)", value=repr(keep_sha)))
     listing = _slurm(["squeue", "-h", "-u", getpass.getuser(), "-o", "%i|%T|%j|%k"])
     if listing.returncode != 0:
-        raise SlurmUnavailable(f"squeue failed: {listing.stderr.strip()}")
+        raise SlurmUnavailable(msg("squeue failed: %(said)s", said=listing.stderr.strip()))
     reason = why or (f"superseded by head {keep_sha[:12]} of PR #{pr}" if keep_sha
                      else f"/cancel on PR #{pr}")
     cancelled = []
