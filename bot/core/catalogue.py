@@ -5,8 +5,10 @@ with Babel takes a few hundred milliseconds that every command rendering a comme
 (Actions runners start from a clean cache), while reading a .mo takes about one.
 tests/test_catalogue.py fails when a committed .mo is not what its .po compiles to. A catalog with no
 .mo (a language being added) is compiled in memory. After editing messages (babel.cfg at the
-repository root):
-    pybabel extract -F babel.cfg -k msg -k plural:1,2 -o bot.pot . && pybabel update -i bot.pot -d bot/core/locale -D bot
+repository root; the catalogs are kept sorted, one location a file, unwrapped, so that an update
+changes only the entries that changed):
+    pybabel extract -F babel.cfg -k msg -k plural:1,2 --sort-output --add-location=file --no-wrap -o bot.pot .
+    pybabel update -i bot.pot -d bot/core/locale -D bot --no-wrap --ignore-pot-creation-date
     pybabel compile -d bot/core/locale -D bot
 """
 from __future__ import annotations
