@@ -11,6 +11,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from bot.core import stage_markers
+from bot.core.messages import msg
 
 STYLE = """
 body { font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", Helvetica, Arial, sans-serif;
@@ -33,6 +34,9 @@ pre.mermaid { background: none; text-align: center; }
 MERMAID_PACKAGE = "mermaid"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _MERMAID_FENCE = re.compile(r'<pre><code class="language-mermaid">(.*?)</code></pre>', re.S)
+# The page has no language switch: the note is in both languages, one after the other.
+NO_MERMAID = msg("The chart block stays as code: mermaid is not installed "
+                 "(<code>scripts/setup-upstream.sh</code> installs it).")
 
 
 def mermaid_script(upstream: Path | None = None) -> str | None:
@@ -47,9 +51,8 @@ def mermaid_script(upstream: Path | None = None) -> str | None:
 def _diagrams(body: str, script: str | None) -> tuple[str, str]:
     """```mermaid blocks drawn as GitHub draws them: the bundle inlined, so the page works offline."""
     if script is None or not _MERMAID_FENCE.search(body):
-        note = ('<p class="note">The chart block stays as code: mermaid is not installed '
-                '(<code>scripts/setup-upstream.sh</code> installs it). 图表代码块未渲染：未安装 mermaid'
-                '（<code>scripts/setup-upstream.sh</code> 会安装它）。</p>') if _MERMAID_FENCE.search(body) else ""
+        note = (f'<p class="note">{NO_MERMAID.render("en")} {NO_MERMAID.render("zh")}</p>'
+                if _MERMAID_FENCE.search(body) else "")
         return body + note, ""
     body = _MERMAID_FENCE.sub(lambda m: f'<pre class="mermaid">{m.group(1)}</pre>', body)
     inline = script.replace("</script", "<\\/script")  # the bundle must not end its own <script> element
