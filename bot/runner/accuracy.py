@@ -57,7 +57,7 @@ class AccuracyOutcome:
 
 
 def run_gsm8k(spec: AccuracySpec, *, base_url: str, model: str, case_dir: Path, out_dir: Path,
-              repo: Path, servers: Sequence[InferenceServer], tick: Callable[[str], None],
+              repo: Path, servers: Sequence[InferenceServer], tick: Callable[[Message], None],
               remaining_s: Callable[[], float], gsm8k_dir: Path | None = None) -> AccuracyOutcome:
     data_path = None
     if spec.data_path:
@@ -79,7 +79,7 @@ def run_gsm8k(spec: AccuracySpec, *, base_url: str, model: str, case_dir: Path, 
                 completions[futures[future]] = future.result()
             for server in servers:
                 server.check_alive("during the GSM8K evaluation")
-            tick("running GSM8K")
+            tick(msg("running GSM8K"))
     finally:
         # Do not wait for requests still in flight: teardown comes next and ends them.
         pool.shutdown(wait=False, cancel_futures=True)

@@ -6,6 +6,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from bot.core.messages import Message, msg
+
 
 class JobInterrupted(Exception):
     """Stops the work in progress; teardown still runs."""
@@ -36,13 +38,16 @@ class Budget:
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
 
-    def tick(self, doing: str = "") -> None:
+    def tick(self, doing: Message | None = None) -> None:
+        """`doing`: what the job was doing, a message that reads after "while" ("starting the case")."""
         if self.cancel_signal is not None:
             name = signal.Signals(self.cancel_signal).name
-            raise JobCancelled(f"cancelled by {name}" + (f" while {doing}" if doing else ""))
+            raise JobCancelled(msg("cancelled by %(signal)s while %(doing)s", signal=name, doing=doing) if doing
+                               else msg("cancelled by %(signal)s", signal=name))
         if time.monotonic() >= self.deadline:
-            raise JobTimedOut(f"job timeout of {self.timeout_s:g} s reached"
-                              + (f" while {doing}" if doing else ""))
+            limit = f"{self.timeout_s:g}"
+            raise JobTimedOut(msg("job timeout of %(limit)s s reached while %(doing)s", limit=limit, doing=doing)
+                              if doing else msg("job timeout of %(limit)s s reached", limit=limit))
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.cancel_signal = signum

@@ -107,7 +107,7 @@ def _wait(harness: InferenceServer, spec: CommandSpec, tick) -> None:
         # The runner is the subreaper: orphans the harness leaves exit into zombies that only we reap
         # (afd-plugin #392 counts unreaped zombies as alive).
         procs.reap_zombie_children(skip={harness.pgid})
-        tick("running the repository's own E2E command")
+        tick(msg("running the repository's own E2E command"))
         if deadline is not None and time.monotonic() >= deadline:
             raise JobInterrupted(msg("the case's time limit of %(limit)s s was reached", limit=f"{spec.timeout_s:g}"))
         time.sleep(POLL_S)
@@ -126,7 +126,7 @@ def run_command_case(case: Case, ctx, run_tag: str, case_dir: Path) -> CaseResul
     gpu_before = gpu_memory_used_mib(used_gpus) if used_gpus else None
     ctx.progress.say(escape(f"case {case.name}: {' '.join(spec.nodes) or ' '.join(spec.argv)}"))
     try:
-        ctx.budget.tick("starting the case")
+        ctx.budget.tick(msg("starting the case"))
         check_required(case.required_env, os.environ)
         check_opt_in(spec.opt_in, os.environ)
         busy = [p for p in spec.ports if not procs.port_is_free(p)]

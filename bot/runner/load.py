@@ -13,7 +13,7 @@ from pathlib import Path
 from bot import engines
 from bot.engines import Engine, Installed, Target
 from bot.core.jobs import LoadPoint
-from bot.core.messages import msg
+from bot.core.messages import Message, msg
 from bot.core.results import PointResult
 from bot.runner.inprocess import DRIVER, DriverGone, InProcessClient
 from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
@@ -117,7 +117,7 @@ def _run_in_session(session: InProcessClient, argv: list[str], args: list[str], 
 
 def run_point(point: LoadPoint, *, client: Client, target: Target,
               servers: Sequence[InferenceServer], out_dir: Path, case_dir: Path, gpus: int,
-              env: Mapping[str, str], tick: Callable[[str], None], repeat: int = 0,
+              env: Mapping[str, str], tick: Callable[[Message], None], repeat: int = 0,
               session: InProcessClient | None = None) -> PointResult:
     """Run one point (its `repeat`-th run: seed and file names) against a ready server, in the
     case's client process when `session` is given, else as a client process of its own.
@@ -136,7 +136,7 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
     def watch() -> None:
         for server in servers:
             server.check_alive(f"during point {point.point_id!r}")
-        tick(f"running point {point.point_id!r}")
+        tick(msg("running point %(point)s", point=repr(point.point_id)))
 
     returncode = None
     if session is not None and session.alive and session.engine is client.engine:

@@ -132,7 +132,7 @@ def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceSe
             timeout = min(spec.startup_timeout_s, ctx.budget.remaining())
             ready_s = server.wait_ready(
                 timeout, others=[s for s in servers if s is not server],
-                tick=lambda: ctx.budget.tick("waiting for the server to become ready"))
+                tick=lambda: ctx.budget.tick(msg("waiting for the server to become ready")))
             startup_s = max(startup_s or 0.0, ready_s)
     if startup_s is not None:
         ctx.progress.say(f"  ready after {startup_s:.1f} s")
@@ -150,7 +150,8 @@ def _measure(point: LoadPoint, case: Case, ctx: RunContext, client: Client, targ
         if repeat and case.reset_prefix_cache_between_points:
             ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
         if repeat:
-            ctx.budget.tick(f"starting repeat {repeat + 1} of point {point.point_id!r}")
+            ctx.budget.tick(msg("starting repeat %(repeat)s of point %(point)s", repeat=repeat + 1,
+                                           point=repr(point.point_id)))
         result = run_point(point, client=client, target=target, servers=servers,
                            out_dir=ctx.out_dir, case_dir=case_dir, gpus=_gpus_for(case, ctx.job),
                            env=env, tick=ctx.budget.tick, repeat=repeat,
@@ -219,7 +220,7 @@ def _client_ready(session: InProcessClient, servers: list[InferenceServer],
     def watch() -> None:
         for server in servers:
             server.check_alive("while the benchmark client started")
-        ctx.budget.tick("starting the benchmark client")
+        ctx.budget.tick(msg("starting the benchmark client"))
 
     with ctx.progress.waiting("starting the benchmark client"):
         ready = session.wait_ready(watch)
@@ -235,7 +236,7 @@ def _points_in_order(case: Case, ctx: RunContext, client: Client | None, target:
     for index, point in enumerate(case_points(case, points)):
         if index > 0 and case.reset_prefix_cache_between_points:
             ctx.progress.say(f"  prefix cache: {reset_prefix_cache(target)}")
-        ctx.budget.tick(f"starting point {point.point_id!r}")
+        ctx.budget.tick(msg("starting point %(point)s", point=repr(point.point_id)))
         try:
             result = _measure(point, case, ctx, client, target, servers, case_dir, client_env,
                               session)
@@ -274,7 +275,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
     progress.say(f"case [bold]{escape(case.name)}[/bold]: {len(case.servers)} server(s), "
                  f"{len(case.points)} point(s)" + (", GSM8K" if case.accuracy else ""))
     try:
-        budget.tick("starting the case")
+        budget.tick(msg("starting the case"))
         busy = check_idle(used_gpus, ctx.settings.IDLE_GPU_MIB)
         if busy is not None:
             raise EnvironmentProblem(busy)
