@@ -295,7 +295,7 @@ def test_cancel_while_pending_ends_cancelled_with_the_reason(cluster, tmp_path, 
     assert slurm.cancel_pr_jobs(9202) == [slurm_id]
     result = waiting.join(30)
     assert result.status == "cancelled"
-    assert "cancelled while pending: /cancel on PR #9202" in result.reason
+    assert "cancelled while pending: /cancel on PR #9202" in str(result.reason)
     assert (result.slurm.job_id, result.slurm.state, result.slurm.node) == (slurm_id, "CANCELLED", None)
     assert [case.status for case in result.cases] == ["skipped"]
     assert not (tmp_path / "reports" / f"{slurm_id}.json").exists(), "a pending job's server started"
@@ -314,7 +314,7 @@ def test_cancel_while_running_stops_the_server_and_ends_cancelled(cluster, tmp_p
     result = run.join(30)
     print(f"cancel while running: result {time.monotonic() - cancelled_at:.2f} s after scancel")
     assert result.status == "cancelled"
-    assert "cancelled while running: /cancel on PR #9301" in result.reason
+    assert "cancelled while running: /cancel on PR #9301" in str(result.reason)
     assert (result.slurm.state, result.slurm.node) == ("CANCELLED", cluster)
     assert pid_gone(server_pid)
     assert_left_nothing(result)
@@ -327,7 +327,7 @@ def test_pending_past_the_deadline_is_cancelled_and_fails_with_the_queue_reason(
     waiting = Submitted(*standin_job(tmp_path, "deadline", pr=9402, gpus=1), pending_timeout_s=2)
     result = waiting.join(30)
     assert result.status == "failed"
-    assert "still pending (Resources) after 2 s, past its deadline" in result.reason
+    assert "still pending (Resources) after 2 s, past its deadline" in str(result.reason)
     assert result.slurm.state == "CANCELLED" and result.slurm.reason == "Resources"
     assert [case.status for case in result.cases] == ["skipped"]
     assert_left_nothing(result)
@@ -383,7 +383,7 @@ def test_stopping_the_runner_cancels_its_slurm_job(cluster, tmp_path, cancel_aft
     assert runner.returncode == 1, output
     result = JobResult.model_validate_json((out / "result.json").read_text())
     assert result.status == "cancelled"
-    assert "the runner was stopped" in result.reason
+    assert "the runner was stopped" in str(result.reason)
     assert result.slurm.state == "CANCELLED"
     assert_left_nothing(result)
 
@@ -445,7 +445,7 @@ def test_time_limit_ends_failed_with_the_reason(cluster, time_limit_run):
     result = time_limit_run.join(150)
     print(f"time limit: run_job_slurm returned {time_limit_run.seconds:.1f} s after submission")
     assert result.status == "failed"
-    assert "hit its time limit (00:01:00)" in result.reason
+    assert "hit its time limit (00:01:00)" in str(result.reason)
     assert (result.slurm.state, result.slurm.reason) == ("TIMEOUT", "TimeLimit")
     assert_left_nothing(result)
     server_pid = standin_report(time_limit_run.out.parent, result.slurm.job_id)["pid"]
@@ -471,8 +471,8 @@ def test_node_set_down_ends_the_job_failed_with_the_node_reason(cluster, time_li
     finally:
         _resume(cluster)
     assert result.status == "failed"
-    assert f"node {cluster} failed or was set down" in result.reason
-    assert "recipe-bot node-down test" in result.reason
+    assert f"node {cluster} failed or was set down" in str(result.reason)
+    assert "recipe-bot node-down test" in str(result.reason)
     assert result.slurm.state == "NODE_FAIL" and "NodeDown" in result.slurm.reason
     wait_for(lambda: pid_gone(server_pid), KILL_WAIT_S + 3, "the stand-in server to be gone")
     assert_left_nothing(result)

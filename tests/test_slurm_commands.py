@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.core.jobs import Case, Job, ServerSpec, SlurmSpec
+from bot.core.messages import msg
 from bot.runner.slurm import cluster as slurm_cluster
 from bot.runner.slurm import commands as sc
 
@@ -165,7 +166,9 @@ COMMON = dict(exit_code="0:0", slurm_reason=None, time_limit="00:01:00", node="v
     ("TIMEOUT", {"ran": True}, "failed", "time limit (00:01:00)"),
     ("NODE_FAIL", {"ran": True, "node_reason": "maintenance"}, "failed",
      "vm failed or was set down (maintenance)"),
-    ("CANCELLED", {"ran": False, "pending_deadline": "still pending (Resources)"}, "failed", "still pending"),
+    ("CANCELLED", {"ran": False, "pending_deadline": msg(
+        "Slurm job still pending (%(why)s) after %(seconds)s s, past its deadline: cancelled", why="Resources",
+        seconds="2")}, "failed", "still pending"),
     ("FAILED", {"ran": True, "exit_code": "3:0", "slurm_reason": "NonZeroExitCode"}, "failed",
      "exit code 3:0"),
     ("COMPLETED", {"ran": True}, "failed", "wrote no result.json"),
@@ -176,7 +179,8 @@ def test_a_job_that_left_no_result_gets_a_failed_or_cancelled_verdict_with_the_r
         state, changes, status, fragment):
     verdict = sc.verdict(state, **{**COMMON, **changes})
     assert verdict.status == status
-    assert fragment in verdict.reason
+    assert fragment in str(verdict.reason)
+    assert verdict.reason.render("zh") != str(verdict.reason)  # a catalogue message, Chinese in the Chinese half
 
 
 @pytest.mark.parametrize(("state", "terminal"), [
@@ -223,7 +227,7 @@ def test_a_host_without_slurm_fails_the_job_with_the_reason_and_writes_its_resul
     job_file.write_text(job.model_dump_json())
     result = run_job_slurm(job, job_file, tmp_path / "out")
     assert result.status == "failed"
-    assert result.reason.startswith("cannot submit to Slurm: no Slurm client on this host")
+    assert str(result.reason).startswith("cannot submit to Slurm: no Slurm client on this host")
     assert [case.status for case in result.cases] == ["skipped"]
     assert JobResult.model_validate_json((tmp_path / "out" / "result.json").read_text()) == result
 

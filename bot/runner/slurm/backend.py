@@ -36,10 +36,10 @@ from rich.console import Console
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.failure_classes import annotate, should_retry
 from bot.core.jobs import Job
-from bot.core.results import CaseResult, JobResult, SlurmInfo, with_duty_cycle
+from bot.core.results import CaseResult, JobResult, SlurmInfo, joined, reason_of, with_duty_cycle
 from bot.runner.slurm import commands as sc
 from bot.core.settings import Settings, load_settings
-from bot.core.messages import UsageRefusal, msg, refusal
+from bot.core.messages import Message, UsageRefusal, msg, refusal
 from bot.runner.slurm.query import (
     SlurmUnavailable,
     Snapshot,
@@ -158,13 +158,13 @@ def _stop_requests() -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
-def _read_inner(path: Path) -> tuple[JobResult | None, str | None]:
+def _read_inner(path: Path) -> tuple[JobResult | None, Message | None]:
     if not path.exists():
         return None, None
     try:
         return JobResult.model_validate_json(path.read_text()), None
     except ValueError as exc:
-        return None, f"the run's result.json could not be read ({str(exc).splitlines()[0]})"
+        return None, msg("the run's result.json could not be read (%(why)s)", why=str(exc).splitlines()[0])
 
 
 def _write_result(result: JobResult, path: Path) -> None:
@@ -173,7 +173,7 @@ def _write_result(result: JobResult, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _result_without_run(job: Job, status: str, reason: str, *, ran: bool, tail: str | None,
+def _result_without_run(job: Job, status: str, reason: Message | str, *, ran: bool, tail: str | None,
                         started: str, started_mono: float) -> JobResult:
     case_reason = (msg("no result: the job ended before this case reported (%(why)s)", why=reason) if ran
                    else msg("not run: %(why)s", why=reason))
@@ -195,10 +195,10 @@ class _Watch:
     last: Snapshot | None = None
     ran: bool = False
     pending_reason: str | None = None
-    pending_deadline: str | None = None
-    stopped: str | None = None
+    pending_deadline: Message | None = None
+    stopped: Message | None = None
     node_reason: str | None = None
-    lost: str | None = None
+    lost: Message | None = None
 
 
 def run_job_slurm(job: Job, job_file: Path, out_dir: Path, console: Console | None = None, *,
@@ -268,8 +268,8 @@ def _run_once(job: Job, job_file: Path, out_dir: Path, console: Console | None =
     result_path.unlink(missing_ok=True)  # a stale result must never pass for this run's
     started, started_mono = _now(), time.monotonic()
 
-    def refused(reason: str) -> JobResult:
-        _say(console, reason, "red")
+    def refused(reason: Message | str) -> JobResult:
+        _say(console, str(reason), "red")
         result = _result_without_run(job, "failed", reason, ran=False, tail=None,
                                      started=started, started_mono=started_mono)
         _write_result(result, result_path)
@@ -277,11 +277,11 @@ def _run_once(job: Job, job_file: Path, out_dir: Path, console: Console | None =
 
     problem = cluster_problem()
     if problem:
-        return refused(f"cannot submit to Slurm: {problem}")
+        return refused(msg("cannot submit to Slurm: %(problem)s", problem=problem))
     try:
         image = sc.container_image(job)
     except ValueError as exc:
-        return refused(str(exc))
+        return refused(reason_of(exc))
     pyxis = image is not None and has_pyxis()
     if image and not pyxis:
         _say(console, f"the job names image {image}, but this cluster has no pyxis (srun has no "
@@ -297,7 +297,8 @@ def _run_once(job: Job, job_file: Path, out_dir: Path, console: Console | None =
                                capture_output=True,
                                text=True, env=_submit_env(kill_wait_s(), settings.SHUTDOWN_GRACE_S), cwd=out_dir, timeout=60)
     if submitted.returncode != 0:
-        return refused(f"sbatch refused the job: {submitted.stderr.strip() or submitted.stdout.strip()}")
+        return refused(msg("sbatch refused the job: %(said)s",
+                           said=submitted.stderr.strip() or submitted.stdout.strip()))
     slurm_id = submitted.stdout.strip().split(";")[0]
     _say(console, f"submitted job {slurm_id} as {sc.job_name(job)}"
                   f"{f' with --gres={plan.gres}' if plan.gres else ''}"
@@ -326,8 +327,8 @@ def _watch(slurm_id: str, stop: threading.Event, tail: _OutputTail, console: Con
         now = time.monotonic()
         if snap is None:
             if now - last_contact > LOST_CONTACT_S:
-                watch.lost = f"lost contact with slurmctld for {LOST_CONTACT_S:.0f} s"
-                cancel_job(slurm_id, watch.lost)
+                watch.lost = msg("lost contact with slurmctld for %(seconds)s s", seconds=f"{LOST_CONTACT_S:.0f}")
+                cancel_job(slurm_id, str(watch.lost))  # Slurm keeps the English text in the job's comment
                 return watch
         else:
             last_contact = now
@@ -350,14 +351,14 @@ def _watch(slurm_id: str, stop: threading.Event, tail: _OutputTail, console: Con
             if sc.is_terminal(state) and not in_squeue(slurm_id):
                 return watch
             if not cancel_sent and stop.is_set():
-                watch.stopped = "the runner was stopped (SIGTERM or Ctrl-C) and cancelled it"
-                cancel_sent = cancel_job(slurm_id, watch.stopped, snap.comment)
+                watch.stopped = msg("the runner was stopped (SIGTERM or Ctrl-C) and cancelled it")
+                cancel_sent = cancel_job(slurm_id, str(watch.stopped), snap.comment)
             if (not cancel_sent and state == "PENDING" and pending_timeout_s is not None
                     and not watch.ran and now - submitted > pending_timeout_s):
-                why = snap.reason or "no reason given"
-                watch.pending_deadline = (f"Slurm job still pending ({why}) after "
-                                          f"{pending_timeout_s:g} s, past its deadline: cancelled")
-                cancel_sent = cancel_job(slurm_id, watch.pending_deadline, snap.comment)
+                watch.pending_deadline = msg("Slurm job still pending (%(why)s) after %(seconds)s s, past its "
+                                             "deadline: cancelled", why=snap.reason or msg("no reason given"),
+                                             seconds=f"{pending_timeout_s:g}")
+                cancel_sent = cancel_job(slurm_id, str(watch.pending_deadline), snap.comment)
         tail.pump()
         time.sleep(poll_s)
 
@@ -378,10 +379,10 @@ def _merge(job: Job, slurm_id: str, watch: _Watch, tail: _OutputTail, result_pat
                          time_limit=snap.time_limit, node=snap.node, node_reason=watch.node_reason,
                          cancel_reason=cancel_reason, pending_deadline=watch.pending_deadline)
     if watch.lost:
-        verdict = sc.Verdict("failed", f"{watch.lost}; Slurm job {slurm_id} cancelled")
+        verdict = sc.Verdict("failed", msg("%(lost)s; Slurm job %(job)s cancelled", lost=watch.lost, job=slurm_id))
     inner, unreadable = _read_inner(result_path)
     if inner is None:
-        reason = verdict.reason if unreadable is None else f"{verdict.reason}; {unreadable}"
+        reason = joined([part for part in (verdict.reason, unreadable) if part])
         result = _result_without_run(job, verdict.status, reason or state, ran=watch.ran,
                                      tail=tail.last_lines(), started=started, started_mono=started_mono)
         return result.model_copy(update={"slurm": info})
@@ -396,7 +397,8 @@ def _merge(job: Job, slurm_id: str, watch: _Watch, tail: _OutputTail, result_pat
                             if inner.reason else verdict.reason)
     elif inner.status == "passed" and state != "COMPLETED":
         update["status"] = "failed"
-        update["reason"] = f"the run reported passed, but its Slurm job ended {state} (exit {snap.exit_code})"
+        update["reason"] = msg("the run reported passed, but its Slurm job ended %(state)s (exit %(code)s)",
+                               state=state, code=snap.exit_code)
     return inner.model_copy(update=update)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.core.jobs import Job
+from bot.core.messages import Message, msg
 
 JOB_NAME_PREFIX = "rb-"
 COMMENT_PREFIX = "recipe-bot"
@@ -126,8 +127,9 @@ def container_image(job: Job) -> str | None:
     """The one image the job's servers name; a job whose servers name two is refused."""
     images = sorted({s.image for case in job.cases for s in case.servers if s.image})
     if len(images) > 1:
-        raise ValueError(f"job {job.job_id!r} names {len(images)} container images "
-                         f"({', '.join(images)}); the Slurm backend runs one container per job")
+        raise ValueError(msg("job %(job)s names %(count)s container images (%(images)s); the Slurm backend "
+                             "runs one container per job", job=repr(job.job_id), count=len(images),
+                             images=", ".join(images)))
     return images[0] if images else None
 
 
@@ -223,12 +225,12 @@ def is_terminal(state: str) -> bool:
 @dataclass(frozen=True)
 class Verdict:
     status: str  # a JobStatus
-    reason: str | None
+    reason: Message | str | None
 
 
 def verdict(state: str, *, exit_code: str | None, slurm_reason: str | None, ran: bool,
             time_limit: str | None, node: str | None, node_reason: str | None,
-            cancel_reason: str | None, pending_deadline: str | None) -> Verdict:
+            cancel_reason: Message | str | None, pending_deadline: Message | str | None) -> Verdict:
     """What a finished Slurm job means for recipe-bot when the inner run left no verdict of its own.
 
     `pending_deadline` is set when recipe-bot itself cancelled the job for pending too long;
@@ -236,21 +238,28 @@ def verdict(state: str, *, exit_code: str | None, slurm_reason: str | None, ran:
     """
     if pending_deadline is not None:
         return Verdict("failed", pending_deadline)
-    when = "while running" if ran else "while pending"
     if state == "CANCELLED":
-        by = cancel_reason or "scancel by an operator or the cluster"
-        return Verdict("cancelled", f"Slurm job cancelled {when}: {by}")
+        by = cancel_reason or msg("scancel by an operator or the cluster")
+        return Verdict("cancelled", msg("Slurm job cancelled while running: %(by)s", by=by) if ran
+                       else msg("Slurm job cancelled while pending: %(by)s", by=by))
     if state == "TIMEOUT":
-        return Verdict("failed", f"Slurm job hit its time limit ({time_limit or 'unknown'})")
+        return Verdict("failed", msg("Slurm job hit its time limit (%(limit)s)",
+                                     limit=time_limit or msg("unknown")))
     if state == "NODE_FAIL":
-        why = f" ({node_reason})" if node_reason else ""
-        return Verdict("failed", f"Slurm node {node or 'unknown'} failed or was set down{why} {when}")
+        where = node or msg("unknown")
+        if node_reason:
+            return Verdict("failed", msg("Slurm node %(node)s failed or was set down (%(why)s) while running",
+                                         node=where, why=node_reason) if ran
+                           else msg("Slurm node %(node)s failed or was set down (%(why)s) while pending",
+                                    node=where, why=node_reason))
+        return Verdict("failed", msg("Slurm node %(node)s failed or was set down while running", node=where) if ran
+                       else msg("Slurm node %(node)s failed or was set down while pending", node=where))
     if state == "COMPLETED":
-        return Verdict("failed", "Slurm job completed but the run wrote no result.json")
+        return Verdict("failed", msg("Slurm job completed but the run wrote no result.json"))
     if state == "FAILED":
-        return Verdict("failed", f"Slurm job failed (exit code {exit_code}, reason "
-                                 f"{slurm_reason or 'none'}) and wrote no result.json")
-    readable = {"PREEMPTED": "was preempted", "BOOT_FAIL": "node failed to boot",
-                "DEADLINE": "missed its Slurm deadline", "OUT_OF_MEMORY": "ran out of memory"}
-    return Verdict("failed", f"Slurm job ended {state}: "
-                             f"{readable.get(state, slurm_reason or 'no reason given')}")
+        return Verdict("failed", msg("Slurm job failed (exit code %(code)s, reason %(reason)s) and wrote no "
+                                     "result.json", code=exit_code, reason=slurm_reason or msg("none")))
+    readable = {"PREEMPTED": msg("was preempted"), "BOOT_FAIL": msg("node failed to boot"),
+                "DEADLINE": msg("missed its Slurm deadline"), "OUT_OF_MEMORY": msg("ran out of memory")}
+    return Verdict("failed", msg("Slurm job ended %(state)s: %(why)s", state=state,
+                                 why=readable.get(state, slurm_reason or msg("no reason given"))))

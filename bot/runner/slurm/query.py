@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 
 from bot.runner.slurm import commands as sc
-from bot.core.messages import msg
+from bot.core.messages import Message, msg
 
 
 class SlurmUnavailable(RuntimeError):
@@ -27,19 +27,19 @@ def _slurm(argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProces
         return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]} not found on PATH")
 
 
-def cluster_problem() -> str | None:
+def cluster_problem() -> Message | None:
     """Why this host cannot run Slurm jobs now, or None when it can."""
     missing = [tool for tool in ("sbatch", "squeue", "scontrol", "scancel") if shutil.which(tool) is None]
     if missing:
-        return f"no Slurm client on this host ({', '.join(missing)} not on PATH)"
+        return msg("no Slurm client on this host (%(tools)s not on PATH)", tools=", ".join(missing))
     ping = _slurm(["scontrol", "ping"], timeout=15)
     if ping.returncode != 0 or "UP" not in ping.stdout:
-        said = (ping.stdout + ping.stderr).strip().splitlines() or ["no answer"]
-        return f"slurmctld does not answer `scontrol ping`: {said[0]}"
+        said = (ping.stdout + ping.stderr).strip().splitlines()
+        return msg("slurmctld does not answer `scontrol ping`: %(said)s", said=said[0] if said else msg("no answer"))
     nodes = _slurm(["sinfo", "-h", "-o", "%T"], timeout=15)
     states = set(nodes.stdout.split())
     if not states & {"idle", "mixed", "allocated", "completing"}:
-        return f"no usable Slurm node (sinfo says: {', '.join(sorted(states)) or 'nothing'})"
+        return msg("no usable Slurm node (sinfo says: %(states)s)", states=", ".join(sorted(states)) or msg("nothing"))
     return None
 
 
