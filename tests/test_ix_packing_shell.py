@@ -64,3 +64,9 @@ def test_every_line_that_reads_conc_is_named_not_only_the_first(rows):
 @pytest.mark.parametrize("line", ["MAX=$(( TP * 2 ))", "MAX=CONCURRENCY_CAP", "# MAX=$((2 * CONC))", "declare -i MAX=4"])
 def test_lines_that_do_not_read_conc_still_pack(rows, line):
     assert verdict(rows, script(line), {}, one_server=True).packs
+
+
+def test_the_other_lines_that_read_conc_are_named_in_chinese_in_the_chinese_half(rows):
+    found = verdict(rows, script("A=$CONC", "B=$CONC", "C=$CONC"), {}, one_server=True)
+    assert str(found.reason).endswith("; also line 3 ($CONC), line 4 ($CONC)")
+    assert found.reason.render("zh").endswith("；另有 第 3 行（$CONC）、第 4 行（$CONC）")

@@ -36,6 +36,14 @@ def joined(reasons: Sequence[Message | str]) -> Message | str | None:
     return msg("%(first)s; %(rest)s", first=joined(reasons[:half]), rest=joined(reasons[half:]))
 
 
+def listed(parts: Sequence[Message | str]) -> Message | str:
+    """Items named one after another (`a, b, c`; `a、b、c` in Chinese), halved as joined() is."""
+    if len(parts) == 1:
+        return parts[0]
+    half = len(parts) // 2
+    return msg("%(first)s, %(rest)s", first=listed(parts[:half]), rest=listed(parts[half:]))
+
+
 def reason_of(exc: BaseException) -> Message | str:
     """What an error says: the catalogue message it was raised with, else its English text."""
     first = exc.args[0] if len(exc.args) == 1 else None

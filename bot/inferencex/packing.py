@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from bot.core.messages import Message, msg
+from bot.core.results import listed
 from bot.inferencex.rowenv import server_envs, template_env
 
 SCRIPT_DIRS = ("benchmarks/single_node/fixed_seq_len", "benchmarks/single_node/agentic")
@@ -137,9 +138,9 @@ def verdict(rows: list[dict], scripts: dict[str, str], launchers: dict[str, str]
             reason = msg("%(place)s reads $%(name)s before the server is ready: %(line)s", **values) if found \
                 else msg("%(place)s reads $%(name)s (no wait_for_server_ready: whole script): %(line)s", **values)
             if len(hits) > 1:  # every such line, so that one fix is not followed by the next refusal
-                # the lines as one value: a message holds no list (`line 5 ($CONC)` is their English form)
-                reason = msg("%(reason)s; also %(lines)s", reason=reason,
-                             lines=", ".join(f"line {n} (${v})" for n, v, _ in hits[1:]))
+                # the lines as one value, each a message: a message holds no list
+                also = [msg("line %(line)s ($%(name)s)", line=n, name=v) for n, v, _ in hits[1:]]
+                reason = msg("%(reason)s; also %(lines)s", reason=reason, lines=listed(also))
             return PackVerdict(False, reason, tuple(scripts))
         if not found:
             return PackVerdict(False, msg("%(path)s: no wait_for_server_ready, so where its server starts is unknown",

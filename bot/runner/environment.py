@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bot.core.messages import Message, msg, plural
-from bot.core.results import joined
+from bot.core.results import joined, listed
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -52,18 +52,10 @@ def check_required(required: list[str], env: Mapping[str, str]) -> None:
                                names=", ".join(missing)))
     if wrong:
         problems.append(plural("required setting %(settings)s not met", "required settings %(settings)s not met",
-                               len(wrong), settings=_listed(wrong)))
+                               len(wrong), settings=listed(wrong)))
     if problems:
         raise EnvironmentProblem(msg("%(problems)s: this case is opt-in and fails rather than skips without them",
                                      problems=joined(problems)))
-
-
-def _listed(parts: list[Message]) -> Message:
-    """Settings named one after another (`A=1 (found unset), B=2 (found '3')`)."""
-    if len(parts) == 1:
-        return parts[0]
-    half = len(parts) // 2
-    return msg("%(first)s, %(rest)s", first=_listed(parts[:half]), rest=_listed(parts[half:]))
 
 
 def _ordered(devices: list[int], env: Mapping[str, str], order_var: str | None) -> list[int]:
