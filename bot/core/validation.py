@@ -26,6 +26,10 @@ def _number(value: object) -> object:
 def _pydantic_wording(error: dict[str, Any]) -> Message | None:
     """pydantic's own sentence for the checks the schemas declare (ge=, min_length=, pattern=)."""
     kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "missing":
+        return msg("Field required")
+    if kind == "extra_forbidden":
+        return msg("Extra inputs are not permitted")
     if kind == "greater_than_equal":
         return msg("Input should be greater than or equal to %(limit)s", limit=_number(ctx["ge"]))
     if kind == "greater_than":

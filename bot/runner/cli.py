@@ -17,8 +17,9 @@ from bot import engines
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.failure_classes import annotate
 from bot.core.jobs import Job
-from bot.core.messages import msg, Refusal
-from bot.core.results import JobResult, with_duty_cycle
+from bot.core.messages import Message, msg, Refusal
+from bot.core.results import JobResult, joined, with_duty_cycle
+from bot.core.validation import error_message
 from bot.core.settings import load_settings
 from bot.runner import hygiene
 from bot.runner.ix_row import RowJob, is_row_job, proxy_job, run_row_job
@@ -56,14 +57,21 @@ def load_job(path: Path) -> Job:
     try:
         job = Job.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: {error['msg']}"
-            for error in exc.errors())
+        problems = joined([_problem(".".join(str(part) for part in error["loc"]) or "(top level)", error)
+                           for error in exc.errors()])
         raise JobFileError(msg("job file %(file)s is not a valid job: %(problems)s", file=path, problems=problems)) from exc
     unknown = unknown_engines(job)
     if unknown:
         raise JobFileError(msg("job file %(file)s is not a valid job: %(problems)s", file=path, problems="; ".join(unknown)))
     return job
+
+
+def _problem(where: str, error: dict) -> Message:
+    """`where: what pydantic found`, pydantic's wording as a catalogue message where the catalogue has it."""
+    problem = error_message(error)
+    if str(problem) != error["msg"]:  # pydantic wrote a validator's refusal as "Value error, ...": kept so
+        problem = msg("Value error, %(problem)s", problem=problem)
+    return msg("%(where)s: %(problem)s", where=where, problem=problem)
 
 
 def unknown_engines(job: Job) -> list[str]:
@@ -103,7 +111,7 @@ def _row_job(path: Path):  # noqa: ANN202 - RowJob, imported lazily
     try:
         return RowJob.model_validate(data["inferencex"])
     except ValidationError as exc:
-        problems = "; ".join(f"inferencex.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        problems = joined([_problem("inferencex." + ".".join(str(p) for p in e["loc"]), e) for e in exc.errors()])
         raise JobFileError(msg("job file %(file)s is not a valid InferenceX row job: %(problems)s", file=path,
                                 problems=problems)) from exc
 
