@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from bot.core.jobs import AccuracySpec
-from bot.core.messages import from_data
 from bot.runner import gsm8k
 from bot.runner.procs import pick_free_port
+from message_text import english
 from fake_servers import FAKE_VLLM, MARKER_VAR, fake_job, live_marked_processes, recipe_bot, run_cli
 
 GRACE_S = 2.0
@@ -43,7 +43,7 @@ def _never_started_a_point(result: dict) -> None:
 def _fails_the_running_point_and_skips_the_rest(result: dict) -> None:
     points = result["cases"][0]["points"]
     assert [p["status"] for p in points] == ["failed", "skipped"]
-    assert "exited with code 7" in points[0]["reason"]
+    assert "exited with code 7" in english(points[0]["reason"])
 
 
 def _fails_although_the_benchmark_passed(result: dict) -> None:
@@ -85,8 +85,8 @@ def test_fault_fails_the_job_and_leaves_nothing_running(tmp_path: Path, mode: st
     case = run.result["cases"][0]
     assert case["status"] == "failed"
     for part in reason_parts:
-        assert part in case["reason"], case["reason"]
-        assert part in run.result["reason"]
+        assert part in english(case["reason"]), case["reason"]
+        assert part in english(run.result["reason"])
     assert case["log_tail"], "a failed case quotes the server log"
     proof = case["cleanup"]
     assert proof["ports_free"] and proof["busy_ports"] == []
@@ -143,14 +143,9 @@ def test_missing_opt_in_variable_fails_without_starting_a_server(tmp_path: Path)
 
     case = run.result["cases"][0]
     assert run.returncode == 1 and case["status"] == "failed"
-    assert "RECIPE_BOT_TEST_NEVER_SET_OPT_IN" in case["reason"]
-    assert "fails rather than skips" in case["reason"]
+    assert "RECIPE_BOT_TEST_NEVER_SET_OPT_IN" in english(case["reason"])
+    assert "fails rather than skips" in english(case["reason"])
     assert case["cleanup"] is None and case["server_logs"] == []
-
-
-def english(reason: object) -> str:
-    """A reason as result.json keeps it (a catalogue message's id and parameters, or text), in English."""
-    return str(from_data(reason)) if isinstance(reason, dict) else str(reason)
 
 
 def test_unset_variable_in_model_names_the_field(tmp_path: Path) -> None:
@@ -219,7 +214,7 @@ def test_server_without_ready_check_is_watched_but_not_polled(tmp_path: Path, pe
         raw = json.loads((tmp_path / "out" / case["points"][0]["raw_result_file"]).read_text())
         assert raw["completed"] == 12, "the client talked to the polled server"
     else:
-        assert "server 'ffn' exited with code 3 before it was ready" in case["reason"]
+        assert "server 'ffn' exited with code 3 before it was ready" in english(case["reason"])
     assert len(case["cleanup"]["process_groups"]) == 2
     assert live_marked_processes(run.marker) == []
 
@@ -251,8 +246,8 @@ def test_failed_requests_fail_each_point_but_later_points_still_run(tmp_path: Pa
 
     case = run.result["cases"][0]
     assert [p["status"] for p in case["points"]] == ["failed", "failed"]
-    assert [p["reason"] for p in case["points"]] == ["no request completed"] * 2
-    assert "point c1: no request completed; point c2: no request completed" in case["reason"]
+    assert [english(p["reason"]) for p in case["points"]] == ["no request completed"] * 2
+    assert "point c1: no request completed; point c2: no request completed" in english(case["reason"])
     assert case["cleanup"]["groups_gone"] and not case["cleanup"]["sigkill_escalated"]
 
 
@@ -279,8 +274,8 @@ def test_port_taken_by_someone_else_fails_before_any_server_starts(tmp_path: Pat
         run = run_cli(job, tmp_path, ENV)
 
     case = run.result["cases"][0]
-    assert f"port {job.cases[0].servers[0].port} is already in use" in case["reason"]
-    assert "held by pid" in case["reason"]
+    assert f"port {job.cases[0].servers[0].port} is already in use" in english(case["reason"])
+    assert "held by pid" in english(case["reason"])
     assert case["server_logs"] == [] and case["cleanup"] is None
 
 

@@ -13,6 +13,7 @@ import pytest
 from bot.runner import procs
 from bot.runner.server import InferenceServer, ServerDied, terminate_servers
 from fake_servers import FAKE_VLLM
+from message_text import english
 
 
 def _server(tmp_path: Path, name: str, mode: str = "ok", *, wrap_in_shell: bool = False,
@@ -78,7 +79,7 @@ def test_one_grace_deadline_is_shared_by_all_servers(tmp_path: Path) -> None:
     reports = terminate_servers(servers, grace_s=1.0)
 
     assert time.monotonic() - started < 1.0 + 3.0, "grace is not paid once per server"
-    assert all(r.sigkill_escalated and "forced SIGKILL" in r.failures[0] for r in reports)
+    assert all(r.sigkill_escalated and "forced SIGKILL" in english(r.failures[0]) for r in reports)
     assert all(procs.group_members(s.pgid) == [] for s in servers)
 
 

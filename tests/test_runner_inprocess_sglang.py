@@ -22,6 +22,7 @@ from bot.engines.sglang import ENGINE as SGLANG
 from bot.engines.vllm import PYTHON_ENV as VLLM_PYTHON_ENV
 from bot.runner.inprocess import SWITCH_ENV
 from fake_servers import FAKE_VLLM, HERE, REPO, fake_job, live_marked_processes, run_cli
+from message_text import english
 
 SGLANG_LIB = f"{HERE / 'fake_sglang_lib'}{os.pathsep}{REPO}"
 VLLM_LIB = f"{HERE / 'fake_vllm_lib'}{os.pathsep}{REPO}"
@@ -101,7 +102,7 @@ def test_an_unknown_client_flag_fails_the_point_as_the_command_would_and_the_pro
     run = run_cli(job, tmp_path, SGLANG_ENV)
 
     first, second = _points(run)
-    assert first["status"] == "failed" and "exited with code 2" in first["reason"]
+    assert first["status"] == "failed" and "exited with code 2" in english(first["reason"])
     assert second["status"] == "passed" and second["client_process"] == "case"
     assert live_marked_processes(run.marker) == []
 
