@@ -79,7 +79,7 @@ def test_a_problem_kept_as_json_data_reads_back_in_both_languages():
     back = RecipeProblem.from_dict(json.loads(json.dumps(problem.as_dict())))
     assert back == problem
     assert str(back) == "recipes/a.yaml:3: field `kind`: 'swep' is not accepted (accepted: e2e, sweep)"
-    assert back.as_message().render("zh") == "recipes/a.yaml:3：字段 `kind`：不接受 'swep'（可用的有：e2e, sweep）"
+    assert back.as_message().render("zh") == "recipes/a.yaml:3：字段 `kind`：不接受 'swep'（可用的有：e2e、sweep）"
 
 
 @pytest.mark.parametrize("message", [
@@ -133,3 +133,14 @@ def test_a_packing_verdict_reads_in_chinese_and_is_kept_as_data_in_the_plan():
     plan = Plan(base=None, head="h", filters=PlanFilters(), inferencex=InferenceXPlan(packing=packing))
     (kept,) = json.loads(dump_json(plan_document(plan)))["inferencex"]["packing"]
     assert from_data(kept["why"]) == found.reason
+
+
+def test_a_cut_short_accepted_list_says_how_many_more_in_each_language():
+    from bot.core.messages import msg
+    from bot.recipes.errors import RecipeProblem
+
+    problem = RecipeProblem("c.yaml", 2, "config-keys[0]", "no such key",
+                            ("a", "b", msg("... %(more)s more", more=3)))
+    back = RecipeProblem.from_dict(problem.as_dict())
+    assert str(back) == "c.yaml:2: field `config-keys[0]`: no such key (accepted: a, b, ... 3 more)"
+    assert back.as_message().render("zh").endswith("（可用的有：a、b、…… 另有 3 个）")

@@ -166,8 +166,8 @@ def appended_entries(repo: InferenceXRepo, base: bytes | None, head: bytes | Non
     return out
 
 
-def _preview(names: list[str], limit: int = 12) -> list[str]:
-    return names if len(names) <= limit else [*names[:limit], f"... {len(names) - limit} more"]
+def _preview(names: list[str], limit: int = 12) -> list[Message | str]:
+    return [*names] if len(names) <= limit else [*names[:limit], msg("... %(more)s more", more=len(names) - limit)]
 
 
 def _entry_error(repo: InferenceXRepo, appended: AppendedEntry, message: Message) -> RecipeError:

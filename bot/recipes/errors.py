@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.core.messages import Message, from_data, msg, to_data
+from bot.core.results import listed
 from bot.core.validation import Invalid  # noqa: F401 - the schemas' refusals, raised in their validators
 
 
@@ -16,7 +17,7 @@ class RecipeProblem:
     line: int | None
     field: str | None
     message: Message | str
-    accepted: tuple[str, ...] = ()
+    accepted: tuple[Message | str, ...] = ()  # names, and a message where a list is cut short (`... 3 more`)
 
     def location(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
@@ -29,7 +30,7 @@ class RecipeProblem:
         else:
             text = msg("%(where)s: %(message)s", where=self.location(), message=self.message)
         if self.accepted:
-            text = msg("%(message)s (accepted: %(accepted)s)", message=text, accepted=", ".join(self.accepted))
+            text = msg("%(message)s (accepted: %(accepted)s)", message=text, accepted=listed(self.accepted))
         return text
 
     def __str__(self) -> str:
@@ -43,7 +44,7 @@ class RecipeProblem:
             "line": self.line,
             "field": self.field,
             "message": to_data(self.message),
-            "accepted": list(self.accepted),
+            "accepted": [to_data(value) for value in self.accepted],
         }
 
     @classmethod
@@ -51,7 +52,7 @@ class RecipeProblem:
         """A problem read back from JSON data: its message as a catalogue message, or the text of an
         older file (a message that is not the catalogue's is shown as the text it is)."""
         return cls(str(data.get("file")), data.get("line"), data.get("field"), message_from_data(data.get("message", "")),
-                   tuple(data.get("accepted") or ()))
+                   tuple(message_from_data(value) for value in data.get("accepted") or ()))
 
 
 def message_from_data(value: object) -> Message | str:
@@ -84,7 +85,7 @@ class RecipeError(Exception):
         line: int | None,
         field_name: str | None,
         message: Message | str,
-        accepted: tuple[str, ...] | list[str] = (),
+        accepted: tuple[Message | str, ...] | list[Message | str] = (),
     ) -> "RecipeError":
         return cls([RecipeProblem(file, line, field_name, message, tuple(accepted))])
 
