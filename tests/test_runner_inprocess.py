@@ -19,6 +19,7 @@ from bot.engines.vllm import ENGINE as VLLM
 from bot.engines.vllm import PYTHON_ENV
 from bot.runner.inprocess import SWITCH_ENV
 from fake_servers import FAKE_VLLM, HERE, REPO, fake_job, live_marked_processes, run_cli
+from message_text import english
 
 # The stand-in package first, then this checkout (so `recipe-bot` runs this tree's runner).
 LIB = f"{HERE / 'fake_vllm_lib'}{os.pathsep}{REPO}"
@@ -89,7 +90,7 @@ def test_a_dying_server_fails_the_point_and_stops_the_client_process(tmp_path: P
     assert run.returncode == 1
     points = run.result["cases"][0]["points"]
     assert [p["status"] for p in points] == ["failed", "skipped"]
-    assert "exited with code 7" in points[0]["reason"]
+    assert "exited with code 7" in english(points[0]["reason"])
     assert live_marked_processes(run.marker) == []
 
 

@@ -78,7 +78,7 @@ def run_gsm8k(spec: AccuracySpec, *, base_url: str, model: str, case_dir: Path, 
             for future in done:
                 completions[futures[future]] = future.result()
             for server in servers:
-                server.check_alive("during the GSM8K evaluation")
+                server.check_alive(msg("during the GSM8K evaluation"))
             tick(msg("running GSM8K"))
     finally:
         # Do not wait for requests still in flight: teardown comes next and ends them.

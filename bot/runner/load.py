@@ -135,7 +135,7 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
 
     def watch() -> None:
         for server in servers:
-            server.check_alive(f"during point {point.point_id!r}")
+            server.check_alive(msg("during point %(point)s", point=repr(point.point_id)))
         tick(msg("running point %(point)s", point=repr(point.point_id)))
 
     returncode = None
@@ -149,7 +149,7 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
         returncode = _run_process(argv, log_file, env, watch)
     # The server may have died at the very end; the client's figures would then be partial.
     for server in servers:
-        server.check_alive(f"during point {point.point_id!r}")
+        server.check_alive(msg("during point %(point)s", point=repr(point.point_id)))
     if returncode != 0:
         last = tail_lines(log_file, 1) or "(no output)"
         return base.model_copy(update={

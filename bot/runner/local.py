@@ -219,7 +219,7 @@ def _client_ready(session: InProcessClient, servers: list[InferenceServer],
                   ctx: RunContext) -> bool:
     def watch() -> None:
         for server in servers:
-            server.check_alive("while the benchmark client started")
+            server.check_alive(msg("while the benchmark client started"))
         ctx.budget.tick(msg("starting the benchmark client"))
 
     with ctx.progress.waiting("starting the benchmark client"):
@@ -308,7 +308,7 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
             if outcome.reason:
                 failures.append(outcome.reason)
         for server in servers:  # afd-plugin E2E-INV-005: still alive after the work
-            server.check_alive("before teardown")
+            server.check_alive(msg("before teardown"))
     except ServerError as exc:
         failures.append(reason_of(exc))
         log_tail = exc.log_tail or None

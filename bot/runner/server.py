@@ -31,7 +31,7 @@ OWN_GROUP: dict = {"process_group": 0}
 class ServerError(RuntimeError):
     """The server failed; `log_tail` holds the last lines of its log for the result."""
 
-    def __init__(self, message: str, log_tail: str = "") -> None:
+    def __init__(self, message: Message | str, log_tail: str = "") -> None:
         super().__init__(message)
         self.log_tail = log_tail
 
@@ -142,11 +142,12 @@ class InferenceServer:
     def log_tail(self, lines: int = 40) -> str:
         return tail_lines(self.log_path, lines)
 
-    def check_alive(self, during: str) -> None:
+    def check_alive(self, during: Message) -> None:
+        """`during`: when it was found dead, a message that reads after the exit code ("before teardown")."""
         code = self.exit_code()
         if code is not None:
-            raise ServerDied(f"server {self.name!r} exited with code {code} {during}",
-                             self.log_tail())
+            raise ServerDied(msg("server %(name)s exited with code %(code)s %(when)s", name=repr(self.name), code=code,
+                                 when=during), self.log_tail())
 
     def is_ready(self, timeout_s: float = 5.0) -> bool:
         return all(http_status(self.base_url + path, timeout_s) == 200 for path in self.ready_paths)
@@ -161,7 +162,7 @@ class InferenceServer:
         deadline = time.monotonic() + timeout_s
         while True:
             for server in (self, *others):
-                server.check_alive("before it was ready")
+                server.check_alive(msg("before it was ready"))
             if self.is_ready(timeout_s=min(5.0, max(0.5, deadline - time.monotonic()))):
                 return time.monotonic() - self.started_at
             if tick is not None:
