@@ -8,7 +8,7 @@ tests/test_catalogue.py fails when a committed .mo is not what its .po compiles 
 repository root; the catalogs are kept sorted, one location a file, unwrapped, so that an update
 changes only the entries that changed):
     pybabel extract -F babel.cfg -k msg -k plural:1,2 --sort-output --add-location=file --no-wrap -o bot.pot .
-    pybabel update -i bot.pot -d bot/core/locale -D bot --no-wrap --ignore-pot-creation-date
+    pybabel update -i bot.pot -d bot/core/locale -D bot --no-wrap --ignore-pot-creation-date --no-fuzzy-matching
     pybabel compile -d bot/core/locale -D bot
 """
 from __future__ import annotations
