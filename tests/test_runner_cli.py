@@ -46,6 +46,25 @@ def test_negative_concurrency_names_its_path(tmp_path: Path) -> None:
         in result.output
 
 
+@pytest.mark.parametrize(("change", "english", "chinese"), [
+    (lambda d: d["cases"][0]["servers"][0].update(engine="trtllm"),
+     "cases.0.servers.0.engine: Input should be 'vllm' or 'sglang'", "cases.0.servers.0.engine：应为 'vllm' 或 'sglang'"),
+    (lambda d: d["cases"][0].update(servers=[], command=None),
+     "a case starts servers or runs a command; this one has neither", "用例要么启动服务，要么运行命令"),
+], ids=["unknown-engine", "case-without-servers-or-command"])
+def test_a_bad_job_file_is_refused_in_both_languages(tmp_path: Path, change, english: str, chinese: str) -> None:
+    data = json.loads(fake_job("ok").model_dump_json())
+    change(data)
+    job_file = tmp_path / "job.json"
+    job_file.write_text(json.dumps(data))
+
+    result = CliRunner().invoke(main, ["run", "--job", str(job_file), "--out", str(tmp_path / "o")])
+
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert english in result.output and chinese in result.output
+    assert not (tmp_path / "o" / "result.json").exists()
+
+
 def test_result_file_is_replaced_whole(tmp_path: Path) -> None:
     result = JobResult(job_id="j", kind="sweep", recipe="r", recipe_fingerprint="f",
                        runner_label="cpu", status="passed")

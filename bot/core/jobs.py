@@ -5,6 +5,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from bot.core.messages import msg
+from bot.core.validation import Invalid
+
 JOB_SCHEMA_VERSION = 1
 
 
@@ -89,9 +92,9 @@ class SearchSpec(Strict):
     def _consistent(self) -> "SearchSpec":
         lo, hi = self.range
         if lo < 1 or hi <= lo:
-            raise ValueError("range must be [lo, hi] with 1 <= lo < hi")
+            raise Invalid(msg("range must be [lo, hi] with 1 <= lo < hi"))
         if (self.target == "max-conc-under") != (self.bound is not None):
-            raise ValueError("bound is required with target max-conc-under and accepted with no other")
+            raise Invalid(msg("bound is required with target max-conc-under and accepted with no other"))
         return self
 
 
@@ -139,14 +142,15 @@ class Case(Strict):
     @model_validator(mode="after")
     def _search_points_distinct(self) -> "Case":
         if not self.servers and self.command is None:
-            raise ValueError("a case starts servers or runs a command; this one has neither")
+            raise Invalid(msg("a case starts servers or runs a command; this one has neither"))
         # The search's points are named <template label>-c<concurrency>; a fixed point of that
         # name would be read as the search's own.
         if self.search is not None and self.points:
             label = self.points[0].point_id.removesuffix("-search")
             clash = [p.point_id for p in self.points[1:] if p.point_id.startswith(f"{label}-c")]
             if clash:
-                raise ValueError(f"points {clash} are named like the search's own ({label}-c<concurrency>)")
+                raise Invalid(msg("points %(points)s are named like the search's own (%(label)s-c<concurrency>)",
+                                  points=str(clash), label=label))
         return self
 
 

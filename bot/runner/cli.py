@@ -18,7 +18,7 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.failure_classes import annotate
 from bot.core.jobs import Job
 from bot.core.messages import Message, msg, Refusal
-from bot.core.results import JobResult, joined, with_duty_cycle
+from bot.core.results import JobResult, joined, listed, with_duty_cycle
 from bot.core.validation import error_message
 from bot.core.settings import load_settings
 from bot.runner import hygiene
@@ -62,7 +62,7 @@ def load_job(path: Path) -> Job:
         raise JobFileError(msg("job file %(file)s is not a valid job: %(problems)s", file=path, problems=problems)) from exc
     unknown = unknown_engines(job)
     if unknown:
-        raise JobFileError(msg("job file %(file)s is not a valid job: %(problems)s", file=path, problems="; ".join(unknown)))
+        raise JobFileError(msg("job file %(file)s is not a valid job: %(problems)s", file=path, problems=joined(unknown)))
     return job
 
 
@@ -74,15 +74,17 @@ def _problem(where: str, error: dict) -> Message:
     return msg("%(where)s: %(problem)s", where=where, problem=problem)
 
 
-def unknown_engines(job: Job) -> list[str]:
+def unknown_engines(job: Job) -> list[Message]:
     """`where: Input should be ...` for each engine name the registry (bot.engines) does not know."""
     known = set(engines.names())
-    expected = " or ".join(repr(name) for name in engines.names())
+    names = [repr(name) for name in engines.names()]  # pydantic's wording: 'a', 'b' or 'c'
+    choices = msg("%(first)s or %(last)s", first=listed(names[:-1]), last=names[-1]) if len(names) > 1 else names[0]
+    expected = msg("Input should be %(expected)s", expected=choices)
     found = []
     for c, case in enumerate(job.cases):
-        found += [f"cases.{c}.servers.{s}.engine: Input should be {expected}"
+        found += [msg("%(where)s: %(problem)s", where=f"cases.{c}.servers.{s}.engine", problem=expected)
                   for s, server in enumerate(case.servers) if server.engine not in known]
-        found += [f"cases.{c}.points.{p}.client: Input should be {expected}"
+        found += [msg("%(where)s: %(problem)s", where=f"cases.{c}.points.{p}.client", problem=expected)
                   for p, point in enumerate(case.points) if point.client not in known | {None}]
     return found
 

@@ -119,7 +119,8 @@ def _start_servers(case: Case, launches: list[Launch], servers: list[InferenceSe
         try:
             server.start()
         except OSError as exc:
-            raise ServerError(f"server {launch.name!r} could not start: {exc}") from exc
+            raise ServerError(msg("server %(server)s could not start: %(error)s", server=repr(launch.name),
+                                  error=str(exc))) from exc
         ctx.progress.say(f"  started {launch.engine} server [bold]{escape(label)}[/bold] "
                          f"(pid {server.pgid}, port {launch.port})")
     started()  # e.g. the benchmark client starts importing while the servers load
