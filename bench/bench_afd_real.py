@@ -28,8 +28,17 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import machine_info, write_result  # noqa: E402
 
+from bot.core.messages import from_data  # noqa: E402
 from bot.inferencex.catalog import load_catalog  # noqa: E402
 from bot.recipes.nodeids import cases_yaml  # noqa: E402
+
+
+def english(reason: object) -> str:
+    """A result.json reason in English: a catalogue message kept as its id and parameters, or text."""
+    if isinstance(reason, dict):
+        return str(from_data(reason))
+    return reason or ""
+
 
 E2E_MODULE = "tests/e2e/models/deepseek_v2_lite/test_deepseek_v2_lite.py"
 UNIT_MODULE = "tests/unit/test_e2e_process_utils.py"
@@ -160,20 +169,20 @@ def main() -> None:
         # Half the time the passing run took: the harness is stopped part-way, however fast this host is.
         limit = round(max(0.2, passed["cases"][0]["duration_s"] / 2), 2)
         cut = run(repo, work, "afd-unit", "cut", timeout_s=limit, env=cpu)
-        record("fails by node id when cut short", cut["status"] == "failed" and UNIT_MODULE in (cut["reason"] or ""),
-               cut["reason"] or "")
+        cut_reason = english(cut["reason"])
+        record("fails by node id when cut short", cut["status"] == "failed" and UNIT_MODULE in cut_reason, cut_reason)
 
         no_opt_in = {k: v for k, v in cpu.items()}
         first = nodes[0]
         failed = run(repo, work, "afd-dsv2-e2e", "no-opt-in", "--case", first.rsplit("[", 1)[-1].rstrip("]"),
                      env={**no_opt_in, "AFD_E2E_BACKEND": "", "AFD_E2E_DEVICES": "0,1,2,3"})
-        reason = failed["cases"][0]["reason"] or ""
+        reason = english(failed["cases"][0]["reason"])
         record("an E2E node without its opt-in fails by its node id (the harness raises, no skip)",
                failed["status"] == "failed" and first in reason and "skipped" not in reason, reason)
 
         wrong = run(repo, work, "afd-dsv2-e2e", "devices", "--case", first.rsplit("[", 1)[-1].rstrip("]"),
                     env={**cpu, "AFD_E2E_BACKEND": "gpu", "AFD_E2E_DEVICES": "0,0,1,1"})
-        reason = wrong["cases"][0]["reason"] or ""
+        reason = english(wrong["cases"][0]["reason"])
         record("a wrong device list is refused by node id before anything starts",
                "must list each device once" in reason and first in reason, reason)
 

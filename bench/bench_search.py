@@ -156,7 +156,7 @@ def summarize(record: dict, bench_job, result: JobResult, wall: float | None) ->
     one = bench_job.cases[0]
     (case_result,) = result.cases
     trace = case_result.search
-    record.update(status=result.status, reason=result.reason, wall_s=wall and round(wall, 1),
+    record.update(status=result.status, reason=result.reason and str(result.reason), wall_s=wall and round(wall, 1),
                   startup_s=case_result.startup_s, server_launches=result.server_launches,
                   case_duration_s=case_result.duration_s,
                   client_process=sorted({p.client_process for p in case_result.points if p.client_process}),

@@ -89,7 +89,7 @@ def recipe_bot_side(clone: pathlib.Path, pr: dict, allowed_from: str) -> dict:
     if "errors" in doc:
         first = doc["errors"][0]
         where = f"{first.get('file')}:{first.get('line')}: " if first.get("file") else ""
-        return {"rows": [], "error": f"{where}{first['message']}", "notes": []}
+        return {"rows": [], "error": f"{where}{_note_text(first['message'])}", "notes": []}
     ix = doc.get("inferencex") or {}
     rows = [r for bucket in (ix.get("rows") or {}).values() for r in bucket]
     if ix.get("canary"):
