@@ -28,16 +28,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import machine_info, write_result  # noqa: E402
 
-from bot.core.messages import from_data  # noqa: E402
+from bot.core.messages import message_from_data  # noqa: E402
 from bot.inferencex.catalog import load_catalog  # noqa: E402
 from bot.recipes.nodeids import cases_yaml  # noqa: E402
 
 
 def english(reason: object) -> str:
     """A result.json reason in English: a catalogue message kept as its id and parameters, or text."""
-    if isinstance(reason, dict):
-        return str(from_data(reason))
-    return reason or ""
+    return str(message_from_data(reason)) if reason is not None else ""
 
 
 E2E_MODULE = "tests/e2e/models/deepseek_v2_lite/test_deepseek_v2_lite.py"

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import RESULTS, command_line, machine_info, write_result  # noqa: E402
 
-from bot.core.messages import from_data  # noqa: E402
+from bot.core.messages import message_from_data  # noqa: E402
 from bot.inferencex.launches import STARTUP_S, point_seconds, row_concurrencies, row_gpus  # noqa: E402
 
 CHANGELOG = "perf-changelog.yaml"
@@ -89,7 +89,7 @@ def recipe_bot_side(clone: pathlib.Path, pr: dict, allowed_from: str) -> dict:
     if "errors" in doc:
         first = doc["errors"][0]
         where = f"{first.get('file')}:{first.get('line')}: " if first.get("file") else ""
-        return {"rows": [], "error": f"{where}{_note_text(first['message'])}", "notes": []}
+        return {"rows": [], "error": f"{where}{message_from_data(first['message'])}", "notes": []}
     ix = doc.get("inferencex") or {}
     rows = [r for bucket in (ix.get("rows") or {}).values() for r in bucket]
     if ix.get("canary"):
@@ -171,14 +171,7 @@ def compare(pr: dict, ours: dict, theirs: dict) -> dict:
             "gpu_hours_recipe_bot": ours_h, "gpu_hours_inferencex": theirs_h, "ratio": ratio,
             "recipe_bot_error": ours["error"], "inferencex_error": theirs["error"],
             "reason": "" if agree else _reason(ours, theirs),
-            "notes": [n for n in map(_note_text, ours.get("notes", [])) if n.startswith("InferenceX infra")][:3]}
-
-
-def _note_text(note: object) -> str:
-    """A plan.json note in English: a catalogue message is {id, params} (an older plan's note is text)."""
-    if not isinstance(note, dict):
-        return str(note)
-    return str(from_data(note))
+            "notes": [n for n in (str(message_from_data(x)) for x in ours.get("notes", [])) if n.startswith("InferenceX infra")][:3]}
 
 
 def markdown(results: list[dict], since: str) -> str:

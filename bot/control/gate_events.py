@@ -24,12 +24,12 @@ from bot.core.events import EventError
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.markers import SHA, foreign_edits, is_full_sha, own_check_runs
 from bot.core.stage_markers import Ack, ack_marker, reuse_marker
-from bot.core.messages import Message, bilingual, msg, UsageRefusal
+from bot.core.messages import Message, bilingual, message_from_data, msg, UsageRefusal
 from bot.inferencex.changelog import changelog_missing
 from bot.plan import remote
 from bot.plan.model import PlanError, PlanFilters
 from bot.recipes.catalog import is_recipe_path
-from bot.recipes.errors import RecipeError, RecipeProblem, message_from_data
+from bot.recipes.errors import RecipeError, RecipeProblem
 from bot.recipes.sources import GitSource
 from bot.report import collect, compare, gate, gate_runs
 from bot.report.fetch import BASELINE_COMMAND, fetch_baseline

@@ -96,6 +96,17 @@ def from_data(data: object, *, depth: int = 0, locale_dir: pathlib.Path = catalo
     return Message(message_id, tuple(values.items()), plural_id, count)
 
 
+def message_from_data(value: object) -> Message | str:
+    """A message read from a file the bot wrote: its catalogue id and parameters, or the English text of an
+    older file; anything else (an id the catalogue does not have) is shown as the text it is, never raised."""
+    if isinstance(value, dict):
+        try:
+            return from_data(value)
+        except ValueError:
+            pass
+    return str(value)
+
+
 def _text_or_message(value: object) -> Message | str:
     if isinstance(value, (Message, str)):
         return value

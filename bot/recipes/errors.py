@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bot.core.messages import Message, from_data, msg, to_data
+from bot.core.messages import Message, message_from_data, msg, to_data
 from bot.core.results import listed
 from bot.core.validation import Invalid  # noqa: F401 - the schemas' refusals, raised in their validators
 
@@ -53,17 +53,6 @@ class RecipeProblem:
         older file (a message that is not the catalogue's is shown as the text it is)."""
         return cls(str(data.get("file")), data.get("line"), data.get("field"), message_from_data(data.get("message", "")),
                    tuple(message_from_data(value) for value in data.get("accepted") or ()))
-
-
-def message_from_data(value: object) -> Message | str:
-    """A message read from a file the bot wrote: its catalogue id and parameters, or the English text of an
-    older file; anything else (an id the catalogue does not have) is shown as the text it is, never raised."""
-    if isinstance(value, dict):
-        try:
-            return from_data(value)
-        except ValueError:
-            pass
-    return str(value)
 
 
 @dataclass
