@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -180,3 +181,21 @@ def test_a_server_that_never_serves_leaves_no_client_process(tmp_path: Path, mod
     assert [p["status"] for p in run.result["cases"][0]["points"]] == ["skipped", "skipped"]
     assert run.result["cases"][0]["cleanup"]["groups_gone"]
     assert live_marked_processes(run.marker) == []
+
+
+def test_the_driver_leaves_at_end_of_input_without_running_the_libraries_exit_handlers(tmp_path: Path) -> None:
+    # The engine's libraries register exit handlers that take seconds (torch, transformers), while the
+    # case's GPU waits for the driver to be gone; a handler that ran would write the marker.
+    marker = tmp_path / "exit-handler-ran"
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import atexit, pathlib\n"
+        f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'ran')\n")
+    driver = Path(REPO) / "bot" / "runner" / "bench_driver.py"
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{HERE / 'fake_vllm_lib'}"}
+    done = subprocess.run([sys.executable, str(driver), "vllm"], input="", capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0]) == {"ready": True}
+    assert not marker.exists()

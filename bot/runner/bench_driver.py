@@ -14,7 +14,8 @@ one client process a point). Then for each line on stdin,
 the client's command would (`vllm bench serve ARGV`: the same parser and `main`; `python -m
 sglang.bench_serving ARGV`: the module run as __main__ with that argv, so its own parser and entry
 point whatever its layout), with its stdout and stderr appended to the log, and answers {"rc": N}:
-0 done, else the exit code the command would have had. End of stdin ends the driver.
+0 done, else the exit code the command would have had. End of stdin ends the driver at once
+(os._exit: the engine's libraries are not torn down).
 
 Two knobs for measuring the client itself (docs/gpu-runs/, issue #22), off by default:
 RECIPE_BOT_CLIENT_PAUSE_S waits that many seconds before each point, as long as a process-a-point
@@ -179,4 +180,11 @@ if __name__ == "__main__":
     # server.py, ...) would shadow packages of the same name in the engine's environment.
     if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
         del sys.path[0]
-    sys.exit(serve_points(sys.argv[1] if len(sys.argv) > 1 else "vllm"))
+    code = serve_points(sys.argv[1] if len(sys.argv) > 1 else "vllm")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Every point is answered and its log written. What is left is the interpreter's own exit,
+    # which with torch, transformers and the engine's client imported took 2.1 s on an H200 host
+    # (docs/gpu-runs/2026-12-02-inprocess-clients: the case's GPU is held until the driver is gone,
+    # and the teardown waits for it). Nothing of this process needs its atexit handlers, so leave now.
+    os._exit(code)
