@@ -35,6 +35,23 @@ def row_concurrencies(row: dict) -> list[int]:
     return list(row["conc"]) if isinstance(row["conc"], list) else [row["conc"]]
 
 
+def eval_concurrencies(row: dict) -> list[int]:
+    """The concurrencies an eval-only row's template runs its eval at, as InferenceX's sweep passes them
+    (run-sweep.yml: `eval-conc: eval-all-concs && join(conc, ' ') || eval-conc`; benchmark-multinode-tmpl.yml:
+    an empty eval-conc means the highest of the conc list): once, at the eval concurrency."""
+    if row.get("eval-all-concs"):
+        return row_concurrencies(row)
+    given = row.get("eval-conc")
+    if given not in (None, ""):
+        return [int(c) for c in str(given).split()]
+    return [max(row_concurrencies(row))]
+
+
+def points_run(row: dict) -> int:
+    """How many points the row's template runs: each listed concurrency, or an eval row's eval concurrencies."""
+    return len(eval_concurrencies(row) if is_eval(row) else row_concurrencies(row))
+
+
 def point_seconds(row: dict) -> float:
     if is_eval(row):
         return EVAL_S
@@ -63,7 +80,7 @@ class LaunchGroup:
 
     def gpu_hours(self, packed: bool) -> float:
         launches = 1 if packed and self.packs else len(self.rows)  # only an honest pack saves start-ups
-        seconds = STARTUP_S * launches + sum(point_seconds(r) * len(row_concurrencies(r)) for r in self.rows)
+        seconds = STARTUP_S * launches + sum(point_seconds(r) * points_run(r) for r in self.rows)
         return self.gpus * seconds / 3600.0
 
 

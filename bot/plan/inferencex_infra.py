@@ -6,7 +6,7 @@ from collections import defaultdict
 from bot.core.config import CONFIG_PATH, ConfigError, load_config
 from bot.core.messages import Message, msg
 from bot.inferencex.changelog import default_rows
-from bot.inferencex.launches import STARTUP_S, names_file, point_seconds, row_concurrencies, row_gpus, shared_reason
+from bot.inferencex.launches import STARTUP_S, names_file, point_seconds, points_run, row_gpus, shared_reason
 from bot.inferencex.repo import InferenceXRepo
 from bot.recipes.sources import Source
 
@@ -40,7 +40,7 @@ def rows_gpu_hours(repo: InferenceXRepo, keys: list[str]) -> tuple[int, float]:
     """The rows a `/sweep` of these configs plans (one plain changelog entry each) and their GPU-hours."""
     rows = default_rows(repo, keys)
     pairs = [*rows.throughput, *rows.evals]
-    hours = sum(row_gpus(r) * (STARTUP_S + point_seconds(r) * len(row_concurrencies(r))) for _, r in pairs) / 3600
+    hours = sum(row_gpus(r) * (STARTUP_S + point_seconds(r) * points_run(r)) for _, r in pairs) / 3600
     return len(pairs), hours
 
 

@@ -9,7 +9,7 @@ from bot.core.messages import Message, msg
 from bot.inferencex.canonical import sorted_json
 from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entries, changelog_rows, default_rows
 from bot.inferencex.launches import (
-    STARTUP_S, LaunchGroup, is_eval, launch_groups, point_seconds, row_concurrencies,
+    STARTUP_S, LaunchGroup, is_eval, launch_groups, point_seconds, points_run, row_concurrencies,
 )
 from bot.inferencex.repo import InferenceXRepo
 from bot.plan.ids import job_id, slurm_spec
@@ -120,8 +120,7 @@ def _row_entry(key: str, row: dict, runners: RunnerTable | None) -> MatrixEntry:
     spec = runners.runners.get(row["runner"]) if runners is not None else None
     slurm = spec.slurm if spec is not None else None
     limit_s, source = limit_for(slurm.time_limit) if slurm else _NO_SLURM_LIMIT
-    conc = row["conc"]
-    estimate = STARTUP_S + point_seconds(row) * (len(conc) if isinstance(conc, list) else 1)
+    estimate = STARTUP_S + point_seconds(row) * points_run(row)
     return MatrixEntry.for_row(row_id(key, row), key, row, "slurm" if slurm else "local", estimate, limit_s, source,
                                slurm_spec(spec, 0) if slurm else None)
 
