@@ -14,7 +14,9 @@ against its merge-base with --main edits perf-changelog.yaml or configs/:
   of that head (its own generator, its own master configs), the call its run-sweep workflow makes
   without sweep labels.
 Rows are compared as multisets of the exact matrix rows (every field). A refusal on either side plans no
-row. GPU-hours on both sides use one cost model (bot/inferencex/launches.py: one launch per row, its
+row. Rows recipe-bot holds for a runner label the PR adds to configs/runners.yaml (until its code owner
+approves the head: bot/plan/held.py) are planned rows and count; the column "held for a new runner label"
+says how many, so the figure stays honest. GPU-hours on both sides use one cost model (bot/inferencex/launches.py: one launch per row, its
 start-up and points, times its GPUs), so the ratio measures rows, not the model. Writes a Markdown
 table of every disagreement with its reason (--out, default bench/results/ix_replay.md) and a JSON
 record (bench/results/ix_replay.json); prints the agreement figure. InferenceX's output is cached per
@@ -94,7 +96,10 @@ def recipe_bot_side(clone: pathlib.Path, pr: dict, allowed_from: str) -> dict:
     rows = [r for bucket in (ix.get("rows") or {}).values() for r in bucket]
     if ix.get("canary"):
         rows.append(ix["canary"]["row"])
-    return {"rows": rows, "error": None, "notes": doc.get("notes", []), "gpu_hours": doc["summary"]["gpu_hours"]}
+    # rows on a runner label the PR adds wait for its code owner's approval: planned, not yet dispatched
+    held = [entry["row"] for entry in ix.get("held") or []]
+    return {"rows": rows + held, "held": len(held), "held_labels": ix.get("held_labels") or [], "error": None,
+            "notes": doc.get("notes", []), "gpu_hours": doc["summary"]["gpu_hours"]}
 
 
 def _extract(clone: pathlib.Path, rev: str, paths: list[str], tree: str) -> str | None:
@@ -168,6 +173,7 @@ def compare(pr: dict, ours: dict, theirs: dict) -> dict:
     return {"pr": pr["pr"], "head": pr["head"][:12], "date": pr["date"][:10], "agree": agree,
             "unreadable": theirs.get("unreadable"),
             "rows_recipe_bot": len(ours["rows"]), "rows_inferencex": len(theirs["rows"]),
+            "held_for_new_label": ours.get("held", 0), "held_labels": ours.get("held_labels", []),
             "gpu_hours_recipe_bot": ours_h, "gpu_hours_inferencex": theirs_h, "ratio": ratio,
             "recipe_bot_error": ours["error"], "inferencex_error": theirs["error"],
             "reason": "" if agree else _reason(ours, theirs),
@@ -176,15 +182,19 @@ def compare(pr: dict, ours: dict, theirs: dict) -> dict:
 
 def markdown(results: list[dict], since: str) -> str:
     agree = sum(r["agree"] for r in results)
+    held = [r for r in results if r["agree"] and r["held_for_new_label"]]
     lines = [f"# InferenceX PR replay since {since}", "",
-             f"{agree} of {len(results)} PR heads agree on rows ({100 * agree / max(len(results), 1):.1f} %).", "",
-             "| PR | head | rows recipe-bot | rows InferenceX | GPU-h recipe-bot | GPU-h InferenceX | reason |",
-             "|---|---|---|---|---|---|---|"]
+             f"{agree} of {len(results)} PR heads agree on rows ({100 * agree / max(len(results), 1):.1f} %); "
+             f"{len(held)} of them hold rows for a new runner label until its code owner approves.", "",
+             "| PR | head | rows recipe-bot | held for a new runner label | rows InferenceX | GPU-h recipe-bot | "
+             "GPU-h InferenceX | reason |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results:
-        if not r["agree"]:
-            reason = r["reason"].replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| #{r['pr']} | {r['head']} | {r['rows_recipe_bot']} | {r['rows_inferencex']} | "
-                         f"{r['gpu_hours_recipe_bot']} | {r['gpu_hours_inferencex']} | {reason} |")
+        if not r["agree"] or r["held_for_new_label"]:
+            reason = (r["reason"] or "agree; held: " + ", ".join(r["held_labels"])).replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| #{r['pr']} | {r['head']} | {r['rows_recipe_bot']} | {r['held_for_new_label']} | "
+                         f"{r['rows_inferencex']} | {r['gpu_hours_recipe_bot']} | {r['gpu_hours_inferencex']} | "
+                         f"{reason} |")
     return "\n".join(lines) + "\n"
 
 
@@ -243,6 +253,9 @@ def main() -> None:
                "gpu_hours_ratio_min": min(ratios, default=None), "gpu_hours_ratio_max": max(ratios, default=None),
                "within_1_1x": sum(1 for r in ratios if 1 / 1.1 <= r <= 1.1), "main": main_sha[:12],
                "agree_with_main_tools": agree + sum(1 for r in results if r.get("agree_with_main_tools")),
+               # agree on rows, some of them held until a code owner approves the runner label the PR adds
+               "held_for_new_label": sum(1 for r in results if r["agree"] and r["held_for_new_label"]),
+               "held_for_new_label_prs": [r["pr"] for r in results if r["held_for_new_label"]],
                "since": args.since, "allowed_from": args.allowed_from, "unreadable": [(r["pr"], r["unreadable"]) for r in unreadable]}
     write_result("ix_replay", {"command": command_line(), "machine": machine_info(), "summary": summary,
                                "results": results})
@@ -250,6 +263,8 @@ def main() -> None:
           f"{summary['newest_20_agree']} of {len(newest)}; GPU-hours ratio {summary['gpu_hours_ratio_min']}"
           f"–{summary['gpu_hours_ratio_max']}, {summary['within_1_1x']} of {len(ratios)} within 1.1×; "
           f"{summary['agree_with_main_tools']} agree where the heads' older tools are replaced by main's; "
+          f"held for a new runner label: {summary['held_for_new_label']} of the agreeing heads "
+          f"({', '.join(f'#{n}' for n in summary['held_for_new_label_prs'])}); "
           f"table: {args.out}")
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from bot.checklist import rules
 from bot.checklist.diffscan import FileChange
-from bot.checklist.owners import CodeownersError, parse_codeowners
+from bot.core.codeowners import CodeownersError, parse_codeowners
 from bot.checklist.signoff import find
 from bot.checklist.template import TemplateError, load_templates
 from bot.core.config import Checklist

@@ -5,7 +5,7 @@ import dataclasses
 from typing import Any, Literal
 
 from bot.checklist import diffscan
-from bot.checklist.owners import CodeownersError, teams_in, users_in
+from bot.core.codeowners import CodeownersError, teams_in, users_in
 from bot.checklist.signoff import SignOff
 from bot.checklist.template import Templates
 from bot.core.config import Checklist

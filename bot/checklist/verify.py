@@ -14,7 +14,8 @@ import dataclasses
 import datetime as dt
 from typing import Any, Protocol
 
-from bot.checklist import owners as codeowners, render, rules
+from bot.checklist import render, rules
+from bot.core import codeowners
 from bot.checklist.diffscan import FileChange
 from bot.checklist.render import CHECK_NAME, Verdict
 from bot.checklist.signoff import Found, find

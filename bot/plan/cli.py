@@ -12,7 +12,8 @@ from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.messages import refusal
 from bot.core.commands import UsageError, parse_single
 from bot.core.messages import msg, to_data, UsageRefusal
-from bot.plan.allowed import allowed_at, check_plan
+from bot.plan.allowed import allowed_at
+from bot.plan.held import hold_for_approval
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
 from bot.plan.outputs import actions_outputs, output_lines, write_row_files
@@ -33,6 +34,10 @@ def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
                                        problem=msg("%(value)s is not a positive integer", value=repr(part))))
             out.append(int(part))
     return tuple(dict.fromkeys(out))
+
+
+def _labels(values: tuple[str, ...]) -> list[str]:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 def _command_filters(text: str) -> dict:
@@ -72,6 +77,9 @@ def _command_filters(text: str) -> dict:
 @click.option("--no-pack", is_flag=True, help="One server launch per point, even where packing is allowed.")
 @click.option("--allowed-from", "allowed_from", metavar="REV",
               help="Fail unless every runner label and image is allowed by this revision (the default branch).")
+@click.option("--approved-runner-labels", "approved_labels", multiple=True, metavar="LABEL[,LABEL...]",
+              help="With --allowed-from: runner labels this PR adds to configs/runners.yaml that their code owner "
+                   "approved for this head (the control plane passes them); rows on other new labels are held.")
 @click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write each job as DIR/<job_id>.json; the JSON then names the files.")
 @click.option("--actions-outputs", "outputs_file", type=click.Path(dir_okay=False, path_type=Path),
@@ -81,7 +89,7 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
              recipes: tuple[str, ...], cases: tuple[str, ...], kind: str, command: str | None,
              labels: tuple[str, ...], canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool,
              no_pack: bool, jobs_dir: Path | None, allowed_from: str | None = None, compare: bool = False,
-             outputs_file: Path | None = None) -> None:
+             outputs_file: Path | None = None, approved_labels: tuple[str, ...] = ()) -> None:
     """Show which recipes a change touches and the GPU jobs it needs."""
     if outputs_file is not None and jobs_dir is None:
         raise UsageRefusal(msg("--actions-outputs needs --jobs-dir (the matrices name job files)"))
@@ -99,7 +107,8 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
             filters = filters_for_labels(labels, filters)
         plan = plan_change(repo, base=base, head=head, filters=filters)
         if allowed_from is not None:
-            check_plan(plan, allowed_at(repo, allowed_from))
+            hold_for_approval(plan, repo, base, head, allowed_at(repo, allowed_from), allowed_from,
+                              frozenset(_labels(approved_labels)))
         if outputs_file is not None:
             outputs = actions_outputs(plan)
     except RecipeError as exc:

@@ -57,6 +57,9 @@ def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
             "packing": [{**p, "why": to_data(p["why"])} for p in ix.packing],  # why: a message, as its data
             "canary": _entry_json(ix.canary, None) if ix.canary else None,
             "matrices": [m.model_dump(mode="json", exclude_none=True) for m in ix.matrices],
+            # not dispatched: on a runner label the PR adds, until its code owner approves (bot/plan/held.py)
+            "held": [_entry_json(e, None) for e in ix.held],
+            "held_labels": ix.held_labels,
         },
     }
 
@@ -84,12 +87,15 @@ NOTHING_TO_RUN = {
     "untouched": "Nothing to run: no recipe is touched by this change.",
     "conc": "Nothing to run: no point matches --conc {conc} (see the notes for each recipe's concurrencies).",
     "filtered": "Nothing to run: no recipe or case matches the filters.",
+    "held": "Nothing runs yet: every row is held for a new runner label (see the notes).",
 }
 
 
 def nothing_reason(plan: Plan) -> str:
     """Why a plan is empty, so a narrowing filter is never mistaken for an untouched change."""
     filters = plan.filters
+    if plan.inferencex is not None and plan.inferencex.held:
+        return "held"
     if filters.conc and any(getattr(note, "id", None) == NO_POINT_MATCHES for note in plan.notes):
         return "conc"
     if plan.base is None or filters.cases or filters.kind != "all" or filters.evals_only:
