@@ -96,6 +96,34 @@ def test_pr_2420_rows_run_agentic_and_eval_as_the_template_does(planned, tmp_pat
     assert "agg" not in result["inferencex"]  # eval-only: no throughput result to process, as in InferenceX
 
 
+def test_pr_2420_agentic_row_passes_its_scripts_check_env_vars_with_the_templates_result_dir(planned, tmp_path):
+    """#2420's agentic script checks RESULT_DIR (and EP_SIZE, DURATION, ...): the benchmark template sets
+    it, so the row's environment, read from the template, has it; the secrets it names stay out of files."""
+    repo, jobs = planned
+    agentic = job_file(jobs, AGENTIC, lambda r: not r.get("eval-only") and r["kv-offloading"] == "dram")
+    code, result = run(agentic, tmp_path / "a", repo, FIXTURE_HF_TOKEN="hf_fixture_secret")
+    env = result["inferencex"]["env"]
+    assert code == 0, result.get("reason")
+    assert env["RESULT_DIR"] == "/workspace/results" and env["AIPERF_FAILED_REQUEST_THRESHOLD"] == "0.10"
+    assert "HF_TOKEN" not in env and result["inferencex"]["secrets"] == ["HF_TOKEN"]
+    assert "hf_fixture_secret" not in (tmp_path / "a" / "result.json").read_text()
+    assert (repo / "results").is_dir()  # the script made $RESULT_DIR (the launcher maps /workspace to the checkout)
+
+
+def test_an_agentic_row_fails_check_env_vars_when_the_template_does_not_set_result_dir(planned, tmp_path):
+    repo, jobs = planned
+    template = repo / ".github/workflows/benchmark-tmpl.yml"
+    original = template.read_text()
+    template.write_text(original.replace("  RESULT_DIR: /workspace/results\n", ""))
+    try:
+        agentic = job_file(jobs, AGENTIC, lambda r: not r.get("eval-only") and r["kv-offloading"] == "dram")
+        code, result = run(agentic, tmp_path / "a", repo)
+    finally:
+        template.write_text(original)
+    assert code == 1 and "RESULT_DIR" not in result["inferencex"]["env"]
+    assert "missing environment variable RESULT_DIR" in (tmp_path / "a" / "launcher.log").read_text()
+
+
 def test_a_multi_node_row_runs_every_concurrency_and_aggregates_each_result_file(planned, tmp_path):
     repo, jobs = planned
     path = job_file(jobs, "tinyq-fp4-cpu-dynamo-sglang", lambda r: not r.get("eval-only"))
@@ -131,7 +159,7 @@ def test_a_row_whose_fleet_has_no_launcher_runs_its_benchmark_script(planned, tm
     code, result = run(path, tmp_path / "out", repo, RUNNER_NAME="gpu-elsewhere_3")
     assert code == 0, result.get("reason")
     assert result["inferencex"]["launcher"] == "benchmarks/single_node/fixed_seq_len/tinyq_bf16_cpu_vllm.sh"
-    assert "no fleet launcher runners/launch_gpu-elsewhere.sh" in result["inferencex"]["notes"][0]
+    assert any("no fleet launcher runners/launch_gpu-elsewhere.sh" in n for n in result["inferencex"]["notes"])
 
 
 def test_a_row_with_neither_launcher_nor_script_fails_with_a_clear_reason(planned, tmp_path):
@@ -154,10 +182,10 @@ def test_a_bad_row_job_file_is_one_clear_error(tmp_path):
 
 
 def test_a_slurm_label_row_gets_its_own_allocation_with_the_clusters_limit(planned):
-    _, jobs = planned
+    repo, jobs = planned
     job = RowJob.model_validate(json.loads(job_file(jobs, "tinyq-bf16-slurm-vllm", lambda r: True).read_text())["inferencex"])
     assert job.backend == "slurm" and job.timeout_s == 7200
-    proxy = proxy_job(job)
+    proxy = proxy_job(job, repo)
     argv = sc.sbatch_argv(proxy, Path("/tmp/s.sh"), Path("/tmp/out"))
     assert "--time=02:00:00" in argv and "--partition=cpu" in argv
 

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 
+from bot.inferencex.expr import to_json  # GitHub's toJson: two-space indented JSON
+from bot.inferencex.template import MULTI_NODE, SINGLE_NODE, RowEnv, Template, row_env
+
 # `run-sweep.yml` hands agentic rows to the template with these fixed inputs.
 _AGENTIC_FIXED = {"isl": "0", "osl": "0", "max-model-len": "0", "disagg": "false"}
 
@@ -25,7 +28,7 @@ def template_inputs(row: dict, *, agentx_fast: bool = False) -> dict[str, str]:
         "exp-name": row["exp-name"], "recipe-fingerprint": row.get("recipe-fingerprint") or "",
         "runner": row["runner"], "image": row["image"], "model": row["model"], "model-prefix": row["model-prefix"],
         "framework": row["framework"], "precision": row["precision"],
-        "router": json.dumps(row["router"]) if row.get("router") else "",
+        "router": to_json(row["router"]) if row.get("router") else "",
         "kv-p2p-transfer": row.get("kv-p2p-transfer") or "",
         "tp": row.get("tp"), "pp": row.get("pp", 1), "dcp-size": row.get("dcp-size", 1),
         "pcp-size": row.get("pcp-size", 1), "ep": row.get("ep"), "dp-attn": row.get("dp-attn", False),
@@ -39,7 +42,7 @@ def template_inputs(row: dict, *, agentx_fast: bool = False) -> dict[str, str]:
         inputs.update(_AGENTIC_FIXED)
         inputs.update({"kv-offloading": row.get("kv-offloading", ""),
                        "kv-offload-backend": (backend or {}).get("name", ""),
-                       "kv-offload-backend-metadata": json.dumps(backend) if backend else ""})
+                       "kv-offload-backend-metadata": to_json(backend) if backend else ""})
         if not eval_only:
             inputs["run-eval"] = False
     else:
@@ -48,6 +51,43 @@ def template_inputs(row: dict, *, agentx_fast: bool = False) -> dict[str, str]:
     # _text(v) inline: this runs for every row of every plan, thirty values a row
     return {k: v if v.__class__ is str else "true" if v is True else "false" if v is False else ""
             if v is None else str(v) for k, v in inputs.items()}
+
+
+def multinode_inputs(row: dict, *, agentx_fast: bool = False) -> dict[str, str]:
+    """The multi-node template's inputs for one row, as run-sweep.yml's multi-node jobs fill them
+    (`conc-list: ${{ toJson(matrix.config.conc) }}`, each worker's fields and additional settings)."""
+    agentic = row.get("scenario-type") == "agentic-coding"
+    eval_only = bool(row.get("eval-only"))
+    concs = row["conc"] if isinstance(row["conc"], list) else [row["conc"]]
+    backend = row.get("kv-offload-backend")
+    inputs: dict = {
+        "exp-name": row["exp-name"], "recipe-fingerprint": row.get("recipe-fingerprint") or "",
+        "runner": row["runner"], "image": row["image"], "model": row["model"], "model-prefix": row["model-prefix"],
+        "framework": row["framework"], "precision": row["precision"],
+        "router": to_json(row["router"]) if row.get("router") else "",
+        "kv-p2p-transfer": row.get("kv-p2p-transfer") or "", "conc-list": to_json(concs),
+        "spec-decoding": row.get("spec-decoding", "none"), "disagg": row.get("disagg", False),
+        "prefill-hardware": row["prefill"].get("hardware") or "", "decode-hardware": row["decode"].get("hardware") or "",
+        "run-eval": bool(row.get("run-eval") or eval_only) and (eval_only or not agentic), "eval-only": eval_only,
+        "eval-conc": " ".join(map(str, concs)) if row.get("eval-all-concs") else row.get("eval-conc"),
+        "agentx-fast": agentx_fast,
+        "isl": 0 if agentic else row.get("isl", 0), "osl": 0 if agentic else row.get("osl", 0),
+        "max-model-len": 0 if agentic else row.get("max-model-len", 0),
+    }
+    if agentic:
+        inputs.update({"scenario-type": "agentic-coding", "conc": row.get("eval-conc") if eval_only else concs[0],
+                       "duration": row.get("duration", 3600),
+                       "kv-offloading": row.get("kv-offloading", ""), "kv-offload-backend": (backend or {}).get("name", ""),
+                       "kv-offload-backend-metadata": to_json(backend) if backend else "",
+                       "total-cpu-dram-gb": row.get("total-cpu-dram-gb", 0)})
+    for role in ("prefill", "decode"):
+        worker = row[role]
+        inputs.update({f"{role}-num-worker": worker["num-worker"], f"{role}-tp": worker["tp"],
+                       f"{role}-pp": worker.get("pp"), f"{role}-dcp-size": worker.get("dcp-size"),
+                       f"{role}-pcp-size": worker.get("pcp-size"), f"{role}-ep": worker.get("ep"),
+                       f"{role}-dp-attn": worker.get("dp-attn"),
+                       f"{role}-additional-settings": to_json(worker.get("additional-settings"))})
+    return {k: _text(v) for k, v in inputs.items() if v is not None}
 
 
 def _multinode_env(row: dict, runner_name: str, agentx_fast: bool) -> dict[str, str]:
@@ -200,3 +240,21 @@ def benchmark_scripts(env: dict[str, str]) -> list[str]:
 def launcher_for(runner_name: str) -> str:
     """`bash ./runners/launch_${RUNNER_NAME%%_*}.sh`."""
     return f"runners/launch_{runner_name.split('_', 1)[0]}.sh"
+
+
+# --- the environment, read from the repository's own template ----------------------------------------
+
+def template_file(row: dict) -> str:
+    """Which of the repository's benchmark templates runs the row (the multi-node one for workers by role)."""
+    return MULTI_NODE if "prefill" in row else SINGLE_NODE
+
+
+def inputs_for(row: dict, *, agentx_fast: bool = False) -> dict[str, str]:
+    return (multinode_inputs if "prefill" in row else template_inputs)(row, agentx_fast=agentx_fast)
+
+
+def environment(template: Template, row: dict, runner_name: str, *, agentx_fast: bool = False,
+                secrets: dict[str, str] | None = None) -> RowEnv:
+    """The launch step's environment for the row, evaluated from the template (a RecipeError names the
+    template's file and line when it uses an expression outside the subset)."""
+    return row_env(template, inputs_for(row, agentx_fast=agentx_fast), runner_name=runner_name, secrets=secrets)

@@ -22,6 +22,7 @@ from bot.core.results import JobResult, joined, listed, with_duty_cycle
 from bot.core.validation import error_message
 from bot.core.settings import load_settings
 from bot.runner import hygiene
+from bot.recipes.errors import RecipeError
 from bot.runner.ix_row import RowJob, is_row_job, proxy_job, run_row_job
 from bot.runner.local import run_job_local
 
@@ -146,8 +147,12 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
     if row_job is not None:
         if backend == "slurm":  # one allocation per row; inside it this same command runs --backend local
             slurm = importlib.import_module("bot.runner.slurm.backend")
-            result = slurm.run_job_slurm(proxy_job(row_job), job_file, out_dir, console, repo=repo,
-                                         settings=settings)
+            try:
+                proxy = proxy_job(row_job, repo)
+            except RecipeError as exc:
+                raise JobFileError(msg("job file %(file)s: %(problems)s", file=job_file,
+                                       problems=exc.problems[0].as_message())) from None
+            result = slurm.run_job_slurm(proxy, job_file, out_dir, console, repo=repo, settings=settings)
         else:
             result = run_row_job(row_job, out_dir, console, repo=repo, backend=backend)
         path = write_result(result, out_dir)

@@ -6,6 +6,7 @@ import glob
 import json
 import os
 import shutil
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -17,7 +18,10 @@ from rich.console import Console
 from bot import engines
 from bot.inferencex.aggregate import AggregateError, aggregate, aggregate_multinode, gpus_from_name
 from bot.inferencex.append_only import recipe_fingerprint
-from bot.inferencex.rowenv import benchmark_scripts, launcher_for, template_env
+from bot.inferencex import template as ix_template
+from bot.inferencex.rowenv import benchmark_scripts, environment, launcher_for, template_file
+from bot.recipes.errors import RecipeError
+from bot.core.messages import msg
 from bot.core.jobs import Case, Job, ServerSpec, SlurmSpec
 from bot.core.results import CaseResult, JobResult, PointMetrics, PointResult
 from bot.runner import procs
@@ -43,17 +47,48 @@ class RowJob(BaseModel):
     row: dict
     slurm: SlurmSpec | None = None
     agentx_fast: bool = False
+    # The trusted base commit whose benchmark template the plan read, and the secrets that template names
+    # (taken from the runner's environment at run time, never written into a file).
+    template_commit: str | None = None
+    secrets: list[str] = Field(default_factory=list)
 
 
-def proxy_job(job: RowJob) -> Job:
+def read_template(repo: Path, row: dict, commit: str | None) -> tuple[ix_template.Template, str]:
+    """The row's benchmark template from the repository: at the plan's base commit when the checkout has
+    it, else the checked-out file (said in the second value). A RecipeError when there is none."""
+    path = template_file(row)
+    if commit:
+        shown = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True)
+        if shown.returncode == 0:
+            return ix_template.load(shown.stdout, path), f"{path} at {commit[:12]}"
+    if not (repo / path).is_file():
+        raise RecipeError.single(path, None, None, msg(
+            "the repository has no benchmark template %(path)s: the row's environment is read from it",
+            path=path))
+    return ix_template.load((repo / path).read_bytes(), path), f"{path} (checked out)"
+
+
+def row_environment(job: "RowJob", repo: Path, runner: str) -> tuple[ix_template.RowEnv, str]:
+    """The row's environment from its template, with the secrets it names taken from this environment."""
+    template, source = read_template(repo, job.row, job.template_commit)
+    names = set(job.secrets) | {s for found in template.secrets.values() for s in found}
+    secrets = {name: os.environ[name] for name in sorted(names) if name in os.environ}
+    made = environment(template, job.row, runner, agentx_fast=job.agentx_fast, secrets=secrets)
+    for key in made.secret_keys:  # a secret the runner lacks does not blank a value it already has
+        if made.env[key] == "" and os.environ.get(key):
+            made.env[key] = os.environ[key]
+    return made, source
+
+
+def proxy_job(job: RowJob, repo: Path | None = None) -> Job:
     """The row as a native job, only for the Slurm backend's allocation (name, time limit, partition):
     inside it, `recipe-bot run --backend local` reads the same row job file and runs the row."""
-    env = template_env(job.row, "proxy_0")
+    env = row_environment(job, (repo or Path.cwd()).resolve(), "proxy_0")[0].env
     server = ServerSpec(engine=engines.for_framework(job.row.get("framework", "")).name,
                         model=job.row["model"], launch_script=launcher_for("proxy_0"))
     return Job(job_id=job.job_id, kind="sweep", recipe=job.config_key,
                recipe_fingerprint=job.row.get("recipe-fingerprint") or recipe_fingerprint(job.row),
-               runner_label=job.runner_label, gpus=int(env["GPU_COUNT"] or 0) if job.slurm and job.slurm.gres else 0,
+               runner_label=job.runner_label, gpus=int(env.get("GPU_COUNT") or 0) if job.slurm and job.slurm.gres else 0,
                cases=[Case(name=job.config_key, servers=[server])], timeout_s=job.timeout_s, slurm=job.slurm)
 
 
@@ -139,7 +174,11 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
     console = console or Console(stderr=True)
     row = job.row
     name = runner_name(repo, job.runner_label)
-    env_row = template_env(row, name, agentx_fast=job.agentx_fast)
+    try:
+        made, template_source = row_environment(job, repo, name)
+    except RecipeError as exc:
+        made, template_source = None, str(exc)
+    env_row = made.env if made is not None else {}
     launcher = launcher_for(name)
     fingerprint = row.get("recipe-fingerprint") or recipe_fingerprint(row)
     port = procs.pick_free_port()
@@ -148,9 +187,15 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
     started_at, t0 = _now(), time.monotonic()
     point_id = f"c{env_row.get('CONC') or env_row.get('CONC_LIST', '').replace(' ', 'x')}"
     base = dict(job_id=job.job_id, kind="sweep", recipe=job.config_key, recipe_fingerprint=fingerprint,
-                runner_label=job.runner_label, gpus=int(env_row["GPU_COUNT"] or 0), engine=row.get("framework"),
+                runner_label=job.runner_label, gpus=int(env_row.get("GPU_COUNT") or 0), engine=row.get("framework"),
                 command=f"bash {launcher}", hardware=describe_host(), sha=git_head(repo), started_at=started_at)
-    notes = []
+    if made is None:
+        return JobResult(**base, status="failed", reason=f"the row's environment: {template_source}",
+                         finished_at=_now(), duration_s=0.0, inferencex={"row": row, "launcher": launcher})
+    shown_env = made.without_secrets()
+    notes = [f"environment from {template_source}"]
+    if made.unread:
+        notes.append("template script lines not read (they may set variables): " + "; ".join(made.unread))
     if not (repo / launcher).is_file():
         script = next((s for s in benchmark_scripts(env_row) if (repo / s).is_file()), None)
         if script is not None:  # run the benchmark script itself, as the launcher would on its host
@@ -161,7 +206,8 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
         reason = (f"no fleet launcher {launcher} for runner {name!r} (label {job.runner_label!r}) and no "
                   f"benchmark script ({', '.join(benchmark_scripts(env_row)) or 'multi-node rows need a launcher'})")
         return JobResult(**base, status="failed", reason=reason, finished_at=_now(), duration_s=0.0,
-                         inferencex={"row": row, "env": env_row, "launcher": launcher})
+                         inferencex={"row": row, "env": shown_env, "launcher": launcher,
+                                     "secrets": sorted(made.secret_keys)})
     procs.become_subreaper()
     budget = Budget(job.timeout_s)
     log_path = out_dir / "launcher.log"
@@ -186,16 +232,16 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
         report = process.stop()
     proof, failures = prove_teardown([report], ports=[port], run_tag=run_tag, gpu_before=None,
                                      started=teardown_started)
-    kept = _collect(repo, out_dir / "raw", env_row["RESULT_FILENAME"])
+    kept = _collect(repo, out_dir / "raw", env_row.get("RESULT_FILENAME", ""))
     if reason is None and code != 0:
         reason = f"launcher {launcher} exited with code {code}"
-    info: dict = {"row": row, "env": env_row, "launcher": launcher, "runner_name": name, "raw_files": kept,
-                  "notes": notes}
+    info: dict = {"row": row, "env": shown_env, "launcher": launcher, "runner_name": name, "raw_files": kept,
+                  "notes": notes, "secrets": sorted(made.secret_keys)}
     first_conc = (env_row.get("CONC") or env_row.get("CONC_LIST", "0")).split()[0]
     point = PointResult(point_id=point_id, concurrency=int(first_conc or 0),
                         status="passed", raw_result_file=None, client=None)
     points: list[PointResult] = []
-    if reason is None and env_row["EVAL_ONLY"] == "true":
+    if reason is None and env_row.get("EVAL_ONLY") == "true":
         if not any(Path(k).name.startswith("results") for k in kept):
             reason = "Eval-only run failed: no results*.json files found."
     elif reason is None and env_row.get("IS_MULTINODE") == "true":
