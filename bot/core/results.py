@@ -109,7 +109,9 @@ class PointMetrics(Model):
     requests: RequestSamples | None = None
     # Every figure InferenceX's process_result.py derives from the raw file, under its names
     # (seconds for *_ms fields, *_intvty = 1000 / TPOT, std devs included); see inferencex_figures.
-    inferencex: dict[str, float | None] = Field(default_factory=dict)
+    # With InferenceX's power fields where recipe-bot sampled power (power_metric_schema_version, power_valid
+    # 1/0, and when valid its 7 figures: bot/runner/power_rule.py), integers kept as InferenceX writes them.
+    inferencex: dict[str, int | float | None] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _plausible(self) -> "PointMetrics":
@@ -124,6 +126,19 @@ class PointMetrics(Model):
             if value is not None and not 0 <= value <= METRIC_LIMIT:
                 raise ValueError(f"{name} = {value!r} is not a plausible measurement (0 to {METRIC_LIMIT:g})")
         return self
+
+
+class PowerResult(Model):
+    """How a point's GPU power was sampled and judged (InferenceX's rule; the figures are in metrics.inferencex)."""
+
+    valid: bool
+    reasons: list[str] = Field(default_factory=list)  # InferenceX's reason codes (aggregate_power.py); [] when valid
+    problem: Text | None = None  # why there was no telemetry to judge (no NVML here, a case without GPUs)
+    interval_s: float | None = None  # the sampler's interval
+    gpus: list[str] = Field(default_factory=list)  # the case's host GPUs sampled (CUDA_VISIBLE_DEVICES entries)
+    telemetry_file: str | None = None  # gpu_metrics.csv, relative to the result directory
+    validation_file: str | None = None  # power_validation_<point>.json, relative to the result directory
+    tokens_per_joule: float | None = None  # total tok/s per W of the case's GPUs, where valid
 
 
 class PointResult(Model):
@@ -144,6 +159,7 @@ class PointResult(Model):
     # the median throughput per GPU (a measured run, never an average of runs).
     repeats: list[PointMetrics] = Field(default_factory=list)
     raw_result_files: list[str] = Field(default_factory=list)  # one per repeat
+    power: PowerResult | None = None  # None: power was not sampled (older results, a harness's own command)
 
 
 class AccuracyResult(Model):

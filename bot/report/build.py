@@ -23,6 +23,7 @@ from bot.report.model import (
     Report,
     Verdict,
 )
+from bot.report.power_view import power_lines
 from bot.report.sources import reproduce, source_of
 from bot.core.results import CaseResult, CleanupProof, JobResult
 
@@ -214,7 +215,8 @@ def _sections(rows: list[PointRow], jobs: list[CollectedJob],
             tuple(dict.fromkeys((r.job_id, r.runner_label, reproduce(j, head_sha))
                                 for j, r in zip(mine, results))),
             tuple((c.name, c.search) for r in results for c in r.cases if c.search is not None),
-            tuple(duty_line(r) for r in results if r.duty_cycle is not None)))
+            tuple(duty_line(r) for r in results if r.duty_cycle is not None),
+            tuple(line for r in results for line in power_lines(r))))
     return sections
 
 

@@ -60,6 +60,7 @@ class RecipeSection:
     reproduce: tuple[tuple[str, str, str], ...] = ()  # (job id, runner label, command)
     searches: tuple[tuple[str, SearchTrace], ...] = ()  # (case name, what its adaptive search chose)
     duty: tuple[Message, ...] = ()  # one line a job whose result records its measurement duty cycle
+    power: tuple[Message, ...] = ()  # each job's power: tok/s/W where valid, InferenceX's reasons where not
 
 
 @dataclass(frozen=True)

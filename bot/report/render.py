@@ -147,6 +147,7 @@ def _section_facts(section: RecipeSection, row_view: Callable[[PointRow], dict])
         "fold": len(rows) > FOLD_AT,
         "searches": [search_view(name, trace) for name, trace in section.searches],
         "duty": list(section.duty),
+        "power": list(section.power),
     }
 
 

@@ -17,6 +17,7 @@ from bot.core.messages import Message, msg
 from bot.core.results import PointResult
 from bot.runner.inprocess import DRIVER, DriverGone, InProcessClient
 from bot.runner.metrics import BenchResultError, load_raw, parse_bench_result
+from bot.runner.rawfile import complete_raw_file
 from bot.runner.server import OWN_GROUP, InferenceServer, die_with_runner, http_status, tail_lines
 
 CLIENT_GRACE_S = 5.0
@@ -159,7 +160,12 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
         return base.model_copy(update={"reason": msg("%(client)s wrote no result file", client=client.name)})
     raw_rel = str(result_file.relative_to(out_dir))
     try:
-        metrics = parse_bench_result(load_raw(result_file), gpus=gpus,
+        raw = load_raw(result_file)
+        try:  # InferenceX's process_result.py reads the file as its own client's (bot/runner/rawfile.py)
+            raw = complete_raw_file(result_file, raw, model_id=target.served_model_name)
+        except OSError as exc:
+            raise BenchResultError(f"{raw_rel}: cannot complete the client's result file ({exc})") from exc
+        metrics = parse_bench_result(raw, gpus=gpus,
                                      expected_requests=point.num_prompts, source=raw_rel,
                                      client_names=client.engine.result_names)
     except BenchResultError as exc:

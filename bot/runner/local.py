@@ -30,6 +30,7 @@ from bot.runner.inprocess import InProcessClient, launch_session
 from bot.runner.load import Client, Target, choose_client, reset_prefix_cache, run_point, safe_name
 from bot.runner.preflight import check_idle
 from bot.runner.progress import Progress
+from bot.runner.power import PowerSampler, with_power
 from bot.runner.proof import prove_teardown
 from bot.runner.provenance import checkout_head, provenance_of, sha_mismatch
 from bot.runner.search_run import case_points, fixed_points, own_points, search_trace
@@ -293,8 +294,13 @@ def run_case(case: Case, ctx: RunContext) -> CaseResult:
                         tokenizer=primary.model, engine=primary.engine)
         client = choose_client(ctx.engines, primary.engine,
                                case.points[0].client) if case.points else None
-        _run_points(case, ctx, client, target, servers, case_dir, run_tag, points, failures,
-                    next((x for x in sessions if x is not None), None))
+        sampler = PowerSampler(used_gpus, case_dir / "gpu_metrics.csv")
+        try:
+            with sampler:  # the case's GPUs while its points run (bot/runner/power.py)
+                _run_points(case, ctx, client, target, servers, case_dir, run_tag, points, failures,
+                            next((x for x in sessions if x is not None), None))
+        finally:
+            points[:] = with_power(points, sampler, ctx.out_dir)
         if case.accuracy is not None:
             with progress.waiting(f"GSM8K: {case.accuracy.num_samples} samples"):
                 outcome = run_gsm8k(case.accuracy, base_url=f"http://{HOST}:{primary.port}",
