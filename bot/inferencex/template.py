@@ -143,8 +143,8 @@ def row_env(template: Template, given: Mapping[str, object], *, runner_name: str
             secrets: Mapping[str, str] | None = None, github: Mapping[str, object] | None = None,
             variables: Mapping[str, str] | None = None) -> RowEnv:
     """The launch step's environment for one row's inputs (`given`, as the sweep workflow passes them)."""
+    # only the inputs the template declares reach it (GitHub refuses a call with others)
     inputs = {name: _typed(decl, given.get(name)) for name, decl in template.inputs.items()}
-    inputs.update({k: v for k, v in given.items() if k not in inputs})
     env: dict[str, str] = {}
     secret_keys: dict[str, list[str]] = {}
     named = template.secrets
