@@ -30,6 +30,7 @@ CI_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "required-commands": ("bot.report.gate_runs", "required_commands_cmd"),
     "plan-failed": ("bot.control.gate_events", "plan_failed_cmd"),
     "retry-matrix": ("bot.runner.retry", "retry_matrix_cmd"),
+    "template-results": ("bot.report.template_results", "template_results_cmd"),
     "commands-doc": ("bot.control.help_docs", "commands_doc_cmd"),
     "settings-doc": ("bot.cli", "settings_doc_cmd"),
 }
@@ -48,6 +49,7 @@ SHORT_HELP = {
     "required-commands": "Print the commands the merge gate requires (gate.required), one a line.",
     "plan-failed": "Fail the merge gate on a commit whose plan job failed, with the planner's reason.",
     "retry-matrix": "Print the matrix of jobs to run again after an infrastructure failure.",
+    "template-results": "Turn the bmk_* artifacts of InferenceX's benchmark templates into the report's results.",
     "commands-doc": "Print docs/commands.md from the command registry.",
     "settings-doc": "Print docs/settings.md (every RECIPE_BOT_* variable) from the settings model.",
 }

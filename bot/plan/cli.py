@@ -14,12 +14,14 @@ from bot.core.commands import UsageError, parse_single
 from bot.core.messages import msg, to_data, UsageRefusal
 from bot.plan.allowed import allowed_at
 from bot.plan.held import hold_for_approval
+from bot.plan.ix_templates import apply_templates, templates_at
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
 from bot.plan.outputs import actions_outputs, output_lines, write_row_files
 from bot.plan.planner import plan_change
 from bot.plan.render import dump_json, errors_markdown, plan_document, plan_markdown, print_table, write_jobs
 from bot.recipes.errors import RecipeError
+from bot.recipes.sources import open_source
 
 
 def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
@@ -109,8 +111,11 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
         if allowed_from is not None:
             hold_for_approval(plan, repo, base, head, allowed_at(repo, allowed_from), allowed_from,
                               frozenset(_labels(approved_labels)))
+        # InferenceX rows run through the benchmark templates of the revision the GPU workflow runs
+        templates = templates_at(open_source(repo, allowed_from or head)) if plan.inferencex is not None else None
+        apply_templates(plan, templates)
         if outputs_file is not None:
-            outputs = actions_outputs(plan)
+            outputs = actions_outputs(plan, templates)
     except RecipeError as exc:
         if fmt == "json":
             click.echo(json.dumps({"errors": [p.as_dict() for p in exc.problems]}, indent=2))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.inferencex.jobfiles import row_job
+from bot.inferencex.templates import KIND_MULTI, KIND_SINGLE, Templates, row_inputs
 from bot.plan.model import MAX_MATRIX_JOBS, MatrixEntry, Plan, PlanError
 
 _JOB_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")  # a job id names a file under the jobs folder
@@ -24,10 +25,15 @@ class ActionsOutputs:
     row_files: dict[str, dict] = field(default_factory=dict)
 
 
-def actions_outputs(plan: Plan) -> ActionsOutputs:
-    """The canary (if any), one matrix per runner label (and per 256 jobs), and each row's job file.
+RECIPE_BOT = "recipe-bot"  # a label matrix's kind: `recipe-bot run` runs its jobs (the others: a template)
 
-    The matrices carry only ids, labels and backends, well under GitHub's 1 MiB output limit.
+
+def actions_outputs(plan: Plan, templates: Templates | None = None) -> ActionsOutputs:
+    """The canary (if any), one matrix per runner label and kind (and per 256 jobs), and each row's job file.
+
+    The matrices carry ids, labels and backends, and for a row that runs through one of the repository's
+    benchmark templates (bot/plan/ix_templates.py) the template's inputs for it; well under GitHub's 1 MiB
+    output limit for the plans a PR makes.
     """
     files: dict[str, dict] = {}
 
@@ -45,9 +51,21 @@ def actions_outputs(plan: Plan) -> ActionsOutputs:
     def row(entry: MatrixEntry) -> dict[str, str] | None:
         if not _JOB_ID.fullmatch(entry.job_id) or not isinstance(entry.row, dict):
             return None
-        files[entry.job_id] = row_job(entry.model_dump(mode="json"), agentx_fast)
-        return {"job_id": entry.job_id, "runner_label": entry.runner_label, "recipe": entry.recipe,
+        dumped = entry.model_dump(mode="json")
+        if dumped.get("backend") in (KIND_SINGLE, KIND_MULTI):
+            dumped["backend"] = "local"  # its job file, for `recipe-bot run` by hand, runs the launcher here
+        files[entry.job_id] = row_job(dumped, agentx_fast)
+        made = {"job_id": entry.job_id, "runner_label": entry.runner_label, "recipe": entry.recipe,
                 "backend": entry.backend or "local", "limit_s": str(entry.limit_s or "")}
+        template = templates.for_kind(entry.backend) if templates and entry.backend in (KIND_SINGLE, KIND_MULTI) \
+            else None
+        if template is not None:
+            made["inputs"] = template.typed(row_inputs(entry.row, agentx_fast=agentx_fast)[1])
+        return made
+
+    def kind(made: list[dict]) -> str:
+        backend = made[0].get("backend")
+        return backend if backend in (KIND_SINGLE, KIND_MULTI) else RECIPE_BOT
 
     canary = native(plan.canary) if plan.canary else None
     include: list[dict] = []
@@ -63,13 +81,18 @@ def actions_outputs(plan: Plan) -> ActionsOutputs:
     ix_matrices = []
     for matrix in ix.matrices if ix is not None else []:
         made = [m for m in (row(e) for e in matrix.include) if m is not None]
-        if made:
+        # a label's rows split by what runs them: recipe-bot, the single-node or the multi-node template
+        for group in ({kind([m]): None for m in made}):
+            mine = [m for m in made if kind([m]) == group]
             ix_matrices.append(({"runner_label": matrix.runner_label, "index": matrix.index,
-                                 "fail_fast": bool(matrix.fail_fast)}, made))
-    if canary is not None and ix_canary is not None:
-        # one canary runs first; the InferenceX canary row then runs with the other rows of its label
+                                 "fail_fast": bool(matrix.fail_fast), **_kind(group)}, mine))
+    if ix_canary is not None and (canary is not None or kind([ix_canary]) != RECIPE_BOT):
+        # One canary runs first (the canary job runs `recipe-bot run`); an InferenceX canary row that another
+        # canary precedes, or that runs through a template, runs with its label's rows instead.
         ix_matrices.append(({"runner_label": ix_canary["runner_label"], "index": len(ix_matrices),
-                             "fail_fast": False}, [ix_canary]))
+                             "fail_fast": False, **_kind(kind([ix_canary]))}, [ix_canary]))
+        if canary is None:
+            ix_canary = None
     canary = canary or ix_canary
     for meta, made in ix_matrices:
         include += [m for m in made if m != canary]
@@ -93,6 +116,11 @@ def actions_outputs(plan: Plan) -> ActionsOutputs:
         "jobs": str(len(include) + (1 if canary else 0)),
         "fail_fast": "true" if fail_fast else "false",
     }, files)
+
+
+def _kind(kind: str) -> dict[str, str]:
+    """A label matrix's `kind` for gpu.yml's run job (absent: recipe-bot runs its jobs, as before templates)."""
+    return {} if kind == RECIPE_BOT else {"kind": kind}
 
 
 def write_row_files(outputs: ActionsOutputs, jobs_dir: Path) -> None:

@@ -1,0 +1,151 @@
+"""An InferenceX repository's own benchmark templates: whether they exist, their time limits, a row's inputs.
+
+gpu.yml's InferenceX row jobs (in `gpu-run-inferencex.yml`) call the repository's `benchmark-tmpl.yml` and
+`benchmark-multinode-tmpl.yml` as reusable workflows; this module reads those files (as data, from the
+revision the GPU workflow runs: the default branch) so that the plan knows which rows go to a template,
+each row's limit is the template's own `timeout-minutes`, and each row's inputs are the ones InferenceX's
+`run-sweep.yml` passes for it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from bot.inferencex.rowenv import template_inputs
+
+SINGLE_NODE = ".github/workflows/benchmark-tmpl.yml"
+MULTI_NODE = ".github/workflows/benchmark-multinode-tmpl.yml"
+# What the GPU workflow runs a row with: recipe-bot's own `recipe-bot run`, or one of the two templates.
+KIND_SINGLE, KIND_MULTI = "single-node", "multi-node"
+
+# The one expression shape the templates' `timeout-minutes` use:
+# `${{ inputs.scenario-type == 'agentic-coding' && 780 || 480 }}` (and `!=`).
+_CHOICE = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*(==|!=)\s*'([^']*)'\s*&&\s*(\d+)\s*\|\|\s*(\d+)\s*\}\}")
+_PLAIN = re.compile(r"\s*(\d+)\s*")
+
+
+class TemplateError(ValueError):
+    """A template whose `timeout-minutes` or inputs recipe-bot cannot read."""
+
+
+@dataclass(frozen=True)
+class Template:
+    path: str
+    timeout: str  # the job's `timeout-minutes`, as written
+    inputs: dict[str, str] = field(default_factory=dict)  # input name → its declared type
+
+    def minutes(self, inputs: dict[str, str]) -> int:
+        """The job's `timeout-minutes` for these inputs (a number, or the one choice expression above)."""
+        plain = _PLAIN.fullmatch(self.timeout)
+        if plain:
+            return int(plain.group(1))
+        choice = _CHOICE.fullmatch(self.timeout.strip())
+        if choice is None:
+            raise TemplateError(f"{self.path}: timeout-minutes {self.timeout!r} is neither a number nor "
+                                "`${{ inputs.X == 'v' && N || M }}`")
+        name, op, value, yes, no = choice.groups()
+        return int(yes) if (inputs.get(name, "") == value) == (op == "==") else int(no)
+
+    def typed(self, inputs: dict[str, str]) -> dict[str, str | bool]:
+        """The inputs this template declares, booleans as JSON booleans (a `type: boolean` input refuses a
+        string); the ones it does not declare are left out, as GitHub would refuse them."""
+        out: dict[str, str | bool] = {}
+        for name, value in inputs.items():
+            kind = self.inputs.get(name)
+            if kind is None:
+                continue
+            out[name] = value == "true" if kind == "boolean" else value
+        return out
+
+
+def parse_template(path: str, text: str) -> Template:
+    """The template's one job's `timeout-minutes` and its `workflow_call` inputs' types."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TemplateError(f"{path}: not YAML: {exc}") from None
+    if not isinstance(doc, dict):
+        raise TemplateError(f"{path}: not a workflow")
+    on = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` as True
+    call = on.get("workflow_call") if isinstance(on, dict) else None
+    jobs = doc.get("jobs")
+    if not isinstance(call, dict) or not isinstance(jobs, dict) or len(jobs) != 1:
+        raise TemplateError(f"{path}: not a reusable workflow (on: workflow_call) with one job")
+    (job,) = jobs.values()
+    timeout = job.get("timeout-minutes") if isinstance(job, dict) else None
+    if timeout is None:
+        raise TemplateError(f"{path}: its job has no timeout-minutes")
+    declared = call.get("inputs") or {}
+    types = {str(k): str((v or {}).get("type", "string")) for k, v in declared.items()}
+    return Template(path, str(timeout), types)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def multinode_inputs(row: dict, *, agentx_fast: bool = False) -> dict[str, str]:
+    """benchmark-multinode-tmpl.yml's inputs for one row, as run-sweep.yml's multi-node jobs fill them."""
+    agentic = row.get("scenario-type") == "agentic-coding"
+    conc = row["conc"] if isinstance(row["conc"], list) else [row["conc"]]
+    inputs: dict[str, object] = {
+        "isl": "0" if agentic else row.get("isl"), "osl": "0" if agentic else row.get("osl"),
+        "max-model-len": "0" if agentic else row.get("max-model-len"), "runner": row["runner"],
+        "image": row["image"], "model": row["model"], "model-prefix": row["model-prefix"],
+        "framework": row["framework"], "precision": row["precision"],
+        "router": json.dumps(row["router"]) if row.get("router") else "",
+        "kv-p2p-transfer": row.get("kv-p2p-transfer") or "", "exp-name": row["exp-name"],
+        "recipe-fingerprint": row.get("recipe-fingerprint") or "", "conc-list": json.dumps(conc),
+        "spec-decoding": row.get("spec-decoding", "none"), "disagg": row.get("disagg", False),
+        "run-eval": False,
+    }
+    for role in ("prefill", "decode"):
+        worker = row[role]
+        inputs.update({
+            f"{role}-hardware": worker.get("hardware"), f"{role}-num-worker": worker.get("num-worker"),
+            f"{role}-tp": worker.get("tp"), f"{role}-pp": worker.get("pp"),
+            f"{role}-dcp-size": worker.get("dcp-size"), f"{role}-pcp-size": worker.get("pcp-size"),
+            f"{role}-ep": worker.get("ep"), f"{role}-dp-attn": worker.get("dp-attn"),
+            f"{role}-additional-settings": json.dumps(worker.get("additional-settings")),
+        })
+    if agentic:
+        backend = row.get("kv-offload-backend")
+        inputs.update({"conc": conc[0], "kv-offloading": row.get("kv-offloading"),
+                       "kv-offload-backend": (backend or {}).get("name", ""),
+                       "kv-offload-backend-metadata": json.dumps(backend) if backend else "",
+                       "total-cpu-dram-gb": row.get("total-cpu-dram-gb"), "duration": row.get("duration"),
+                       "scenario-type": "agentic-coding", "agentx-fast": agentx_fast})
+    return {k: _text(v) for k, v in inputs.items()}
+
+
+def row_inputs(row: dict, *, agentx_fast: bool = False) -> tuple[str, dict[str, str]]:
+    """Which template a row goes to and its inputs (strings, as GitHub renders them)."""
+    if "prefill" in row and "decode" in row:
+        return KIND_MULTI, multinode_inputs(row, agentx_fast=agentx_fast)
+    return KIND_SINGLE, template_inputs(row, agentx_fast=agentx_fast)
+
+
+@dataclass(frozen=True)
+class Templates:
+    """The repository's templates at the revision the GPU workflow runs (None: that one is absent)."""
+    single: Template | None
+    multi: Template | None
+
+    def for_kind(self, kind: str) -> Template | None:
+        return self.single if kind == KIND_SINGLE else self.multi
+
+
+def read_templates(read) -> Templates | None:  # noqa: ANN001 - read(path) -> str | None
+    """Both templates through `read` (a revision's file reader); None when neither exists."""
+    found = {}
+    for path in (SINGLE_NODE, MULTI_NODE):
+        text = read(path)
+        found[path] = parse_template(path, text) if text is not None else None
+    if not any(found.values()):
+        return None
+    return Templates(found[SINGLE_NODE], found[MULTI_NODE])
