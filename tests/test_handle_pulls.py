@@ -106,7 +106,10 @@ def test_dry_run_prints_each_intended_write_and_makes_none(h):
     assert dispatch["inputs"]["sha"] == h.head(7) and dispatch["inputs"]["comment_id"] == str(comment_id)
     assert comment["pr"] == 7 and "recipe-bot:ack" in comment["body"]
     assert h.writes(before) == [] and h.dispatches() == []
-    assert {r["method"] for r in h.requests(before)} == {"GET"}
+    # reads only: GETs, and the GraphQL query that reads the PR with the config (a POST, but no mutation)
+    asked = h.requests(before)
+    assert {r["method"] for r in asked if r["operation"] != "graphql"} == {"GET"}
+    assert [str(r["body"]["query"]).lstrip()[:6] for r in asked if r["operation"] == "graphql"] == ["query("]
 
 
 def test_dry_run_of_a_refusal_prints_the_reply(h):
@@ -122,12 +125,18 @@ class PushAfterFirstRead(GitHubClient):
         super().__init__(**kwargs)
         self.harness, self.reads = harness, 0
 
-    def get_pull(self, number):
-        pull = super().get_pull(number)
+    def _read(self, pull):
         self.reads += 1
         if self.reads == 1:
             self.harness.push("name: tiny\nsneaky: true\n")
         return pull
+
+    def get_pull(self, number):
+        return self._read(super().get_pull(number))
+
+    def get_pull_and_text(self, number, path, ref):  # the PR read with the config (GraphQL)
+        pull, text = super().get_pull_and_text(number, path, ref)
+        return self._read(pull), text
 
 
 def test_a_push_after_authorization_never_runs_the_pushed_commit(h):

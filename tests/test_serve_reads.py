@@ -14,7 +14,7 @@ from bot.core.github_cache import CommitReads
 from bot.serve.logs import JsonLog
 from bot.serve.queue import DeliveryQueue
 from bot.serve.service import Service
-from handle_helpers import Harness, seed
+from handle_helpers import PULLS, Harness, seed
 from serve_helpers import SECRET, drain, post, service
 
 SHA = "a" * 40
@@ -85,9 +85,46 @@ def test_the_second_sweep_on_the_same_commits_reads_no_file_again_but_asks_permi
     at_commit = [op for op, ref in first if op == "repos/get-content" and ref and len(ref) == 40]
     assert at_commit, "the first delivery reads the head's and base's files"
     assert not [op for op, ref in second if op == "repos/get-content" and ref and len(ref) == 40]
-    for operation in ("repos/get-collaborator-permission-level", "pulls/get", "issues/list-comments"):
+    for operation in ("repos/get-collaborator-permission-level", "issues/list-comments"):
         assert operation in [op for op, _ in second], operation
-    assert ("repos/get-content", "main") in second  # the default branch's config: by name, read each time
+    # the PR (its live head) and the default branch's config (by name) in one GraphQL query, read each time
+    asked = [e["body"]["variables"] for e in per_delivery[1] if e["operation"] == "graphql"]
+    assert {"number": 8, "expression": "main:.github/recipe-bot.yaml"}.items() <= asked[0].items()
+
+
+# Issue #38 item 1: at most six GitHub requests from a comment to its dispatch, each one the trust and exactly-once
+# rules need live, in this order; the reply (the claim turned into the acknowledgement) comes after the dispatch.
+TO_DISPATCH = [
+    "graphql",  # the PR's live head, author and fork, with the default branch's config (by name)
+    "issues/create-comment",  # the claim, recording the head SHA and the estimate
+    "issues/list-comments",  # read back: the ledger, and whether this claim is the first of its comment
+    "repos/get-collaborator-permission-level",  # the commenter's permission, live
+    "actions/list-workflow-runs",  # after the claim: the comment's run, if any; the limits and the budget
+    "actions/create-workflow-dispatch",
+]
+
+
+def test_a_sweep_in_a_warm_process_reaches_its_dispatch_in_six_requests_and_replies_after_it(sandbox, tmp_path):
+    fresh = [{**PULLS[0], "number": n, "title": f"Change {n}"} for n in (11, 12)]  # carol's, one head and base
+    h = Harness(sandbox(seed(tmp_path, pulls=PULLS + fresh)), tmp_path)
+    svc = service(h.sb, tmp_path / "queue.sqlite3").start()
+    try:
+        asked = []
+        for n, pr in enumerate((11, 12)):  # the first delivery also reads the two commits' files once
+            before = h.seq()
+            event = h.sb.event("issue_comment", "created", comment_id=h.comment(pr, "carol", "/sweep"))
+            assert post(Client(svc), "issue_comment", event, delivery=f"d{n}").status_code == 202
+            drain(svc)
+            asked.append([e["operation"] for e in h.requests(before)])
+    finally:
+        svc.stop()
+        svc.queue.close()
+    warm = asked[1]
+    upto = warm.index("actions/create-workflow-dispatch") + 1
+    assert warm[:upto] == TO_DISPATCH, warm
+    # after it: the check for a twin run (a claim written outside Actions names no holder), then the reply
+    assert warm[upto:] == ["actions/list-workflow-runs", "issues/update-comment"], warm
+    assert len(h.dispatches()) == 2
 
 
 def test_twenty_deliveries_for_ten_prs_at_once_are_each_handled_once_one_pr_at_a_time_in_arrival_order(tmp_path):

@@ -304,7 +304,7 @@ def claim_comment(h: Handler, event: CommentEvent, parsed: ParsedComment, reply:
         h.state.read_comments(h.client.list_issue_comments(event.number))
         return None
 
-    pull = event.pull or h.client.get_pull(event.number)
+    pull = event.pull or h.pull(event.number)
     line = gpu[0].normalized()
     starts = h.command_that_starts(gpu[0], pull)  # a /rerun's estimate is the restarted command's
     hours = h.claim_hours(starts.normalized(), pull) if starts is not None else None

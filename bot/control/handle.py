@@ -33,7 +33,9 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     if parsed.empty:
         h.log("no command in the comment")
         return
-    if error := h.load_config():
+    # the PR's head is needed next (the claim records it): read with the config in one request
+    needs_pull = event.on_pull and bool(parsed.commands) and event.pull is None
+    if error := h.load_config(pull_number=event.number if needs_pull else None):
         _reply_config_error(h, event.number, event.key, event.body, error)
         return
     bot = h.bot_login()
@@ -71,7 +73,7 @@ def handle_comment(h: Handler, event: CommentEvent) -> None:
     for error in parsed.errors:
         _error_section(reply, error)
     if parsed.commands:
-        pull = pull or event.pull or h.client.get_pull(event.number)
+        pull = pull or event.pull or h.pull(event.number)
         _run_commands(h, event, parsed.commands, pull, ledger, reply)
     h.post(event.number, reply, event.comment_id)
 

@@ -15,7 +15,7 @@ from bot.control.client import ControlClient
 from bot.core.commands import Command
 from bot.control.context import Outcome, RequestState
 from bot.control.reply import Reply
-from bot.core.config import ConfigError, RepoConfig, read_repo_config
+from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, config_from_text, read_repo_config
 from bot.core.events import Pull
 from bot.core.github import GitHubError, Run
 from bot.control.trust import Actor, Approval, Decision, Permission
@@ -41,6 +41,7 @@ class Handler:
         self._config_read = False
         self._config_error: ConfigError | None = None
         self._review_approvals: list[Approval] | None = None
+        self._pulls: dict[int, Pull] = {}
         self._bot: str | None = None
         # Claim-then-check (bot/control/limits.py): runs listed before the claim are listed again after it.
         self._runs_after_claim = False
@@ -50,17 +51,33 @@ class Handler:
 
     # -- lazy reads: each is asked for only when a decision needs it -------------------------
 
-    def load_config(self) -> ConfigError | None:
+    def load_config(self, pull_number: int | None = None) -> ConfigError | None:
+        """The default branch's config, read once per event; `pull_number`: the PR the event needs next, read in
+        the same request when the config comes through the API (see pull())."""
         if self._config_read:  # read once per event, whoever asks first
             return self._config_error
         self._config_read, self._config_error = True, None
         try:
-            self.config = budget.local_config(self) or read_repo_config(self.client, self.default_branch)
+            self.config = budget.local_config(self) or self._config_through_api(pull_number)
         except ConfigError as exc:
             self.outcome.fail(str(exc))
             self._config_error = exc
             return exc
         return None
+
+    def _config_through_api(self, pull_number: int | None) -> RepoConfig:
+        if pull_number is None:
+            return read_repo_config(self.client, self.default_branch)
+        pull, text = self.client.get_pull_and_text(pull_number, CONFIG_PATH, self.default_branch)
+        self._pulls[pull_number] = pull
+        return config_from_text(text, self.default_branch)
+
+    def pull(self, number: int) -> Pull:
+        """The PR as this event read it (with the config, or now): one live read per event, as the head SHA
+        that is authorized and dispatched is this read's."""
+        if number not in self._pulls:
+            self._pulls[number] = self.client.get_pull(number)
+        return self._pulls[number]
 
     def bot_login(self) -> str:
         if self.config.bot_login:

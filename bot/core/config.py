@@ -304,5 +304,9 @@ class ContentReader(Protocol):
 
 def read_repo_config(client: ContentReader, default_branch: str) -> RepoConfig:
     """The config as committed on the default branch; a PR can never change its own rules."""
-    text = client.get_text(CONFIG_PATH, ref=default_branch)
+    return config_from_text(client.get_text(CONFIG_PATH, ref=default_branch), default_branch)
+
+
+def config_from_text(text: str | None, default_branch: str) -> RepoConfig:
+    """The config file's text as read from the default branch (None: there is none, so the defaults)."""
     return RepoConfig() if text is None else load_config(text, f"{CONFIG_PATH}@{default_branch}")

@@ -19,7 +19,9 @@ from bot.core import github_retry
 from bot.core.github_cache import CommitReads
 from bot.core.events import Pull, pull_from_json
 from bot.core.markers import opens_with_marker
-from bot.core.messages import Message, msg
+from bot.core.messages import msg
+from bot.core.github_errors import BotLoginMismatch, GitHubError  # noqa: F401  (callers' names)
+from bot.core.github_graphql import PULL_AND_FILE_QUERY, Incomplete, file_from_graphql, pull_from_graphql, variables
 from bot.core.github_records import (  # noqa: F401  (the client's records: bot.core.github.Comment etc.)
     ACTIVE_RUN_STATES,
     Comment,
@@ -41,39 +43,6 @@ from bot.core.github_records import (  # noqa: F401  (the client's records: bot.
     _when,
     edit_history,
 )
-
-
-class GitHubError(RuntimeError):
-    """A GitHub call failed; the message names the call, the status and GitHub's own message.
-
-    `ambiguous`: the request may have taken effect although it failed (a 5xx, a time-out, a dropped
-    connection), so a non-idempotent write must be checked, not repeated. `throttled_s`: GitHub
-    rate-limited the bot and asked for that many seconds, more than the retry budget allows.
-    """
-
-    def __init__(self, message: Message | str, status: int | None = None, *, ambiguous: bool = False,
-                 throttled_s: float | None = None):
-        super().__init__(message)
-        self.message = message  # rendered per language where it is shown; str() is its English form
-        self.status = status
-        self.ambiguous = ambiguous
-        self.throttled_s = throttled_s
-
-    def __str__(self) -> str:
-        return str(self.message)
-
-    @property
-    def throttled(self) -> bool:
-        return self.throttled_s is not None
-
-
-class BotLoginMismatch(GitHubError):
-    """The bot wrote a comment and then did not recognise it: its token posts as one login while it
-    looks for its own comments as another (bot_login in the config). GitHub did nothing wrong."""
-
-    def __init__(self, message: Message | str, *, posted_as: str, bot_login: str):
-        super().__init__(message, 200)
-        self.posted_as, self.bot_login = posted_as, bot_login
 
 
 class GitHubClient:
@@ -209,9 +178,8 @@ class GitHubClient:
                 asked[r["node_id"]] = n
         if not asked:
             return out
-        base = self.base_url.removesuffix("/v3") if self.base_url.endswith("/api/v3") else self.base_url
         query = {"query": EDITS_QUERY, "variables": {"ids": list(asked)}}
-        _, data = self._call("POST", f"{base}/graphql", body=query, safe=True)
+        _, data = self._call("POST", self._graphql_url(), body=query, safe=True)
         nodes = (data or {}).get("data", {}) or {}
         if "nodes" not in nodes:
             said = "; ".join(str(e.get("message")) for e in (data or {}).get("errors") or [] if isinstance(e, dict))
@@ -224,6 +192,10 @@ class GitHubClient:
                 self._edit_histories[(node_id, raw[n].get("updated_at") or "", out[n].body)] = (edited, editors)
             out[n] = dataclasses.replace(out[n], edited=edited, editors=editors)
         return out
+
+    def _graphql_url(self) -> str:
+        base = self.base_url.removesuffix("/v3") if self.base_url.endswith("/api/v3") else self.base_url
+        return f"{base}/graphql"
 
     def _write(self, action: dict[str, Any], perform: Callable[[], Any]) -> Any:
         if self.dry_run:
@@ -295,6 +267,19 @@ class GitHubClient:
 
     def get_pull(self, number: int) -> Pull:
         return pull_from_json(self._call("GET", f"pulls/{number}")[1])
+
+    def get_pull_and_text(self, number: int, path: str, ref: str) -> tuple[Pull, str | None]:
+        """get_pull(number) and get_text(path, ref) in one GraphQL request (bot/core/github_graphql.py); what
+        its answer lacks (or an answer with errors: a number that is no PR) is read through REST."""
+        body = {"query": PULL_AND_FILE_QUERY, "variables": variables(self.repository, number, path, ref)}
+        _, data = self._call("POST", self._graphql_url(), body=body, safe=True)
+        repo = ((data or {}).get("data") or {}).get("repository") or {} if isinstance(data, dict) else {}
+        try:
+            pull = pull_from_graphql(repo.get("pullRequest"))
+        except Incomplete:
+            pull = self.get_pull(number)
+        known, text = file_from_graphql(repo["object"]) if "object" in repo else (False, None)
+        return pull, text if known else self.get_text(path, ref)
 
     def get_pull_json(self, number: int) -> dict[str, Any]:
         return self._call("GET", f"pulls/{number}")[1]

@@ -144,7 +144,7 @@ EDITS_QUERY = """query($ids: [ID!]!) {
 }"""
 
 
-def _actor(data: Any) -> str:
+def rest_login(data: Any) -> str:
     """A GraphQL actor's login as REST writes it: GitHub's GraphQL leaves "[bot]" off an app's login."""
     if not isinstance(data, dict) or not data.get("login"):
         return ""  # null: a deleted account (GitHub's ghost), never the bot nor an author
@@ -160,9 +160,9 @@ def edit_history(node: Any) -> tuple[bool, tuple[str, ...]]:
     listed = [e for e in edits.get("nodes") or [] if isinstance(e, dict)]
     total = int(edits.get("totalCount") or 0)
     edited = bool(node.get("lastEditedAt")) or total > 0
-    editors = [_actor(e.get("editor")) for e in listed]
+    editors = [rest_login(e.get("editor")) for e in listed]
     if edited:
-        editors.append(_actor(node.get("editor")))
+        editors.append(rest_login(node.get("editor")))
     if total > len(listed):
         editors.append("")  # edits beyond the page: their editors are unknown
     return edited, tuple(dict.fromkeys(editors))

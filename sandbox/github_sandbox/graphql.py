@@ -5,7 +5,9 @@ package @octokit/graphql-schema (pinned in npm/package-lock.json, installed into
 GitHub does not have is refused as GitHub refuses it: HTTP 200 with `errors` and no `data`. The state is
 served where the bot reads it: issue comments and reviews (author, editor, lastEditedAt, the edit history
 `userContentEdits`), reached through `node(id:)` / `nodes(ids:)` with the REST `node_id`s, or through
-`repository(owner:, name:) { pullRequest(number:) { comments(...) reviews(...) } }` with cursors.
+`repository(owner:, name:) { pullRequest(number:) { comments(...) reviews(...) } }` with cursors; a pull
+request's head, base, state and labels as REST's pulls/get has them, and a file of a branch or commit as
+`repository { object(expression: "<ref>:<path>") { ... on Blob { text } } }`.
 A field the sandbox does not model resolves to null (an error, where the schema says non-null).
 """
 from __future__ import annotations
@@ -184,7 +186,29 @@ class _World:
         if (owner.lower(), name.lower()) != (st.owner.lower(), st.name.lower()):
             raise NotFound(f"Could not resolve to a Repository with the name '{owner}/{name}'.")
         return {"__typename": "Repository", "id": node_id("Repository", st.full_name), "name": st.name,
-                "nameWithOwner": st.full_name, "pullRequest": self.pull_request}
+                "nameWithOwner": st.full_name, "pullRequest": self.pull_request,
+                "object": lambda info, expression=None, oid=None: self.git_object(expression)}
+
+    def git_object(self, expression: str | None) -> dict[str, Any] | None:
+        """A file as `<branch, tag or SHA>:<path>` (null when either names nothing, as GitHub answers)."""
+        ref, colon, path = (expression or "").partition(":")
+        git = self.state.git
+        sha = git.ref_sha(ref) if colon and path else None
+        if sha is None or git.object_type(sha, path) != "blob":
+            return None
+        data = git.read_file(sha, path) or b""
+        try:
+            text: str | None = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        oid = git.blob_sha(sha, path)
+        return {"__typename": "Blob", "id": node_id("Blob", oid), "oid": oid, "abbreviatedOid": oid[:7],
+                "byteSize": len(data), "isBinary": text is None, "isTruncated": False, "text": text}
+
+    def repo_ref(self, full_name: str) -> dict[str, Any]:
+        owner, name = full_name.split("/", 1)
+        return {"__typename": "Repository", "id": node_id("Repository", full_name), "name": name,
+                "nameWithOwner": full_name, "owner": {"__typename": "User", "login": owner}}
 
     def pull_request(self, info: Any, number: int) -> dict[str, Any]:
         issue = self.state.issues.get(number)
@@ -192,8 +216,17 @@ class _World:
             raise NotFound(f"Could not resolve to a PullRequest with the number of {number}.")
         comments = sorted((c for c in self.state.comments.values() if c.issue == number), key=lambda c: c.id)
         reviews = sorted((r for r in self.state.reviews.values() if r.pull == number), key=lambda r: r.id)
+        st = self.state
+        merged = issue.merged or bool(issue.merged_at)
+        head_repo = st.head_repo_full_name(issue)
         return {"__typename": "PullRequest", "id": node_id("PullRequest", number), "number": number,
                 "title": issue.title, "author": self.actor(issue.author),
+                "state": "MERGED" if merged else issue.state.upper(), "isDraft": issue.draft, "merged": merged,
+                "headRefName": issue.head, "headRefOid": st.head_sha(issue), "baseRefName": issue.base,
+                "baseRefOid": st.base_sha(issue), "updatedAt": issue.updated,
+                "headRepository": self.repo_ref(head_repo), "baseRepository": self.repo_ref(st.full_name),
+                "labels": lambda info, **args: connection(info, [{"__typename": "Label", "name": name}
+                                                                 for name in issue.labels], **args),
                 "comments": lambda info, **args: connection(info, [self.comment(c) for c in comments], **args),
                 "reviews": lambda info, **args: connection(info, [self.review(r) for r in reviews], **args)}
 
