@@ -131,9 +131,19 @@ class IssueShapes(ShapesBase):
                 "base": {"ref": issue.base, "sha": st.base_sha(issue), "repo": repo}}
 
     def pulls_with_head(self, sha: str) -> list[dict[str, Any]]:
-        """Open, same-repository pulls whose head is sha (GitHub leaves fork pulls out of these lists)."""
-        return [self.pull_minimal(i) for i in self.state.issues.values()
-                if i.is_pull and i.state == "open" and not i.fork and self.state.head_sha(i) == sha]
+        """Open, same-repository pulls whose head is sha (GitHub leaves fork pulls out of these lists).
+
+        Found once per request and sha, each head branch looked up once (a Shapes serves one request, under the
+        state's lock): a list of runs names one head for many runs, and each PR's head is a git lookup."""
+        found: dict[str, list[dict[str, Any]]] = self.__dict__.setdefault("_pulls_with_head", {})
+        if sha not in found:
+            heads: dict[tuple[str | None, str], str] = {}
+            for i in self.state.issues.values():
+                if i.is_pull and i.state == "open" and not i.fork and (i.pinned_head_sha, i.head) not in heads:
+                    heads[(i.pinned_head_sha, i.head)] = self.state.head_sha(i)
+            found[sha] = [self.pull_minimal(i) for i in self.state.issues.values() if i.is_pull and i.state == "open"
+                          and not i.fork and heads[(i.pinned_head_sha, i.head)] == sha]
+        return [dict(p) for p in found[sha]]
 
     def review(self, r: Review) -> dict[str, Any]:
         pr = f"{self.repo_api}/pulls/{r.pull}"
