@@ -19,7 +19,8 @@ collect_ignore_glob = ["fixtures/*"]
 # list of files; collection fails when a slurm- or engine-marked test sits in a file the list lacks.
 ONE_AT_A_TIME_MARKS = ("slurm", "engine")
 ONE_AT_A_TIME_FILES = frozenset({"test_afd_harness_engine.py", "test_ix_run.py", "test_runner_engine.py",
-                                 "test_slurm.py", "test_slurm_failures.py", "test_workflow_rehearsal.py"})
+                                 "test_slurm.py", "test_slurm_failures.py", "test_slurm_multinode.py",
+                                 "test_workflow_rehearsal.py"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

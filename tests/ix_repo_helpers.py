@@ -31,3 +31,26 @@ def append_entry(repo: Path, keys: list[str], extra: str = "") -> str:
     with open(repo / "perf-changelog.yaml", "a") as handle:
         handle.write(entry)
     return commit(repo)
+
+
+TWO_NODE_FIXTURE = Path(__file__).parent / "fixtures" / "ix-repo-2n"
+TWO_NODE_KEY = "tinyq-bf16-cpu2n-dynamo-vllm"
+TWO_NODE_LABEL = "cluster:cpu2n"
+
+
+def add_two_node_fleet(repo: Path, partition: str) -> str:
+    """The fixture's two-node Slurm fleet (tests/fixtures/ix-repo-2n: its multi-node launcher, job script and
+    config) added to a copy made by make_repo, with its runner label; returns the new commit."""
+    import yaml
+
+    shutil.copytree(TWO_NODE_FIXTURE, repo, dirs_exist_ok=True)
+    runners = repo / "configs" / "runners.yaml"
+    table = yaml.safe_load(runners.read_text())
+    table["labels"][TWO_NODE_LABEL] = ["cpu2n-slurm_0"]
+    runners.write_text(yaml.safe_dump(table, sort_keys=False))
+    ours = repo / "recipes" / "_runners.yaml"
+    table = yaml.safe_load(ours.read_text())
+    table["runners"][TWO_NODE_LABEL] = {"gpus": 0, "description": "two Slurm nodes; the launcher allocates both",
+                                        "slurm": {"partition": partition, "time_limit": "00:30:00"}}
+    ours.write_text(yaml.safe_dump(table, sort_keys=False))
+    return commit(repo)

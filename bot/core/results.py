@@ -265,6 +265,8 @@ class CaseResult(Model):
     points: list[PointResult] = Field(default_factory=list)
     accuracy: AccuracyResult | None = None
     cleanup: CleanupProof | None = None
+    # a multi-node row's nodes, by Slurm node name (bot/runner/slurm/nodeproof.py); `cleanup` is the runner host's
+    node_cleanup: dict[str, CleanupProof] = Field(default_factory=dict)
     server_logs: list[str] = Field(default_factory=list)  # relative to the result directory
     log_tail: str | None = None  # last lines of the server log, on failure
     failure: FailureClass | None = None  # set on failed cases

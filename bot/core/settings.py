@@ -82,6 +82,9 @@ class Settings(BaseSettings):
     SLURM_PENDING_TIMEOUT_S: float | None = _setting(None, "Give a Slurm job up after pending this long "
                                                            "(default: as long as the queue takes).",
                                                      msg("a number of seconds above 0"), gt=0)
+    SLURM_UNAVAILABLE_S: float | None = _setting(None, "Give a multi-node row up once a job of its launcher has "
+                                                       "waited this long for nodes that are down or drained "
+                                                       "(default 120).", msg("a number of seconds above 0"), gt=0)
     CONTAINER_PYTHON: str = _setting("python3", "The Python inside a Slurm job's container.", _PATH)
     CONTAINER_MOUNTS: str = _setting("", "Extra container mounts of a Slurm job (SRC:DST[,SRC:DST...]).", _TEXT)
     # -- the demo and the tests

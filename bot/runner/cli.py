@@ -145,7 +145,11 @@ def run_cmd(job_file: Path, out_dir: Path, backend: str, repo: Path | None,
     console = Console(stderr=True)
     row_job = _row_job(job_file)
     if row_job is not None:
-        if backend == "slurm":  # one allocation per row; inside it this same command runs --backend local
+        multinode = importlib.import_module("bot.runner.slurm.multinode") if backend == "slurm" else None
+        if multinode is not None and multinode.is_multinode_row(row_job):
+            # the row's launcher allocates its nodes itself, from this host, as on InferenceX's fleets
+            result = multinode.run_multinode_row(row_job, out_dir, console, repo=repo, settings=settings)
+        elif backend == "slurm":  # one allocation per row; inside it this same command runs --backend local
             slurm = importlib.import_module("bot.runner.slurm.backend")
             try:
                 proxy = proxy_job(row_job, repo)

@@ -10,6 +10,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Protocol
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -165,8 +166,18 @@ def _multinode_points(out_dir: Path, env: dict[str, str]) -> tuple[str | None, l
     return None, points, aggs
 
 
+class RowHooks(Protocol):
+    """What a backend adds around the launcher (bot/runner/slurm/multinode.py: the Slurm jobs it submits)."""
+
+    def poll(self) -> str | None:
+        """While the launcher runs: a reason to stop it now, or None."""
+
+    def after_stop(self, run_tag: str, ports: list[int]) -> list[str]:
+        """Once the launcher has stopped, before this host's teardown proof: teardown failures elsewhere."""
+
+
 def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, repo: Path | None = None,
-                backend: str = "local") -> JobResult:
+                backend: str = "local", hooks: RowHooks | None = None) -> JobResult:
     """Run the row's `runners/launch_<fleet>.sh` in its own process group under the job's time limit,
     prove the teardown, keep the raw files, and add InferenceX's aggregated fields to the result."""
     repo = (repo or Path.cwd()).resolve()
@@ -226,10 +237,14 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
             if budget.remaining() <= 0:
                 reason = f"time limit of {job.timeout_s:g} s reached; the launcher was stopped"
                 break
+            if hooks is not None and (stop_why := hooks.poll()):
+                reason = stop_why
+                break
             time.sleep(POLL_S)
         teardown_started = time.monotonic()
         code = process.exit_code()
         report = process.stop()
+    elsewhere = hooks.after_stop(run_tag, [port]) if hooks is not None else []
     proof, failures = prove_teardown([report], ports=[port], run_tag=run_tag, gpu_before=None,
                                      started=teardown_started)
     kept = _collect(repo, out_dir / "raw", env_row.get("RESULT_FILENAME", ""))
@@ -266,7 +281,7 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
                 point = point.model_copy(update={"metrics": _metrics(agg, bench),
                                                  "raw_result_file": str(raw.relative_to(out_dir))})
     points = points or [point]
-    failures = [*failures]
+    failures = [*elsewhere, *failures]
     if reason is None and failures:
         reason = "teardown: " + "; ".join(map(str, failures))  # an InferenceX row's reasons stay its own English
     status = "cancelled" if reason == "cancelled" else ("failed" if reason else "passed")
