@@ -27,7 +27,9 @@ from bot.core.jobs import Case, Job, ServerSpec, SlurmSpec
 from bot.core.results import CaseResult, JobResult, PointMetrics, PointResult
 from bot.runner import procs
 from bot.runner.budget import Budget
-from bot.runner.hardware import describe_host, git_head
+from bot.runner.hardware import case_gpus, describe_host, git_head
+from bot.runner.ix_power import row_power
+from bot.runner.power import PowerSampler
 from bot.runner.proof import prove_teardown
 from bot.runner.server import InferenceServer, tail_lines
 
@@ -228,19 +230,21 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
     process = InferenceServer(name="launcher", argv=["bash", launcher], env=env, port=port, log_path=log_path,
                               cwd=repo, grace_s=GRACE_S)
     reason = None
+    sampler = PowerSampler(case_gpus(None, int(env_row.get("GPU_COUNT") or 0), os.environ), out_dir / "gpu_metrics.csv")
     with budget.signals_handled():
         process.start()
-        while process.exit_code() is None:
-            if budget.cancel_signal is not None:
-                reason = "cancelled"
-                break
-            if budget.remaining() <= 0:
-                reason = f"time limit of {job.timeout_s:g} s reached; the launcher was stopped"
-                break
-            if hooks is not None and (stop_why := hooks.poll()):
-                reason = stop_why
-                break
-            time.sleep(POLL_S)
+        with sampler:  # the row's GPUs while the launcher runs (bot/runner/power.py)
+            while process.exit_code() is None:
+                if budget.cancel_signal is not None:
+                    reason = "cancelled"
+                    break
+                if budget.remaining() <= 0:
+                    reason = f"time limit of {job.timeout_s:g} s reached; the launcher was stopped"
+                    break
+                if hooks is not None and (stop_why := hooks.poll()):
+                    reason = stop_why
+                    break
+                time.sleep(POLL_S)
         teardown_started = time.monotonic()
         code = process.exit_code()
         report = process.stop()
@@ -276,10 +280,13 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
             else:
                 agg_path = out_dir / f"agg_{env_row['RESULT_FILENAME']}.json"
                 agg_path.write_text(json.dumps(agg, indent=2) + "\n")
-                info["agg"] = agg
+                fields, power, info["power_rule"] = row_power(repo, out_dir, raw, agg_path, int(env_row.get("GPU_COUNT") or 0),
+                                                              sampler)
+                info["agg"] = {**agg, **fields}
                 info["agg_file"] = agg_path.name
-                point = point.model_copy(update={"metrics": _metrics(agg, bench),
-                                                 "raw_result_file": str(raw.relative_to(out_dir))})
+                metrics = _metrics(agg, bench)
+                point = point.model_copy(update={"metrics": metrics.model_copy(update={"inferencex": fields}),
+                                                 "raw_result_file": str(raw.relative_to(out_dir)), "power": power})
     points = points or [point]
     failures = [*elsewhere, *failures]
     if reason is None and failures:
