@@ -95,7 +95,7 @@ def test_rows_on_a_label_the_pr_adds_are_held_and_the_others_run(ix):
 
 def test_the_plan_names_the_code_owner_of_runners_yaml_from_the_default_branch(ix):
     repo, _ = ix
-    (repo / ".github").mkdir()
+    (repo / ".github").mkdir(exist_ok=True)  # the fixture has .github/workflows
     (repo / ".github/CODEOWNERS").write_text("* @org/everyone\nconfigs/runners.yaml @infra-lead\n")
     base = commit(repo)
     _edit(repo, ".github/CODEOWNERS", "@infra-lead", "@pr-author")  # the PR's own CODEOWNERS chooses nobody

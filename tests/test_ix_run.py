@@ -110,18 +110,51 @@ def test_pr_2420_agentic_row_passes_its_scripts_check_env_vars_with_the_template
     assert (repo / "results").is_dir()  # the script made $RESULT_DIR (the launcher maps /workspace to the checkout)
 
 
-def test_an_agentic_row_fails_check_env_vars_when_the_template_does_not_set_result_dir(planned, tmp_path):
+@pytest.mark.parametrize("at_base", [True, False], ids=["read-at-the-plans-base-commit", "read-from-the-checkout"])
+def test_a_checkout_whose_template_drops_result_dir_changes_the_env_only_without_the_base_commit(
+        planned, tmp_path, at_base):
+    """The job file names the base commit the plan read the template at: a checkout whose template drops
+    RESULT_DIR still gets the base's; a job file without that commit reads the checkout's, and #2420's
+    script then fails its check_env_vars on RESULT_DIR."""
     repo, jobs = planned
     template = repo / ".github/workflows/benchmark-tmpl.yml"
     original = template.read_text()
+    data = json.loads(job_file(jobs, AGENTIC, lambda r: not r.get("eval-only") and r["kv-offloading"] == "dram")
+                      .read_text())
+    assert data["inferencex"]["template_commit"] and data["inferencex"]["secrets"] == ["FIXTURE_HF_TOKEN"]
+    if not at_base:
+        data["inferencex"].pop("template_commit")
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(data))
     template.write_text(original.replace("  RESULT_DIR: /workspace/results\n", ""))
     try:
-        agentic = job_file(jobs, AGENTIC, lambda r: not r.get("eval-only") and r["kv-offloading"] == "dram")
-        code, result = run(agentic, tmp_path / "a", repo)
+        code, result = run(path, tmp_path / "a", repo)
     finally:
         template.write_text(original)
-    assert code == 1 and "RESULT_DIR" not in result["inferencex"]["env"]
-    assert "missing environment variable RESULT_DIR" in (tmp_path / "a" / "launcher.log").read_text()
+    if at_base:
+        assert code == 0 and result["inferencex"]["env"]["RESULT_DIR"] == "/workspace/results", result.get("reason")
+    else:
+        assert code == 1 and "RESULT_DIR" not in result["inferencex"]["env"]
+        assert "missing environment variable RESULT_DIR" in (tmp_path / "a" / "launcher.log").read_text()
+
+
+def test_plan_jobs_dir_writes_one_job_file_per_row_that_run_runs_as_it_is(tmp_path):
+    """`recipe-bot plan --jobs-dir DIR` (no --actions-outputs): one job file per InferenceX row, named in the
+    plan's JSON, each runnable by `recipe-bot run --job F --repo DIR`."""
+    repo, base = make_repo(tmp_path)
+    head = append_entry(repo, ["tinyq-bf16-cpu-vllm"])
+    done = subprocess.run([sys.executable, "-m", "bot", "plan", "--repo", str(repo), "--base", base, "--head", head,
+                           "--jobs-dir", str(tmp_path / "jobs"), "--format", "json", "--no-canary"],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    rows = [e for m in plan["inferencex"]["matrices"] for e in m["include"]]
+    files = plan["inferencex"]["job_files"]
+    assert rows and sorted(files) == sorted(e["job_id"] for e in rows)
+    assert sorted(Path(f).name for f in files.values()) == sorted(p.name for p in (tmp_path / "jobs").iterdir())
+    code, result = run(Path(files[rows[0]["job_id"]]), tmp_path / "out", repo)
+    assert code == 0 and result["status"] == "passed", result.get("reason")
+    assert result["inferencex"]["row"] == rows[0]["row"]
 
 
 def test_a_multi_node_row_runs_every_concurrency_and_aggregates_each_result_file(planned, tmp_path):

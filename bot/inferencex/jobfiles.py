@@ -1,16 +1,24 @@
 """InferenceX rows as job files and GitHub matrices: what `recipe-bot plan --actions-outputs` adds for them."""
 from __future__ import annotations
 
+from bot.inferencex.rowenv import template_file
+
 DEFAULT_LIMIT_S = 6 * 3600.0
 
 
-def row_job(entry: dict, agentx_fast: bool = False) -> dict:
-    """The job file of one planned row, for `recipe-bot run --job F` (see bot/runner/ix_row.py)."""
-    return {"inferencex": {
+def row_job(entry: dict, agentx_fast: bool = False, templates: dict[str, dict] | None = None) -> dict:
+    """The job file of one planned row, for `recipe-bot run --job F` (see bot/runner/ix_row.py): with
+    the plan's templates, the commit its environment is read at and the secrets the runner supplies."""
+    job = {
         "job_id": entry["job_id"], "config_key": entry["recipe"], "runner_label": entry["runner_label"],
         "backend": entry.get("backend") or "local", "timeout_s": float(entry.get("limit_s") or DEFAULT_LIMIT_S),
         "row": entry["row"], "slurm": entry.get("slurm"), "agentx_fast": agentx_fast,
-    }}
+    }
+    template = (templates or {}).get(template_file(entry["row"])) if isinstance(entry.get("row"), dict) else None
+    if template is not None:
+        job["template_commit"] = template.get("commit")
+        job["secrets"] = sorted({name for names in (template.get("secrets") or {}).values() for name in names})
+    return {"inferencex": job}
 
 
 def row_outputs(plan: dict, valid_id, to_write: dict[str, dict]  # noqa: ANN001

@@ -17,7 +17,7 @@ from bot.plan.held import hold_for_approval
 from bot.plan.ix_templates import apply_templates, templates_at
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
-from bot.plan.outputs import actions_outputs, output_lines, write_row_files
+from bot.plan.outputs import actions_outputs, output_lines, row_files, write_row_files
 from bot.plan.planner import plan_change
 from bot.plan.render import dump_json, errors_markdown, plan_document, plan_markdown, print_table, write_jobs
 from bot.recipes.errors import RecipeError
@@ -126,16 +126,19 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
             click.echo(json.dumps({"errors": [{"message": to_data(exc.message), "accepted": exc.accepted}]}, indent=2))
         raise refusal(exc.message) from None
     job_files = write_jobs(plan, jobs_dir) if jobs_dir is not None else None
+    rows = row_files(plan) if jobs_dir is not None else {}
+    if jobs_dir is not None:  # one job file per InferenceX row, runnable as it is by `recipe-bot run --job F`
+        write_row_files(rows, jobs_dir)
     if outputs is not None:
-        write_row_files(outputs, jobs_dir)
         with outputs_file.open("a", encoding="utf-8") as stream:
             stream.write(output_lines(outputs))
     if fmt == "json":
-        click.echo(dump_json(plan_document(plan, job_files)), nl=False)
+        row_paths = {job_id: str(jobs_dir / f"{job_id}.json") for job_id in rows} if jobs_dir is not None else None
+        click.echo(dump_json(plan_document(plan, job_files, row_paths)), nl=False)
     elif fmt == "markdown":
         click.echo(plan_markdown(plan))
     else:
         out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         print_table(plan, out)
         if job_files is not None:
-            out.print(f"{len(job_files)} job file(s) written to {jobs_dir}")
+            out.print(f"{len(job_files) + len(rows)} job file(s) written to {jobs_dir}")

@@ -6,7 +6,9 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from bot.core.messages import Message, msg
+from bot.inferencex import template as ix_template
 from bot.inferencex.canonical import sorted_json
+from bot.inferencex.rowenv import template_file
 from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entries, changelog_rows, default_rows
 from bot.inferencex.launches import (
     STARTUP_S, LaunchGroup, is_eval, launch_groups, point_seconds, points_run, row_concurrencies,
@@ -186,7 +188,30 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
             "server configuration served all of its points in one launch", launches=ix.launches,
             packed=ix.packed_launches)
         )
+        ix.templates = _templates(plan, base or head, {template_file(r) for _, r in pairs})
     plan.inferencex = ix
+
+
+def _templates(plan: Plan, source: Source, paths: set[str]) -> dict[str, dict]:
+    """The benchmark templates the rows' environments are read from (at the base commit: the trusted
+    one) and the secrets they name, which the job files list and the runner supplies."""
+    found: dict[str, dict] = {}
+    for path in sorted(paths):
+        raw = source.read(path)
+        if raw is None:
+            continue
+        try:
+            secrets = ix_template.load(raw, path).secrets
+        except RecipeError as exc:
+            plan.warnings.extend(p.as_dict() for p in exc.problems)
+            continue
+        commit = getattr(source, "sha", None)
+        found[path] = {"commit": commit, "secrets": secrets}
+        plan.notes.append(msg(
+            "InferenceX rows get the environment of %(template)s (%(commit)s); the runner supplies the secrets it "
+            "names: %(secrets)s", template=path, commit=commit[:12] if commit else "working tree",
+            secrets=", ".join(f"{env} ({' '.join(names)})" for env, names in sorted(secrets.items())) or "-"))
+    return found
 
 
 def _packing_notes(plan: Plan, packing: list[dict]) -> None:

@@ -228,14 +228,16 @@ class ChangelogSummary(Record):
 
 class InferenceXPlan(Record):
     __slots__ = ("changelog", "rows", "canary", "matrices", "launches", "packed_launches", "packing", "held",
-                 "held_labels")
+                 "held_labels", "templates")
     DEFAULTS = {"changelog": list, "rows": dict,  # bucket → rows
                 "canary": None, "matrices": list, "launches": 0,
                 "packed_launches": 0,  # counting only the groups that may honestly share a launch
                 # one line per server configuration of 2+ rows: whether its rows may share a launch, and why
                 "packing": list,
                 # rows on a runner label the PR adds, waiting for its code owner's approval (bot/plan/held.py)
-                "held": list, "held_labels": list}
+                "held": list, "held_labels": list,
+                # benchmark template → {commit, secrets: env name → secret names}: where rows read their environment
+                "templates": dict}
 
 
 class Plan(Record):

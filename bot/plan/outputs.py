@@ -51,10 +51,7 @@ def actions_outputs(plan: Plan, templates: Templates | None = None) -> ActionsOu
     def row(entry: MatrixEntry) -> dict[str, str] | None:
         if not _JOB_ID.fullmatch(entry.job_id) or not isinstance(entry.row, dict):
             return None
-        dumped = entry.model_dump(mode="json")
-        if dumped.get("backend") in (KIND_SINGLE, KIND_MULTI):
-            dumped["backend"] = "local"  # its job file, for `recipe-bot run` by hand, runs the launcher here
-        files[entry.job_id] = row_job(dumped, agentx_fast)
+        files[entry.job_id] = _row_file(entry, agentx_fast, ix.templates if ix is not None else {})
         made = {"job_id": entry.job_id, "runner_label": entry.runner_label, "recipe": entry.recipe,
                 "backend": entry.backend or "local", "limit_s": str(entry.limit_s or "")}
         template = templates.for_kind(entry.backend) if templates and entry.backend in (KIND_SINGLE, KIND_MULTI) \
@@ -123,10 +120,32 @@ def _kind(kind: str) -> dict[str, str]:
     return {} if kind == RECIPE_BOT else {"kind": kind}
 
 
-def write_row_files(outputs: ActionsOutputs, jobs_dir: Path) -> None:
+def _row_file(entry: MatrixEntry, agentx_fast: bool, templates: dict[str, dict]) -> dict:
+    """A row's job file, for `recipe-bot run --job F`: a row gpu.yml sends to a template runs its launcher
+    here when run by hand."""
+    dumped = entry.model_dump(mode="json")
+    if dumped.get("backend") in (KIND_SINGLE, KIND_MULTI):
+        dumped["backend"] = "local"
+    return row_job(dumped, agentx_fast, templates)
+
+
+def row_files(plan: Plan) -> dict[str, dict]:
+    """Every InferenceX row's job file (job id → file), the canary's too: what `recipe-bot plan --jobs-dir`
+    writes beside the native jobs, with or without the matrices of --actions-outputs."""
+    ix = plan.inferencex
+    if ix is None:
+        return {}
+    agentx_fast = bool(plan.filters.agentx_fast)
+    entries = [*([ix.canary] if ix.canary else []), *(e for m in ix.matrices for e in m.include)]
+    return {e.job_id: _row_file(e, agentx_fast, ix.templates) for e in entries
+            if _JOB_ID.fullmatch(e.job_id) and isinstance(e.row, dict)}
+
+
+def write_row_files(outputs: ActionsOutputs | dict[str, dict], jobs_dir: Path) -> None:
     """Each InferenceX row's job as <jobs_dir>/<job_id>.json, for `recipe-bot run --job` on the runner."""
     jobs_dir.mkdir(parents=True, exist_ok=True)
-    for job_id, job in outputs.row_files.items():
+    files = outputs.row_files if isinstance(outputs, ActionsOutputs) else outputs
+    for job_id, job in files.items():
         (jobs_dir / f"{job_id}.json").write_text(json.dumps(job, indent=1) + "\n", encoding="utf-8")
 
 

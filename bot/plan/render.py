@@ -28,8 +28,9 @@ def _entry_json(entry: MatrixEntry, job_files: dict[str, str] | None) -> dict:
     return data
 
 
-def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
-    """The JSON the GPU workflow consumes: matrices per runner label, each entry a job id and its job."""
+def plan_document(plan: Plan, job_files: dict[str, str] | None = None, row_files: dict[str, str] | None = None) -> dict:
+    """The JSON the GPU workflow consumes: matrices per runner label, each entry a job id and its job
+    (`row_files`: each InferenceX row's job file under --jobs-dir, by job id)."""
     ix = plan.inferencex
     return {
         "schema_version": plan.schema_version,
@@ -60,6 +61,8 @@ def plan_document(plan: Plan, job_files: dict[str, str] | None = None) -> dict:
             # not dispatched: on a runner label the PR adds, until its code owner approves (bot/plan/held.py)
             "held": [_entry_json(e, None) for e in ix.held],
             "held_labels": ix.held_labels,
+            "templates": ix.templates,
+            **({"job_files": row_files} if row_files is not None else {}),
         },
     }
 
