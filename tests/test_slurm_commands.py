@@ -238,3 +238,33 @@ def test_the_inner_runs_grace_ends_before_slurms_killwait_and_comes_from_the_set
     assert _submit_env(10.0, 30.0)[GRACE_ENV] == "6"  # 60 % of KillWait, so the inner run tears down in order
     assert _submit_env(100.0, 2.0)[GRACE_ENV] == "2"  # the setting's own grace where it is shorter
     assert GRACE_ENV not in _submit_env(None, 2.0)
+
+
+# -- a multi-node row's launcher jobs (bot/runner/slurm/multinode.py): which pending reasons mean "nodes unusable"
+@pytest.mark.parametrize("reason,expected", [
+    ("ReqNodeNotAvail,_UnavailableNodes:rbn2", (True, "rbn2")),
+    ("ReqNodeNotAvail, UnavailableNodes:gpu-[3-4]", (True, "gpu-[3-4]")),
+    ("ReqNodeNotAvail,_May_be_reserved_for_other_job", (True, None)),
+    ("Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions", (True, None)),
+    ("Resources", (False, None)),  # negative: busy nodes are worth waiting for
+    ("Priority", (False, None)),  # negative
+    ("None", (False, None)),  # negative: a running job
+], ids=["named", "named-range", "unnamed", "exclusive-job", "resources", "priority", "running"])
+def test_a_pending_reason_says_whether_the_job_waits_for_unusable_nodes(reason, expected):
+    from bot.runner.slurm.multinode import waiting_for_nodes
+
+    assert waiting_for_nodes(reason) == expected
+
+
+@pytest.mark.parametrize("sinfo,expected", [
+    ("rbn1|idle\nrbn2|down", ["rbn2"]),
+    ("a|drained\nb|draining\nc|mixed", ["a", "b"]),
+    ("a|idle*\nb|allocated", ["a"]),  # `*`: not responding
+    ("a|down*\na|down*", ["a"]),  # one node in two partitions
+    ("a|idle\nb|allocated\nc|mixed\nd|completing", []),  # negative: every node usable
+    ("", []),  # negative: sinfo said nothing
+], ids=["down", "drain", "not-responding", "twice", "all-usable", "empty"])
+def test_unusable_nodes_are_the_down_drained_and_silent_ones(sinfo, expected):
+    from bot.runner.slurm.multinode import unusable_nodes
+
+    assert unusable_nodes(sinfo) == expected

