@@ -163,3 +163,12 @@ def test_a_rows_agg_file_from_any_runner_becomes_its_passed_result_with_the_temp
 def test_a_row_without_its_agg_file_fails_naming_the_bmk_artifact(files):
     result = row_result(ENTRY, files, None, None)
     assert result.status == "failed" and "no bmk_ artifact" in str(result.reason)
+
+
+def test_the_retry_job_reads_past_inferencex_row_job_files(tmp_path):
+    # plan/jobs holds one file per InferenceX row ({"inferencex": ...}); the retry job retries only
+    # recipe-bot's own jobs, and a row's file must not stop it (it did: "not a readable plan").
+    from bot.runner.retry import load_plan
+
+    (tmp_path / "row.json").write_text(json.dumps({"inferencex": {"job_id": "r", "row": ROW}}), encoding="utf-8")
+    assert load_plan(tmp_path) == []

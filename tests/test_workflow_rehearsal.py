@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ENGINE_FREE = ["nothing-touched", "plan-fails", "empty-plan", "matrix-job-fails"]
+ENGINE_FREE = ["nothing-touched", "plan-fails", "empty-plan", "matrix-job-fails", "ix-row"]
 WITH_ENGINE = ["sweep", "cancelled"]
 
 
@@ -106,6 +106,19 @@ def test_a_failed_matrix_job_fails_the_run_keeps_its_result_and_never_passes_the
         assert "nektos/act#1793" in facts["not_rehearsed"] and facts["report_comments"] == 0
     else:
         assert facts["report_comments"] == 1 and facts["gate"][-1]["conclusion"] == "failure"
+
+
+def test_an_inferencex_row_runs_through_the_repositorys_own_template_and_is_reported(engine_free):
+    # The fixture InferenceX repository's row: gpu.yml → gpu-run.yml (InferenceX's) → its benchmark template,
+    # which uploads bmk_<RESULT_FILENAME>; the report job reads it back and posts the comment and the gate.
+    facts = passed(engine_free, "ix-row")
+    assert len(facts["dispatches"]) == 1 and facts["dispatches"][0]["command"] == "/sweep tinyq-bf16-cpu-vllm --conc 1"
+    assert list(facts["rows"].values()) == ["success"]
+    (bmk,) = facts["bmk"]
+    assert bmk.startswith("bmk_tinyq_1k1k_bf16_vllm_tp1-") and "_conc1_" in bmk
+    assert facts["limit"] == [500 * 60.0]  # the template's timeout-minutes, not gpu.yml's 360
+    assert facts["report_comments"] == 1 and facts["report_lines"]
+    assert facts["gate"] and facts["gate"][-1]["status"] == "completed"
 
 
 @pytest.mark.engine

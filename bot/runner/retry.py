@@ -22,6 +22,7 @@ from bot.core.messages import bilingual, msg
 from bot.core.failure_classes import INFRASTRUCTURE, classify_job
 from bot.core.jobs import Job
 from bot.core.results import JobResult
+from bot.runner.ix_row import is_row_job
 
 RESULT_FILE = "result.json"
 
@@ -82,6 +83,10 @@ def load_plan(plan_dir: Path) -> list[Job]:
     jobs = []
     for file in files:
         data = json.loads(file.read_text(encoding="utf-8"))
+        if is_row_job(data):
+            # An InferenceX row's job file: not retried here (a template's row is the template's job on the
+            # run's page, re-run there; the retry-run job runs only recipe-bot's own jobs).
+            continue
         if isinstance(data, dict) and isinstance(data.get("jobs"), list):
             jobs += [Job.model_validate(entry) for entry in data["jobs"]]
         else:

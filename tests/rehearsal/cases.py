@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,6 +29,33 @@ TWO_RECIPES: Edits = {**TUNE_TINY, "recipes/tiny-cpu-b.yaml": lambda _: (
 # /e2e): a rehearsal of one comment can then conclude the gate.
 SWEEP_GATE_ONLY: Edits = {".github/recipe-bot.yaml": lambda text: re.sub(
     r"(gate:\n  required:\n)(    - .*\n)+", r"\1    - /sweep --scope lowest\n", text)}
+
+
+# An InferenceX repository of our own (tests/fixtures/ix-repo) beside recipe-bot: its configs, changelog, fleet
+# launchers and benchmark scripts, the rehearsal's benchmark template (tests/fixtures/ix-templates: every input
+# gpu-run.yml passes, the bmk_* upload) and the InferenceX gpu-run.yml installed as gpu-run.yml.
+IX_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures"
+IX_ROW = "tinyq-bf16-cpu-vllm"
+IX_SWEEP = f"/sweep {IX_ROW} --conc 1"
+
+
+def _ix_files() -> Edits:
+    edits: Edits = {}
+    for top, parts in ((IX_FIXTURE / "ix-repo", ("configs", "runners", "benchmarks", ".github/workflows")),
+                       (IX_FIXTURE / "ix-templates", (".github/workflows", "utils"))):
+        for part in parts:
+            for path in sorted((top / part).rglob("*")):
+                if path.is_file():
+                    edits[path.relative_to(top).as_posix()] = path.read_text(encoding="utf-8")
+    edits["perf-changelog.yaml"] = (IX_FIXTURE / "ix-repo" / "perf-changelog.yaml").read_text(encoding="utf-8")
+    edits[".github/workflows/gpu-run.yml"] = (Path(__file__).resolve().parents[2] / ".github" / "inferencex"
+                                              / "gpu-run.yml").read_text(encoding="utf-8")
+    return edits
+
+
+IX_CHANGE: Edits = {"perf-changelog.yaml": lambda text: text + (
+    f"\n- config-keys:\n    - {IX_ROW}\n  description:\n    - \"rehearsal\"\n"
+    "  pr-link: https://github.com/example/ix-repo/pull/7\n")}
 
 
 @dataclasses.dataclass
@@ -200,6 +228,33 @@ def cancelled(r: Rehearsal, e: Expect) -> None:
     _record(r, e, sha)
 
 
+def ix_row(r: Rehearsal, e: Expect) -> None:
+    """One row of the fixture InferenceX repository through gpu.yml into the repository's own benchmark template."""
+    sha = r.head_sha()
+    engine = {"IX_ENGINE": f"{sys.executable} {IX_FIXTURE.parent / 'fake_servers' / 'fake_vllm.py'}"}
+    gpu = r.run_dispatch(r.dispatch(IX_SWEEP), env=engine)
+    e.act_ok(gpu)
+    artifacts = gpu.log.parent / f"artifacts-{gpu.log.name.split('-')[1]}"
+    # act names a called workflow's job `<caller's job>/<called workflow>/<its job>`: here gpu-run.yml's row job,
+    # then the fixture's template (its name) and the template's benchmark job
+    rows = {job: result for job, result in gpu.jobs.items() if job.startswith("row ") and "/Fixture - Benchmark/" in job}
+    e.that(len(rows) == 1 and set(rows.values()) == {"success"},
+           f"the fixture template's jobs: {rows} (all jobs: {gpu.jobs})")
+    bmk = sorted(p.name for p in artifacts.glob("bmk_*"))
+    e.that(len(bmk) == 1 and bool(list((artifacts / bmk[0]).glob("agg_*.json"))) if bmk else False,
+           f"the template uploaded {bmk or 'no bmk_* artifact'}")
+    comments = _report_comments(r, sha)
+    e.that(len(comments) == 1, f"{len(comments)} report comments, not 1")
+    e.that(bool(comments) and IX_ROW in comments[-1]["body"], "the report comment does not name the row's config")
+    gates = _gates(r, sha)
+    e.that(bool(gates), f"no `{GATE}` check on the head {sha[:12]}")
+    e.facts.update(report_lines=[line for line in comments[-1]["body"].splitlines() if IX_ROW in line][:4]
+                   if comments else [], bmk=bmk, rows=rows, gate_conclusion=gates[-1].get("conclusion") if gates else None,
+                   limit=[json.loads(p.read_text())["inferencex"]["timeout_s"]
+                          for p in (artifacts / "plan" / "jobs").glob("*.json")])
+    _record(r, e, sha)
+
+
 CASES = {c.name: c for c in [
     Case("sweep", "a /sweep comment on a PR that tunes tiny-cpu: dispatch, plan, matrix, report, gate success",
          TUNE_TINY, sweep, main_edits=SWEEP_GATE_ONLY, engine=True),
@@ -215,6 +270,9 @@ CASES = {c.name: c for c in [
     Case("cancelled", "the run is cancelled while its matrix job's engine runs: act stops, no process outlives the job, "
          "nothing reports success",
          TUNE_TINY, cancelled, engine=True),
+    Case("ix-row", "one row of a fixture InferenceX repository: gpu.yml calls the repository's own benchmark template "
+         "(bmk_* artifact), the report reads it and posts the comment and the gate check",
+         IX_CHANGE, ix_row, main_edits={**SWEEP_GATE_ONLY, **_ix_files()}),
 ]}
 
 
