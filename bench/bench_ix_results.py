@@ -10,7 +10,9 @@ environment, from the InferenceX checkout given by --ix-dir, never copied here) 
 - SGLang: a raw file as `sglang.bench_serving` wrote it on the H200 (docs/gpu-runs/2026-12-01-sglang/,
   our own recorded run), once as it came and once through recipe-bot's code path (bot/runner/rawfile.py,
   what bot/runner/load.py calls after each point).
-Each is accepted (exit 0 and an agg_*.json with the power fields) or rejected (the error's last line).
+Each is accepted (exit 0 and an agg_*.json with the power fields) or rejected (the error's last line). A
+point's case directory that holds recipe-bot's NVML telemetry (gpu_metrics.csv, on a GPU host) is given to it
+as GPU_METRICS_CSV, so InferenceX's own aggregate_power.py judges that power too.
 Part 2, the power rule: the same telemetry and raw results (steady power, interpolated window ends and
 each way of being invalid: tests/test_power.py's table) through InferenceX's `aggregate_power.run` and
 recipe-bot's `power_rule.judge`; the fields, validity and reasons must be equal. Writes
@@ -66,8 +68,9 @@ def process_result(ix: pathlib.Path, raw: pathlib.Path, framework: str, scratch:
     work = pathlib.Path(tempfile.mkdtemp(prefix=f"pr-{framework}-{raw.stem}-", dir=scratch))
     name = f"bench_{framework}_{raw.stem}"
     shutil.copy(raw, work / f"{name}.json")
+    sampled = raw.parent.parent / "gpu_metrics.csv"  # the case's NVML telemetry (bot/runner/power.py), where there is one
     env = {**os.environ, **ENV, "FRAMEWORK": framework, "RESULT_FILENAME": name,
-           "GPU_METRICS_CSV": str(work / "gpu_metrics.csv")}
+           "GPU_METRICS_CSV": str(sampled if sampled.is_file() else work / "gpu_metrics.csv")}
     done = subprocess.run([sys.executable, str(ix / "utils/process_result.py")], cwd=work, env=env,
                           capture_output=True, text=True)
     agg = work / f"agg_{name}.json"

@@ -235,3 +235,21 @@ def test_the_report_shows_tokens_per_watt_where_valid_and_the_reason_where_not(t
         chinese = f"{job} 有 {len(points)} 个测试点的功耗无效：telemetry_file_missing（本主机没有 NVML）"
         assert text.count(english) == 1 and text.count(chinese) == 1
         assert "tok/s/W" not in text
+
+
+def test_sampled_telemetry_and_a_completed_raw_file_give_valid_power_end_to_end(tmp_path, monkeypatch):
+    from bot.runner.rawfile import completed_raw
+
+    reads: list[int] = []
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml({0: 250.0, 1: 250.0}, reads))
+    with PowerSampler(["0", "1"], tmp_path / "case" / "gpu_metrics.csv", interval_s=0.001, clock=Counter()) as sampler:
+        for _ in range(100_000):  # sweeps stamped 1000, 1001, ...: at least 14 of them, however long that takes
+            if len(reads) >= 28:
+                break
+            time.sleep(0.0001)
+    raw = completed_raw({"duration": 10.0, "completed": 8, "total_input_tokens": 800, "total_output_tokens": 200,
+                         "max_concurrency": 4, "output_throughput": 20.0, "total_token_throughput": 100.0},
+                        model_id="m", end_unix=1011.0)
+    verdict = judge(sampler.csv_path, raw, len(sampler.gpus))
+    assert verdict.valid, verdict.reasons
+    assert verdict.fields["avg_total_gpu_power_w"] == 500.0 and verdict.fields["total_gpu_energy_j"] == 5000.0
