@@ -88,3 +88,32 @@ def test_a_node_that_lacks_what_pulls_get_gives_is_read_through_rest(name, chang
 ])
 def test_a_file_object_reads_as_contents(name, obj, expected):
     assert file_from_graphql(obj) == expected, name
+
+
+class Answering(GitHubClient):
+    """GitHub answering the one query with `answer`; every other request goes to the sandbox."""
+
+    def __init__(self, answer, **kwargs):
+        super().__init__(**kwargs)
+        self.answer, self.rest = answer, []
+
+    def _call(self, verb, path, **kwargs):
+        if path.endswith("/graphql"):
+            return {}, self.answer
+        self.rest.append(path)
+        return super()._call(verb, path, **kwargs)
+
+
+def test_a_null_file_beside_errors_is_read_through_rest_not_taken_for_no_config(sandbox, tmp_path):
+    sb = sandbox(seed(tmp_path))
+    partial = {"data": {"repository": {"object": None, "pullRequest": None}},
+               "errors": [{"path": ["repository", "object"], "message": "Something went wrong"}]}
+    c = Answering(partial, base_url=sb.url, token=BOT, repository="acme/bench")
+    pull, text = c.get_pull_and_text(7, CONFIG, "main")
+    assert text is not None and text.startswith("bot_login:")  # the config as contents gives it
+    assert pull == client(sb).get_pull(7)
+    assert c.rest == ["pulls/7", "contents/.github/recipe-bot.yaml"]
+    # without errors, null is GitHub saying there is no such file: no REST read for it
+    absent = Answering({"data": {"repository": {"object": None, "pullRequest": None}}},
+                       base_url=sb.url, token=BOT, repository="acme/bench")
+    assert absent.get_pull_and_text(7, CONFIG, "main")[1] is None and absent.rest == ["pulls/7"]

@@ -10,7 +10,7 @@ import time
 import pytest
 from werkzeug.test import Client
 
-from bot.core.github_cache import CommitReads
+from bot.core.github_cache import CommitReads, EditHistories
 from bot.serve.logs import JsonLog
 from bot.serve.queue import DeliveryQueue
 from bot.serve.service import Service
@@ -52,6 +52,18 @@ def test_the_least_recently_used_reads_go_first_past_the_size_bound():
     reads.put("acme/bench", SHA, "file", "newest", b"x" * 400)
     assert not reads.get("acme/bench", SHA, "file", "old")[0]
     assert reads.get("acme/bench", SHA, "file", "newest")[0]
+
+
+def test_edit_histories_keep_each_version_apart_and_the_least_recently_used_go_first():
+    histories = EditHistories(max_items=2)
+    histories.put(("node", "2026-12-02T10:00:00Z", "text"), (False, ()))
+    assert histories.get(("node", "2026-12-02T10:00:01Z", "text")) is None  # saved again since: another version
+    assert histories.get(("node", "2026-12-02T10:00:00Z", "other")) is None
+    histories.put(("node", "2026-12-02T10:00:01Z", "text"), (True, ("carol",)))
+    assert histories.get(("node", "2026-12-02T10:00:00Z", "text")) == (False, ())
+    histories.put(("node", "2026-12-02T10:00:02Z", "text"), (True, ("alice",)))
+    assert histories.get(("node", "2026-12-02T10:00:01Z", "text")) is None  # the least recently used went first
+    assert histories.get(("node", "2026-12-02T10:00:02Z", "text")) == (True, ("alice",))
 
 
 def test_a_derived_value_that_raises_is_computed_again():
@@ -125,6 +137,31 @@ def test_a_sweep_in_a_warm_process_reaches_its_dispatch_in_six_requests_and_repl
     # after it: the check for a twin run (a claim written outside Actions names no holder), then the reply
     assert warm[upto:] == ["actions/list-workflow-runs", "issues/update-comment"], warm
     assert len(h.dispatches()) == 2
+
+
+def test_a_second_sweep_on_one_pr_asks_nothing_of_the_bots_own_reply_until_someone_else_edits_it(sandbox, tmp_path):
+    h = Harness(sandbox(seed(tmp_path)), tmp_path)
+    svc = service(h.sb, tmp_path / "queue.sqlite3").start()
+    try:
+        asked = []
+        for n in range(3):
+            if n == 2:  # between the second and the third: carol edits the bot's first reply
+                first = h.bot_comments(7)[0]
+                h.edit(first["id"], "carol", first["body"] + "\nforged\n")
+            before = h.seq()
+            event = h.sb.event("issue_comment", "created", comment_id=h.comment(7, "carol", "/sweep"))
+            assert post(Client(svc), "issue_comment", event, delivery=f"d{n}").status_code == 202
+            drain(svc)
+            asked.append([e["operation"] for e in h.requests(before)])
+    finally:
+        svc.stop()
+        svc.queue.close()
+    second, third = asked[1], asked[2]
+    # the first reply is the process's own text at the version GitHub gave it: no edit history to ask
+    assert second[:second.index("actions/create-workflow-dispatch") + 1] == TO_DISPATCH, second
+    # edited since by someone else: a new version, whose editors are asked (one GraphQL query for the page)
+    assert third.count("graphql") == 2, third
+    assert len(h.dispatches()) == 3
 
 
 def test_twenty_deliveries_for_ten_prs_at_once_are_each_handled_once_one_pr_at_a_time_in_arrival_order(tmp_path):

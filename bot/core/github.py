@@ -16,7 +16,7 @@ import requests
 from github import Auth, Github, GithubException
 
 from bot.core import github_retry
-from bot.core.github_cache import CommitReads
+from bot.core.github_cache import CommitReads, EditHistories
 from bot.core.events import Pull, pull_from_json
 from bot.core.markers import opens_with_marker
 from bot.core.messages import msg
@@ -55,7 +55,7 @@ class GitHubClient:
 
     def __init__(self, *, base_url: str, token: str, repository: str, dry_run: bool = False,
                  out: TextIO | None = None, policy: github_retry.RetryPolicy | None = None,
-                 commit_reads: CommitReads | None = None):
+                 commit_reads: CommitReads | None = None, edit_histories: EditHistories | None = None):
         self.repository = repository
         self.commit_reads = commit_reads  # serve's reads at full SHAs, shared by its deliveries (github_cache.py)
         self.base_url = base_url.rstrip("/")
@@ -64,7 +64,8 @@ class GitHubClient:
         self.request_count = 0
         self.policy = policy or github_retry.RetryPolicy()
         self.waited_s = 0.0  # time spent waiting for retries, all requests together
-        self._edit_histories: dict[tuple[str, str, str], tuple[bool, tuple[str, ...]]] = {}
+        # who edited a comment version: this client's own, or serve's, shared by its deliveries (github_cache.py)
+        self._edit_histories = edit_histories if edit_histories is not None else EditHistories()
         self._written: dict[int, str] = {}  # comment id → the text this client last wrote there
         # One handle makes a handful of writes: PyGithub's default 1 s pause between writes
         # would dominate its wall time, and GitHub's secondary limits are far away. PyGithub's
@@ -170,7 +171,7 @@ class GitHubClient:
             if self._written.get(rec.id) == rec.body:  # the text is this client's own, word for word
                 out[n] = dataclasses.replace(rec, editors=(rec.user,) if rec.edited else ())
                 continue
-            # Read once per client: a text saved again since has a new updated_at or body, so is asked again.
+            # Read once per version: a text saved again since has a new updated_at or body, so is asked again.
             known = self._edit_histories.get((r["node_id"], r.get("updated_at") or "", rec.body))
             if known is not None:
                 out[n] = dataclasses.replace(rec, edited=known[0], editors=known[1])
@@ -189,7 +190,7 @@ class GitHubClient:
         for node_id, n in asked.items():
             edited, editors = edit_history(by_id.get(node_id))
             if node_id in by_id:
-                self._edit_histories[(node_id, raw[n].get("updated_at") or "", out[n].body)] = (edited, editors)
+                self._edit_histories.put((node_id, raw[n].get("updated_at") or "", out[n].body), (edited, editors))
             out[n] = dataclasses.replace(out[n], edited=edited, editors=editors)
         return out
 
@@ -273,12 +274,15 @@ class GitHubClient:
         its answer lacks (or an answer with errors: a number that is no PR) is read through REST."""
         body = {"query": PULL_AND_FILE_QUERY, "variables": variables(self.repository, number, path, ref)}
         _, data = self._call("POST", self._graphql_url(), body=body, safe=True)
-        repo = ((data or {}).get("data") or {}).get("repository") or {} if isinstance(data, dict) else {}
+        answer = data if isinstance(data, dict) else {}
+        repo = (answer.get("data") or {}).get("repository") or {}
         try:
             pull = pull_from_graphql(repo.get("pullRequest"))
         except Incomplete:
             pull = self.get_pull(number)
-        known, text = file_from_graphql(repo["object"]) if "object" in repo else (False, None)
+        # beside errors, a null object may be a field that failed, not a file that is not there: ask REST
+        complete = "object" in repo and not answer.get("errors")
+        known, text = file_from_graphql(repo["object"]) if complete else (False, None)
         return pull, text if known else self.get_text(path, ref)
 
     def get_pull_json(self, number: int) -> dict[str, Any]:
@@ -400,17 +404,27 @@ class GitHubClient:
     # -- writes ----------------------------------------------------------------------------
 
     def create_comment(self, number: int, body: str) -> int | None:
-        comment_id = self._write({"action": "comment", "op": "create", "pr": number, "body": body},
-                                 lambda: self._call("POST", f"issues/{number}/comments", body={"body": body})[1]["id"])
-        if comment_id is not None:
-            self._written[comment_id] = body
-        return comment_id
+        data = self._write({"action": "comment", "op": "create", "pr": number, "body": body},
+                           lambda: self._call("POST", f"issues/{number}/comments", body={"body": body})[1])
+        if not isinstance(data, dict):
+            return None
+        self._wrote(data, body)
+        return data["id"]
 
     def edit_comment(self, comment_id: int, body: str) -> None:
-        self._write({"action": "comment", "op": "edit", "comment_id": comment_id, "body": body},
-                    lambda: self._call("PATCH", f"issues/comments/{comment_id}", body={"body": body}, safe=True))
+        data = self._write({"action": "comment", "op": "edit", "comment_id": comment_id, "body": body},
+                           lambda: self._call("PATCH", f"issues/comments/{comment_id}", body={"body": body},
+                                              safe=True)[1])
         if not self.dry_run:
-            self._written[comment_id] = body
+            self._wrote(data if isinstance(data, dict) else {"id": comment_id}, body)
+
+    def _wrote(self, data: dict[str, Any], body: str) -> None:
+        """This client's text is the comment's now; the version GitHub's answer names is edited by no one else."""
+        self._written[data["id"]] = body
+        if data.get("node_id") and isinstance(data.get("body"), str):
+            mine = _comment(data)
+            self._edit_histories.put((data["node_id"], data.get("updated_at") or "", mine.body),
+                                     (mine.edited, (mine.user,) if mine.edited else ()))
 
     def delete_comment(self, comment_id: int) -> None:
         def perform() -> None:

@@ -7,6 +7,12 @@ else is kept: a read at a branch name, a permission, a comment, a run or a PR's 
 each time, so no decision rests on something that may have moved. An answer "no such file" is kept only
 once a read at the same commit succeeded (GitHub answers 404 for a commit it does not know yet as well).
 `derived` keeps what is computed from such reads alone (a command's estimate at a head and base SHA).
+
+`EditHistories` keeps who edited a comment or review at one version of it: (node id, updated_at, body). An edit
+saves a new version (a new updated_at, and a new body unless the same text was saved again), so an answer
+for a version stays true; the comments themselves are still listed for each delivery. A comment the
+process writes is recorded at the version GitHub's answer names, so the next delivery on the PR does not
+ask who edited the bot's own reply, and asks again as soon as anyone saves it since.
 """
 from __future__ import annotations
 
@@ -19,6 +25,10 @@ from bot.core.markers import is_full_sha
 
 MAX_BYTES = 64 * 1024 * 1024  # what the process may hold; the least recently used go first
 MAX_DERIVED = 1024
+MAX_EDIT_HISTORIES = 4096  # comment versions (a few hundred bytes each)
+
+EditKey = tuple[str, str, str]  # (node id, updated_at, body)
+EditAnswer = tuple[bool, tuple[str, ...]]  # (edited, editors), as github_records.edit_history answers
 
 
 class CommitReads:
@@ -82,3 +92,26 @@ class CommitReads:
             while len(self._derived) > MAX_DERIVED:
                 self._derived.popitem(last=False)
         return value
+
+
+class EditHistories:
+    """A thread-safe, bounded store of a comment version's edit history (see the module's docstring)."""
+
+    def __init__(self, max_items: int = MAX_EDIT_HISTORIES):
+        self.max_items = max_items
+        self._lock = threading.Lock()
+        self._items: collections.OrderedDict[EditKey, EditAnswer] = collections.OrderedDict()
+
+    def get(self, key: EditKey) -> EditAnswer | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: EditKey, answer: EditAnswer) -> None:
+        with self._lock:
+            self._items[key] = answer
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_items:
+                self._items.popitem(last=False)

@@ -8,7 +8,7 @@ from typing import Any
 from github import Auth, GithubIntegration
 
 from bot.core.github import GitHubClient, GitHubError
-from bot.core.github_cache import CommitReads
+from bot.core.github_cache import CommitReads, EditHistories
 from bot.core.github_retry import RetryPolicy
 from bot.core.messages import msg
 
@@ -51,15 +51,17 @@ class AppTokenSource:
 
 class ClientFactory:
     """One GitHubClient per delivery, for the delivery's repository and installation; every client shares
-    the process's reads at full commit SHAs (bot/core/github_cache.py), and nothing else."""
+    the process's reads at full commit SHAs and the edit histories of comment versions
+    (bot/core/github_cache.py), and nothing else."""
 
     def __init__(self, source: TokenSource | AppTokenSource, base_url: str, policy: RetryPolicy | None = None,
                  commit_reads: CommitReads | None = None):
         self.source, self.base_url, self.policy = source, base_url, policy
         self.commit_reads = commit_reads if commit_reads is not None else CommitReads()
+        self.edit_histories = EditHistories()
 
     def __call__(self, payload: Any) -> GitHubClient:
         repository = payload["repository"]["full_name"]
         installation = (payload.get("installation") or {}).get("id")
         return GitHubClient(base_url=self.base_url, token=self.source.token(installation), repository=repository,
-                            policy=self.policy, commit_reads=self.commit_reads)
+                            policy=self.policy, commit_reads=self.commit_reads, edit_histories=self.edit_histories)
