@@ -12,15 +12,17 @@ from github_sandbox.harness import SAMPLE_FEATURE_FILES, SAMPLE_MAIN_FILES, Sand
 # tests that need them, inside their own checkout, never collected as recipe-bot's tests.
 collect_ignore_glob = ["fixtures/*"]
 
-# Parallel workers (`pytest -n auto`, pytest-xdist): each file runs whole on one worker, so that its
+# Parallel workers (`pytest -n 2`, pytest-xdist): each file runs whole on one worker, so that its
 # module fixtures are built once. The files that use what this machine has only one of (the Slurm cluster
-# with its two GPUs, the CPU engine's memory and cores, act's runners) form one unit, so that they run one
-# after another and never wait on each other's jobs. The controller sees only test ids, so the unit is a
-# list of files; collection fails when a slurm- or engine-marked test sits in a file the list lacks.
+# with its two GPUs, the CPU engine's memory and cores, act's runners, and the afd-shaped fixture's port
+# 18431, which its recipe declares, so a runner refuses to start a case while another holds it) form one
+# unit, so that they run one after another and never wait on each other's jobs. The controller sees only
+# test ids, so the unit is a list of files; collection fails when a slurm- or engine-marked test sits in
+# a file the list lacks.
 ONE_AT_A_TIME_MARKS = ("slurm", "engine")
 ONE_AT_A_TIME_FILES = frozenset({"test_afd_harness_engine.py", "test_ix_run.py", "test_runner_engine.py",
                                  "test_slurm.py", "test_slurm_failures.py", "test_slurm_multinode.py",
-                                 "test_workflow_rehearsal.py"})
+                                 "test_workflow_rehearsal.py", "test_afd_harness.py"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -20,9 +20,14 @@ from typing import Any
 from github_sandbox.harness import SandboxProcess
 from handle_helpers import BOT, ROOT, Harness, seed
 
-# Small budgets keep a cell near a second: three attempts, 3 s of waiting, 1 s request time-out.
+# Small retry budgets keep a cell short: three attempts, 3 s of waiting in all. The request time-out is not
+# small: no healthy request may run out of it, however loaded the machine (at 1 s, the sandbox's GraphQL
+# and comment answers timed out beside a second pytest worker). The time-out fault holds its answer well
+# past it, so the request it hits is the only one that times out, whatever the load.
+REQUEST_TIMEOUT_S = 10
+TIMEOUT_FAULT_DELAY_S = REQUEST_TIMEOUT_S + 5  # the client gives up 5 s before the answer would come
 FAST_ENV = {"RECIPE_BOT_GITHUB_ATTEMPTS": "3", "RECIPE_BOT_GITHUB_RETRY_BUDGET_S": "3",
-            "RECIPE_BOT_GITHUB_BACKOFF_S": "0.05", "RECIPE_BOT_GITHUB_TIMEOUT_S": "1"}
+            "RECIPE_BOT_GITHUB_BACKOFF_S": "0.05", "RECIPE_BOT_GITHUB_TIMEOUT_S": str(REQUEST_TIMEOUT_S)}
 
 DISPATCH = ("POST", r"/actions/workflows/[^/]+/dispatches$")
 NEW_COMMENT = ("POST", r"/issues/\d+/comments$")
@@ -54,7 +59,7 @@ def _rule(target: tuple[str, str], **fields: Any) -> dict[str, Any]:
 FAULTS: dict[str, Any] = {
     "5xx-before": lambda c: [_rule(c.write, status=502)],
     "5xx-after": lambda c: [_rule(c.write, status=502, after=True)],
-    "timeout-after": lambda c: [_rule(c.write, delay_s=2.5, after=True)],
+    "timeout-after": lambda c: [_rule(c.write, delay_s=TIMEOUT_FAULT_DELAY_S, after=True)],
     "403-retry-after-1s": lambda c: [_rule(c.write, status=403, headers={"Retry-After": "1"})],
     "403-retry-after-3600s": lambda c: [_rule(c.write, status=403, headers={"Retry-After": "3600"}, count=None)],
     "403-no-retry-after": lambda c: [_rule(c.write, status=403, message="Resource not accessible by integration")],
