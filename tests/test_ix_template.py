@@ -135,3 +135,24 @@ def test_a_workflow_without_a_launch_step_is_refused():
     with pytest.raises(RecipeError) as caught:
         tmpl.load("on: {workflow_call: {}}\njobs:\n  a:\n    steps:\n      - run: echo hi\n", "t.yml")
     assert "runners/launch_" in str(caught.value)
+
+
+MULTI = {**ROW, "framework": "dynamo-sglang", "conc": [4, 16], "prefill": {"num-worker": 1, "tp": 2, "ep": 1},
+         "decode": {"num-worker": 1, "tp": 2, "ep": 1}, "router": {"name": "dynamo-router"}}
+
+
+@pytest.mark.parametrize(("row", "expected"), [
+    (MULTI, {"run-eval": "false", "conc-list": "[\n  4,\n  16\n]", "router": '{\n  "name": "dynamo-router"\n}'}),
+    ({**MULTI, "run-eval": True, "eval-only": True, "eval-conc": 16}, {"run-eval": "true", "eval-conc": "16"}),
+    ({**MULTI, "eval-only": True, "eval-all-concs": True}, {"eval-conc": "4 16"}),
+    ({**MULTI, "scenario-type": "agentic-coding", "eval-only": True, "eval-conc": 16, "isl": 1024},
+     {"conc": "16", "run-eval": "true", "isl": "0", "scenario-type": "agentic-coding"}),
+    ({**MULTI, "scenario-type": "agentic-coding", "isl": 1024}, {"conc": "4", "run-eval": "false", "isl": "0"}),
+], ids=["throughput", "eval-at-its-concurrency", "eval-all-concs", "agentic-eval", "agentic"])
+def test_a_multi_node_rows_inputs_are_what_run_sweeps_jobs_pass(row, expected):
+    """run-sweep.yml's multi-node jobs: conc-list and router through toJson (indented), evals with
+    run-eval true at eval-conc (all concurrencies under eval-all-concs), agentic rows at isl 0."""
+    from bot.inferencex.templates import KIND_MULTI, row_inputs
+
+    kind, inputs = row_inputs(row)
+    assert kind == KIND_MULTI and {k: inputs.get(k) for k in expected} == expected

@@ -8,13 +8,12 @@ each row's limit is the template's own `timeout-minutes`, and each row's inputs 
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
 import yaml
 
-from bot.inferencex.rowenv import template_inputs
+from bot.inferencex.rowenv import multinode_inputs, template_inputs
 
 SINGLE_NODE = ".github/workflows/benchmark-tmpl.yml"
 MULTI_NODE = ".github/workflows/benchmark-multinode-tmpl.yml"
@@ -83,48 +82,9 @@ def parse_template(path: str, text: str) -> Template:
     return Template(path, str(timeout), types)
 
 
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
-
-
-def multinode_inputs(row: dict, *, agentx_fast: bool = False) -> dict[str, str]:
-    """benchmark-multinode-tmpl.yml's inputs for one row, as run-sweep.yml's multi-node jobs fill them."""
-    agentic = row.get("scenario-type") == "agentic-coding"
-    conc = row["conc"] if isinstance(row["conc"], list) else [row["conc"]]
-    inputs: dict[str, object] = {
-        "isl": "0" if agentic else row.get("isl"), "osl": "0" if agentic else row.get("osl"),
-        "max-model-len": "0" if agentic else row.get("max-model-len"), "runner": row["runner"],
-        "image": row["image"], "model": row["model"], "model-prefix": row["model-prefix"],
-        "framework": row["framework"], "precision": row["precision"],
-        "router": json.dumps(row["router"]) if row.get("router") else "",
-        "kv-p2p-transfer": row.get("kv-p2p-transfer") or "", "exp-name": row["exp-name"],
-        "recipe-fingerprint": row.get("recipe-fingerprint") or "", "conc-list": json.dumps(conc),
-        "spec-decoding": row.get("spec-decoding", "none"), "disagg": row.get("disagg", False),
-        "run-eval": False,
-    }
-    for role in ("prefill", "decode"):
-        worker = row[role]
-        inputs.update({
-            f"{role}-hardware": worker.get("hardware"), f"{role}-num-worker": worker.get("num-worker"),
-            f"{role}-tp": worker.get("tp"), f"{role}-pp": worker.get("pp"),
-            f"{role}-dcp-size": worker.get("dcp-size"), f"{role}-pcp-size": worker.get("pcp-size"),
-            f"{role}-ep": worker.get("ep"), f"{role}-dp-attn": worker.get("dp-attn"),
-            f"{role}-additional-settings": json.dumps(worker.get("additional-settings")),
-        })
-    if agentic:
-        backend = row.get("kv-offload-backend")
-        inputs.update({"conc": conc[0], "kv-offloading": row.get("kv-offloading"),
-                       "kv-offload-backend": (backend or {}).get("name", ""),
-                       "kv-offload-backend-metadata": json.dumps(backend) if backend else "",
-                       "total-cpu-dram-gb": row.get("total-cpu-dram-gb"), "duration": row.get("duration"),
-                       "scenario-type": "agentic-coding", "agentx-fast": agentx_fast})
-    return {k: _text(v) for k, v in inputs.items()}
-
-
 def row_inputs(row: dict, *, agentx_fast: bool = False) -> tuple[str, dict[str, str]]:
-    """Which template a row goes to and its inputs (strings, as GitHub renders them)."""
+    """Which template a row goes to and its inputs (strings, as GitHub renders them), as run-sweep.yml's
+    jobs fill them (bot.inferencex.rowenv: the same inputs `recipe-bot run` evaluates the template with)."""
     if "prefill" in row and "decode" in row:
         return KIND_MULTI, multinode_inputs(row, agentx_fast=agentx_fast)
     return KIND_SINGLE, template_inputs(row, agentx_fast=agentx_fast)
