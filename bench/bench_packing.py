@@ -182,15 +182,17 @@ def inferencex_counts(workdir: pathlib.Path, env: dict[str, str]) -> dict[str, A
     packed = plan(root, [], None, env)["summary"]
     unpacked = plan(root, ["--no-pack"], None, env)["summary"]
 
-    from bot.inferencex.generate import generate
+    from bot.inferencex.changelog import default_rows
     from bot.inferencex.launches import is_eval, launch_groups
+    from bot.inferencex.own_tools import ToolInputs
     from bot.inferencex.repo import load_inferencex
     from bot.recipes.sources import DirSource
 
-    repo = load_inferencex(DirSource(root))
+    source = DirSource(root)
+    repo = load_inferencex(source)
     keys = sorted(repo.configs)
-    throughput = generate(repo.configs, repo.runners, keys, "no-evals")
-    evals = generate(repo.configs, repo.runners, keys, "evals-only")
+    made = default_rows(ToolInputs(tools=source, head=source, base=None, repo=repo), keys)  # the fixture's own tools
+    throughput, evals = [r for _, r in made.throughput], [r for _, r in made.evals]
     rows = [*throughput, *evals]
     groups = launch_groups(rows, {i: "" for i in range(len(rows))})
     single = [r for r in throughput if "prefill" not in r]

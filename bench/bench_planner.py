@@ -3,8 +3,8 @@
     .venv/bin/python bench/bench_planner.py [--recipes 2000] [--repeat 5]
 
 Measures (median of --repeat runs, wall time, one process):
-- InferenceX sample: reading its configs, generating every row (test-config over all keys, the
-  throughput rows and the eval rows), and the whole plan; the server launches with and without
+- InferenceX fixture: reading its configs, every row from its own tools (its processor and generator,
+  run as recipe-bot runs InferenceX's: throughput rows and eval rows), and the whole plan; the server launches with and without
   packing.
 - A generated catalog of N native recipes (sweeps and E2E suites sharing include bases): loading
   (parse, includes, validation), planning everything (expansion, packing, canary, matrices), and
@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bot.inferencex.generate import generate  # noqa: E402
+from bot.inferencex.changelog import default_rows  # noqa: E402
+from bot.inferencex.own_tools import ToolInputs  # noqa: E402
 from bot.inferencex.launches import launch_groups  # noqa: E402
 from bot.inferencex.repo import load_inferencex  # noqa: E402
 from bot.plan import PlanFilters, plan_catalog, plan_change  # noqa: E402
@@ -73,9 +74,10 @@ def bench_inferencex(workdir: pathlib.Path, repeat: int) -> dict:
     t_load, repo = timed(lambda: load_inferencex(DirSource(root)), repeat)
     keys = sorted(repo.configs)
 
-    def all_rows():
-        return (generate(repo.configs, repo.runners, keys, "no-evals"),
-                generate(repo.configs, repo.runners, keys, "evals-only"))
+    def all_rows():  # the fixture's own tools (tests/fixtures/ix-tools), run as InferenceX's are
+        source = DirSource(root)
+        made = default_rows(ToolInputs(tools=source, head=source, base=None, repo=repo), keys)
+        return [r for _, r in made.throughput], [r for _, r in made.evals]
 
     t_rows, (throughput, evals) = timed(all_rows, repeat)
     rows = [*throughput, *evals]

@@ -233,6 +233,7 @@ def main() -> None:
             if with_main["agree"]:
                 result["reason"] += ("; InferenceX's tools at this head are older than its main's: with main's "
                                      "utils/ on the same configs and changelog the rows agree")
+        print(json.dumps({k: result.get(k) for k in ("pr", "agree", "ratio", "reason")}), file=sys.stderr, flush=True)
         return result
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:

@@ -4,6 +4,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from bot.inferencex.changelog import default_rows
+from bot.inferencex.own_tools import ToolInputs
+from bot.inferencex.repo import load_inferencex
+from bot.recipes.sources import DirSource
 from git_helpers import git
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ix-repo"
@@ -54,3 +58,22 @@ def add_two_node_fleet(repo: Path, partition: str) -> str:
                                         "slurm": {"partition": partition, "time_limit": "00:30:00"}}
     ours.write_text(yaml.safe_dump(table, sort_keys=False))
     return commit(repo)
+
+
+def tool_inputs(root: Path) -> ToolInputs:
+    """A folder planned on its own (no base): its tools (utils/, the fixture's own scripts) on its data."""
+    source = DirSource(root)
+    return ToolInputs(tools=source, head=source, base=None, repo=load_inferencex(source))
+
+
+def tool_rows(root: Path, keys: list[str], mode: str = "no-evals", **flags) -> list[dict]:
+    """The rows the folder's own tools give for these configs as one plain entry: its throughput rows
+    (`no-evals`) or its eval rows (`evals-only`)."""
+    rows = default_rows(tool_inputs(root), keys, **flags)
+    return [row for _, row in (rows.evals if mode == "evals-only" else rows.throughput)]
+
+
+def tool_files() -> dict[str, str]:
+    """The fixture tools as repository files (path → text), for a repository written file by file."""
+    root = FIXTURE.parent / "ix-tools"
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.py"))}

@@ -8,6 +8,7 @@ from bot.report import gate
 from tests import synthetic
 from github_sandbox.harness import make_seed
 from handle_helpers import BOT, CONFIG, PULLS, ROOT, Harness, bilingual
+from ix_repo_helpers import tool_files
 
 RUNNERS = "runners:\n  cpu:\n    gpus: 0\n    description: a test host\n"
 
@@ -263,7 +264,7 @@ def _inferencex_pr(sandbox, tmp_path, with_entry: bool):
             "configs/amd-master.yaml": (fixture / "configs" / "amd-master.yaml").read_text(),
             "configs/runners.yaml": (fixture / "configs" / "runners.yaml").read_text(),
             "perf-changelog.yaml": (fixture / "perf-changelog.yaml").read_text(),
-            "runners/launch_h100.sh": "#!/bin/bash\nexport MODEL=$MODEL_PATH\n"}
+            "runners/launch_h100.sh": "#!/bin/bash\nexport MODEL=$MODEL_PATH\n", **tool_files()}
     changed = main["configs/nvidia-master.yaml"].replace("sglang:v1.0.0-cu130", "sglang:v1.0.1-cu130")
     assert changed != main["configs/nvidia-master.yaml"]
     head = {"configs/nvidia-master.yaml": changed}

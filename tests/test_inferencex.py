@@ -1,7 +1,9 @@
 """InferenceX configs, changelog and labels, on InferenceX-shaped fixtures written for recipe-bot.
 
-Compatibility with InferenceX's own generator is pinned by tests/test_inferencex_sample.py against the
-reference sample; here every expected value is derived by hand from tests/fixtures/inferencex.
+The rows are what the fixture's own tools (tests/fixtures/ix-tools/utils, our scripts with the CLI of
+InferenceX's) print, run the way recipe-bot runs InferenceX's; compatibility with InferenceX's real tools
+is by construction (recipe-bot runs them) and shown by bench/replay_inferencex_prs.py. Every expected
+value is derived by hand from tests/fixtures/inferencex.
 """
 from __future__ import annotations
 
@@ -11,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from bot.inferencex.changelog import appended_entries, appended_text, changelog_rows
-from bot.inferencex.generate import ConfigKeyError, expand_config_keys, generate, trim_conc
-from bot.inferencex.contract import matrix_row
+from bot.inferencex.changelog import ConfigKeyError, appended_entries, appended_text, changelog_rows, expand_config_keys
+from bot.inferencex.own_tools import ToolInputs
 from bot.inferencex.launches import launch_groups, names_file, shared_reason
 from bot.inferencex.repo import load_inferencex
 from bot.plan.labels import filters_for_labels
 from bot.plan.model import PlanError
 from bot.recipes.errors import RecipeError
 from bot.recipes.sources import DirSource
+from ix_repo_helpers import tool_rows
 
 FIXTURE = Path(__file__).parent / "fixtures" / "inferencex"
 AGENTIC = "llama5-fp8-h100-sglang-agentic-mtp"
@@ -42,11 +44,11 @@ def canonical(rows) -> list[str]:
 
 
 def test_agentic_entry_has_a_point_per_concurrency_and_a_launch_per_server_configuration(repo):
-    rows = generate(repo.configs, repo.runners, [AGENTIC], "no-evals")
+    rows = tool_rows(FIXTURE, [AGENTIC])
     groups = launch_groups(rows, {i: AGENTIC for i in range(len(rows))})
     assert len(rows) == 4 + 3 + 2 + 6  # the four conc-lists
     assert sorted(g.points for g in groups) == [2, 3, 4, 6]
-    evals = generate(repo.configs, repo.runners, [AGENTIC], "evals-only")  # the highest concurrency
+    evals = tool_rows(FIXTURE, [AGENTIC], "evals-only")  # the highest concurrency
     assert [r["exp-name"] for r in evals] == ["llama5_tp8_conc16_kvdram-hicache_spec-mtp"]
 
 
@@ -57,7 +59,7 @@ def test_agentic_entry_has_a_point_per_concurrency_and_a_launch_per_server_confi
     ("llama5-fp8-mi300x-sglang-agentic-mtp", {(4, "none"): 0, (8, "dram"): 2399}),
 ], ids=["share-of-node", "capped-node-dram"])
 def test_dram_budget_is_the_capped_node_dram_times_utilisation_times_gpu_share(repo, key, budget):
-    rows = generate(repo.configs, repo.runners, [key], "no-evals")
+    rows = tool_rows(FIXTURE, [key])
     assert {(r["tp"], r["kv-offloading"]): r["total-cpu-dram-gb"] for r in rows} == budget
 
 
@@ -128,31 +130,46 @@ def test_a_bad_appended_entry_names_its_line(repo, entry, words):
     assert problem.file == "perf-changelog.yaml" and problem.line > len(BASE_LOG.splitlines())
 
 
-def test_changelog_rows_are_no_evals_plus_evals_only(repo):
-    entries = appended_entries(repo, BASE_LOG, BASE_LOG + ENTRY.replace(b"sglang*", b"sglang-mtp"))
-    rows = changelog_rows(repo, entries)
-    # InferenceX's changelog processor adds recipe-fingerprint to throughput rows only
-    assert all(len(r.pop("recipe-fingerprint")) == 64 for _, r in rows.throughput)
-    # ... and its output contract fills eval-only: false into fixed-seq-len rows
-    assert canonical([r for _, r in rows.throughput]) == canonical(
-        map(matrix_row, generate(repo.configs, repo.runners, [MTP], "no-evals")))
-    assert canonical([r for _, r in rows.evals]) == canonical(
-        map(matrix_row, generate(repo.configs, repo.runners, [MTP], "evals-only")))
+def logged_rows(tmp_path: Path, entry: bytes, **flags):
+    """The rows of the fixture's own processor for the head changelog BASE_LOG + entry, each with its key."""
+    head = lay_out(tmp_path / "head")
+    (head / "perf-changelog.yaml").write_bytes(BASE_LOG + entry)
+    repo = load_inferencex(DirSource(head))
+    entries = appended_entries(repo, BASE_LOG, BASE_LOG + entry)
+    inputs = ToolInputs(tools=DirSource(FIXTURE), head=DirSource(head), base=DirSource(FIXTURE), repo=repo)
+    return changelog_rows(inputs, entries, **flags)
+
+
+def test_changelog_rows_are_the_processors_throughput_and_eval_rows_each_with_its_config(tmp_path):
+    rows = logged_rows(tmp_path, ENTRY.replace(b"sglang*", b"sglang-mtp"))
+    # the processor adds recipe-fingerprint to throughput rows only
+    assert all(len(r["recipe-fingerprint"]) == 64 for _, r in rows.throughput)
+    assert not any("recipe-fingerprint" in r for _, r in rows.evals)
+    assert canonical([r for _, r in rows.throughput]) == canonical(tool_rows(FIXTURE, [MTP]))
     assert len(rows.throughput) == 1 + 3 + 2 and len(rows.evals) == 2
+    assert {k for k, _ in [*rows.throughput, *rows.evals]} == {MTP}
     assert set(rows.buckets()) == {"single_node.8k1k", "evals"}
 
 
-def test_an_evals_only_entry_runs_only_evals(repo):
+def test_rows_of_several_configs_are_each_given_to_the_config_that_makes_them(tmp_path):
+    rows = logged_rows(tmp_path, ENTRY)
+    owners = {(r["exp-name"], r["spec-decoding"], r.get("scenario-type")): k for k, r in rows.throughput}
+    assert set(owners.values()) == {"llama5-fp8-h100-sglang", MTP, AGENTIC}
+    assert all(k == AGENTIC for (_, _, scenario), k in owners.items() if scenario == "agentic-coding")
+    assert all(k == MTP for (_, spec, scenario), k in owners.items() if spec == "mtp" and scenario is None)
+
+
+def test_an_evals_only_entry_runs_only_evals(tmp_path):
     entry = ENTRY.replace(b"sglang*", b"sglang-mtp") + b"  evals-only: true\n"
-    rows = changelog_rows(repo, appended_entries(repo, BASE_LOG, BASE_LOG + entry))
+    rows = logged_rows(tmp_path, entry)
     # one eval group (tp and ep vary, dp-attn does not); eligible concurrencies 16, 32, 64: the highest
     # (64) and the median (32) run their evals
     assert rows.throughput == [] and sorted(r["conc"] for _, r in rows.evals) == [32, 64]
 
 
-def test_an_agentic_scenario_entry_limits_the_rows(repo):
+def test_an_agentic_scenario_entry_limits_the_rows(tmp_path):
     entry = ENTRY + b"  scenario-type:\n    - agentic-coding\n"
-    rows = changelog_rows(repo, appended_entries(repo, BASE_LOG, BASE_LOG + entry))
+    rows = logged_rows(tmp_path, entry)
     assert {r.get("scenario-type") for _, r in rows.throughput} == {"agentic-coding"}
     assert set(rows.buckets()) == {"single_node.agentic", "agentic_evals"}
 
@@ -160,14 +177,12 @@ def test_an_agentic_scenario_entry_limits_the_rows(repo):
 # ---- sweep labels ---------------------------------------------------------------------------------
 
 def test_sweep_enabled_keeps_the_lowest_concurrency_of_each_parallelism_group(repo):
-    rows = generate(repo.configs, repo.runners, [MTP], "no-evals")
-    trimmed = trim_conc(rows)
+    trimmed = tool_rows(FIXTURE, [MTP], trim=True)
     assert sorted((r["tp"], r["ep"], r["conc"]) for r in trimmed) == [(4, 1, 8), (4, 4, 16), (8, 1, 4)]
 
 
 def test_sweep_enabled_trims_multinode_concurrency_lists(repo):
-    rows = generate(repo.configs, repo.runners, ["llama5-fp8-mi300x-sglang-disagg"], "no-evals")
-    assert [r["conc"] for r in trim_conc(rows)] == [[4]]
+    assert [r["conc"] for r in tool_rows(FIXTURE, ["llama5-fp8-mi300x-sglang-disagg"], trim=True)] == [[4]]
 
 
 @pytest.mark.parametrize("labels,scope,canary,fail_fast", [

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.inferencex.generate import generate
 from bot.inferencex.launches import launch_groups
 from bot.inferencex.packing import verdict
 from bot.inferencex.repo import load_inferencex
 from bot.recipes.sources import DirSource
+from ix_repo_helpers import tool_rows
 
 FIXTURE = Path(__file__).parent / "fixtures" / "inferencex"
 MTP = "llama5-fp8-h100-sglang-mtp"
@@ -22,7 +22,7 @@ def rows(tmp_path_factory) -> list[dict]:
     root = tmp_path_factory.mktemp("ix")
     shutil.copytree(FIXTURE, root, dirs_exist_ok=True)
     repo = load_inferencex(DirSource(root))
-    found = generate(repo.configs, repo.runners, [MTP], "no-evals")
+    found = tool_rows(root, [MTP])
     group = max(launch_groups(found, {i: MTP for i in range(len(found))}), key=lambda g: len(g.rows))
     assert len(group.rows) >= 2  # one server configuration, several concurrencies
     return group.rows

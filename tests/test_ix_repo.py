@@ -161,11 +161,11 @@ def test_changelog_flags_and_labels_pick_rows_as_inferencex_does(ix, extra, labe
     ("  append-only: true\n", "did not add any generated points"),
     ("  append-only: true\n  all-evals: true\n", "cannot be combined"),
 ], ids=["adds-nothing", "with-all-evals"])
-def test_append_only_entries_inferencex_refuses_are_refused_at_their_line(ix, extra, words):
+def test_append_only_entries_inferencex_refuses_are_refused_in_its_own_words(ix, extra, words):
     repo, base = ix
     with pytest.raises(RecipeError) as caught:
         plan_change(repo, base, append_entry(repo, [VLLM], extra))
-    assert words in str(caught.value) and caught.value.problems[0].file == "perf-changelog.yaml"
+    assert words in str(caught.value)
 
 
 def test_append_only_runs_only_the_new_concurrency(ix):

@@ -10,7 +10,8 @@ from pydantic import ValidationError
 
 from bot.inferencex.changelog import default_rows
 from bot.inferencex.repo import load_inferencex
-from bot.inferencex.generate import POINT_FIELDS
+from bot.inferencex.rowkeys import POINT_FIELDS
+from ix_repo_helpers import tool_inputs
 from bot.inferencex.rowenv import _fixed_env, env_from_inputs, server_envs, template_env, template_inputs
 from bot.inferencex.schema import MultiNodeEntry, SingleNodeEntry
 from bot.plan.model import MatrixEntry, PlanFilters, RecipePlan
@@ -60,7 +61,7 @@ def test_values_of_the_wrong_type_are_refused_not_converted(path, value):
 def test_fixed_seq_len_environments_are_the_templates_mapping():
     repo = load_inferencex(DirSource(FIXTURE))
     for flags in ({}, {"all_evals": True}):
-        rows = default_rows(repo, sorted(repo.configs), **flags)
+        rows = default_rows(tool_inputs(FIXTURE), sorted(repo.configs), **flags)
         fixed = [r for _, r in [*rows.throughput, *rows.evals]
                  if "prefill" not in r and r.get("scenario-type") != "agentic-coding"]
         assert fixed
@@ -73,7 +74,7 @@ def test_fixed_seq_len_environments_are_the_templates_mapping():
 
 def test_a_server_configurations_environments_change_only_what_the_point_fields_feed():
     repo = load_inferencex(DirSource(FIXTURE))
-    rows = default_rows(repo, sorted(repo.configs), all_evals=True)
+    rows = default_rows(tool_inputs(FIXTURE), sorted(repo.configs), all_evals=True)
     checked = 0
     for _, row in [*rows.throughput, *rows.evals]:
         for field in sorted(POINT_FIELDS):

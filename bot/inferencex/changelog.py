@@ -1,21 +1,49 @@
-"""perf-changelog.yaml as InferenceX reads it: only appended entries run, a deleted line is an error."""
+"""perf-changelog.yaml: the entries a change appends (where, which configs), and the rows InferenceX's own tools give."""
 from __future__ import annotations
 
 import difflib
-from collections import defaultdict
+import fnmatch
 from dataclasses import dataclass, field
 
+import yaml
+
 from bot.core.messages import Message, msg
-from bot.inferencex.append_only import (
-    SCENARIO_TYPES, AppendOnlyError, append_only_delta, check_scope, recipe_fingerprint_once,
-)
-from bot.inferencex.contract import matrix_row
-from bot.inferencex.generate import ConfigKeyError, expand_config_keys, generate_keyed, trim_conc_keyed
+from bot.core.validation import Invalid
+from bot.inferencex.own_tools import TIMEOUT_S, ToolInputs, run_processor
 from bot.inferencex.repo import InferenceXRepo
 from bot.inferencex.schema import ChangelogEntry
 from bot.recipes.errors import RecipeError, RecipeProblem
 from bot.recipes.loader import validate
 from bot.recipes.yamlsrc import load_yaml
+
+class ConfigKeyError(Invalid):
+    """A changelog config key or wildcard that matches nothing (named with its line before any tool runs)."""
+
+    def __init__(self, key: str, available: list[str]) -> None:
+        self.key = key
+        self.available = sorted(available)
+        if any(ch in key for ch in "*?"):
+            super().__init__(msg("pattern %(key)s matches no config key", key=repr(key)))
+        else:
+            super().__init__(msg("config key %(key)s matches no config key", key=repr(key)))
+
+
+def expand_config_keys(patterns: list[str], available: list[str]) -> list[str]:
+    """Which configs an entry names (`*` and `?` wildcards must match one at least): the plan's touched
+    configs and their reasons, and a key that matches nothing refused at its line. The rows are the tool's."""
+    seen: dict[str, None] = {}
+    for pattern in patterns:
+        if "*" in pattern or "?" in pattern:
+            matches = fnmatch.filter(available, pattern)
+            if not matches:
+                raise ConfigKeyError(pattern, available)
+            seen.update(dict.fromkeys(matches))
+        elif pattern in available:
+            seen.setdefault(pattern, None)
+        else:
+            raise ConfigKeyError(pattern, available)
+    return list(seen)
+
 
 THROUGHPUT_BUCKETS = ("1k1k", "8k1k", "agentic")
 EVAL_BUCKETS = ("evals", "agentic_evals", "multinode_evals", "multinode_agentic_evals")
@@ -170,123 +198,34 @@ def _preview(names: list[str], limit: int = 12) -> list[Message | str]:
     return [*names] if len(names) <= limit else [*names[:limit], msg("... %(more)s more", more=len(names) - limit)]
 
 
-def _entry_error(repo: InferenceXRepo, appended: AppendedEntry, message: Message) -> RecipeError:
-    return RecipeError.single(repo.changelog_path, appended.line or None, "append-only", message)
+def _flags(all_evals: bool, evals_only: bool, trim: bool) -> list[str]:
+    return [*(["--all-evals"] if all_evals else []), *(["--evals-only"] if evals_only else []),
+            *(["--trim-conc"] if trim else [])]
 
 
-def _scenario_groups(keys: list[str], wanted: tuple[str, ...], seen: dict[str, set[str]]) -> dict[tuple, list[str]]:
-    """Configs grouped by the scenarios not yet generated for them (so overlapping entries add nothing twice)."""
-    groups: dict[tuple, list[str]] = defaultdict(list)
-    for key in keys:
-        unseen = tuple(s for s in SCENARIO_TYPES if s in wanted and s not in seen[key])
-        if unseen:
-            seen[key].update(unseen)
-            groups[unseen].append(key)
-    return groups
-
-
-def _check_append_only(repo: InferenceXRepo, entries: list[AppendedEntry], base_repo: InferenceXRepo | None,
-                       all_evals: bool, evals_only: bool) -> None:
-    flagged = [e for e in entries if e.entry.append_only]
-    if not flagged:
-        return
-    first = flagged[0]
-    if len(flagged) != len(entries):
-        raise _entry_error(repo, first, msg("append-only entries cannot share a sweep with regular changelog entries"))
-    if all_evals or evals_only:
-        raise _entry_error(repo, first, msg("append-only sweeps cannot use all-evals or evals-only modifiers"))
-    if base_repo is None:
-        raise _entry_error(repo, first, msg("append-only needs the base revision's configs, which could not be read"))
-    selected: dict[str, set[str]] = defaultdict(set)
-    for appended in entries:
-        for key in appended.keys:
-            selected[key].update(appended.entry.scenario_type or SCENARIO_TYPES)
-    base_keys = {*base_repo.configs, *base_repo.invalid}
-    missing = sorted(k for k in selected if k not in base_keys)
-    if missing:
-        raise _entry_error(repo, first, msg("append-only requires every selected config to exist in the base "
-                                            "revision; missing: %(missing)s", missing=str(missing)))
-    base_master = {k: base_repo.raw(k) for k in base_keys}
-    head_master = {k: repo.raw(k) for k in {*repo.configs, *repo.invalid}}
-    try:
-        check_scope(base_master, head_master, selected)
-    except AppendOnlyError as exc:
-        raise _entry_error(repo, first, exc.message) from None
-
-
-def changelog_rows(
-    repo: InferenceXRepo,
-    entries: list[AppendedEntry],
-    base_repo: InferenceXRepo | None = None,
-    *,
-    all_evals: bool = False,
-    evals_only: bool = False,
-    trim: bool = False,
-) -> ChangelogRows:
-    """The rows InferenceX's `process_changelog.py` gives for these appended entries, field for field.
+def changelog_rows(inputs: ToolInputs, entries: list[AppendedEntry], *, all_evals: bool = False,
+                   evals_only: bool = False, trim: bool = False, timeout_s: float = TIMEOUT_S) -> ChangelogRows:
+    """The rows InferenceX's own `process_changelog.py` (the base's) gives for the head's changelog.
 
     `all_evals`, `evals_only`, `trim` are its `--all-evals`, `--evals-only`, `--trim-conc` (the PR labels
-    all-evals, evals-only, sweep-enabled). An entry with `all-evals: true` runs only its evals (at every
-    eligible concurrency); throughput rows get `recipe-fingerprint`; append-only entries run only the
-    points they add and are refused as InferenceX refuses them.
-    """
-    _check_append_only(repo, entries, base_repo, all_evals, evals_only)
-    result = ChangelogRows(entries=entries)
-    bench_seen: dict[str, set[str]] = defaultdict(set)
-    eval_seen: dict[str, set[str]] = defaultdict(set)
-    # all-evals entries first, so their broader eval matrix wins for a config named twice
-    for appended in sorted(entries, key=lambda e: not e.entry.all_evals):
-        entry = appended.entry
-        wanted = tuple(entry.scenario_type or SCENARIO_TYPES)
-        if not (evals_only or entry.evals_only or entry.all_evals):
-            for scenarios, keys in _scenario_groups(appended.keys, wanted, bench_seen).items():
-                only = None if scenarios == SCENARIO_TYPES else list(scenarios)
-                pairs = generate_keyed(repo.configs, repo.runners, keys, "no-evals", scenario_types=only)
-                if entry.append_only:
-                    base_pairs = generate_keyed(base_repo.configs, base_repo.runners, keys, "no-evals",
-                                                scenario_types=only)
-                    try:
-                        pairs = append_only_delta(base_pairs, pairs)
-                    except AppendOnlyError as exc:
-                        raise _entry_error(repo, appended, exc.message) from None
-                result.throughput.extend(pairs)
-        if entry.append_only:
-            continue
-        for scenarios, keys in _scenario_groups(appended.keys, wanted, eval_seen).items():
-            pairs = generate_keyed(repo.configs, repo.runners, keys, "evals-only",
-                                   all_evals=all_evals or entry.all_evals, scenario_types=list(scenarios))
-            if entry.eval_min_prefill_ep is not None:
-                pairs = [(k, r) for k, r in pairs if not isinstance(r.get("prefill"), dict)
-                         or _ep_at_least(r["prefill"], entry.eval_min_prefill_ep)]
-            result.evals.extend(pairs)
-    if trim:
-        result.throughput = trim_conc_keyed(result.throughput)
-    fingerprints: dict[tuple, str] = {}
-    for _, row in result.throughput:
-        row["recipe-fingerprint"] = recipe_fingerprint_once(row, fingerprints)
-    result.throughput = [(k, matrix_row(r)) for k, r in result.throughput]
-    result.evals = [(k, matrix_row(r)) for k, r in result.evals]
-    return result
+    all-evals, evals-only, sweep-enabled); what an entry's fields mean (all-evals, append-only, scenario
+    types) and what it refuses is the tool's, in its words."""
+    keys = list(dict.fromkeys(k for e in entries for k in e.keys))
+    rows = run_processor(inputs, keys, _flags(all_evals, evals_only, trim), timeout_s=timeout_s)
+    return ChangelogRows(entries=entries, throughput=rows.throughput, evals=rows.evals)
 
 
-def _ep_at_least(prefill: dict, minimum: int) -> bool:
-    try:
-        return int(prefill.get("ep", 1)) >= minimum
-    except (TypeError, ValueError):
-        return False
-
-
-def default_rows(repo: InferenceXRepo, keys: list[str], *, all_evals: bool = False, evals_only: bool = False,
-                 trim: bool = False) -> ChangelogRows:
-    """Keys planned without a changelog entry: as if one plain entry named them."""
+def default_rows(inputs: ToolInputs, keys: list[str], *, all_evals: bool = False, evals_only: bool = False,
+                 trim: bool = False, timeout_s: float = TIMEOUT_S) -> ChangelogRows:
+    """Keys planned without a changelog entry: what the tool gives when one plain entry names them."""
     if not keys:
         return ChangelogRows()
-    entry = ChangelogEntry.model_validate({"config-keys": keys, "description": ["planned without an entry"],
-                                           "pr-link": ""})
-    rows = changelog_rows(repo, [AppendedEntry(entry, 0, keys)], all_evals=all_evals, evals_only=evals_only,
-                          trim=trim)
-    rows.entries = []
-    return rows
+    entry = {"config-keys": list(keys), "description": ["planned by recipe-bot without a changelog entry"],
+             "pr-link": ""}
+    text = yaml.safe_dump([entry], sort_keys=False).encode()
+    rows = run_processor(inputs, list(keys), _flags(all_evals, evals_only, trim), changelog=text,
+                         timeout_s=timeout_s)
+    return ChangelogRows(throughput=rows.throughput, evals=rows.evals)
 
 
 def changelog_missing(repo, changed: set[str]) -> Message | None:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from bot.core.messages import Message, msg
-from bot.inferencex.generate import launch_key
+from bot.inferencex.rowkeys import launch_key
 from bot.inferencex.packing import verdict
 from bot.inferencex.repo import InferenceXRepo
 

@@ -174,7 +174,7 @@ POINT_ENV = ("EXP_NAME", "CONC", "RUN_EVAL", "EVAL_ONLY", "RESULT_FILENAME")
 
 def server_envs(rows: list[dict], runner_name: str) -> tuple[list[dict[str, str]], tuple[str, ...] | None]:
     """`template_env` of each row of one server configuration: rows equal in every field but the point's
-    own (`generate.POINT_FIELDS`: conc, exp-name, run-eval, eval-only, eval-conc, eval-all-concs), as
+    own (`rowkeys.POINT_FIELDS`: conc, exp-name, run-eval, eval-only, eval-conc, eval-all-concs), as
     `launches.launch_groups` groups them. For fixed-seq-len rows the first row's environment is made in
     full and the others change only what those fields feed, POINT_ENV, which is returned as the only
     keys that can differ (None: any key can). tests/test_ix_strict_rows.py checks every point field

@@ -7,6 +7,7 @@ from bot.core.config import CONFIG_PATH, ConfigError, load_config
 from bot.core.messages import Message, msg
 from bot.inferencex.changelog import default_rows
 from bot.inferencex.launches import STARTUP_S, names_file, point_seconds, points_run, row_gpus, shared_reason
+from bot.inferencex.own_tools import ToolInputs
 from bot.inferencex.repo import InferenceXRepo
 from bot.recipes.sources import Source
 
@@ -36,23 +37,24 @@ def affected_by_files(repo: InferenceXRepo, changed: set[str]) -> dict[str, list
     return dict(out)
 
 
-def rows_gpu_hours(repo: InferenceXRepo, keys: list[str]) -> tuple[int, float]:
+def rows_gpu_hours(inputs: ToolInputs, keys: list[str]) -> tuple[int, float]:
     """The rows a `/sweep` of these configs plans (one plain changelog entry each) and their GPU-hours."""
-    rows = default_rows(repo, keys)
+    rows = default_rows(inputs, keys)
     pairs = [*rows.throughput, *rows.evals]
     hours = sum(row_gpus(r) * (STARTUP_S + point_seconds(r) * points_run(r)) for _, r in pairs) / 3600
     return len(pairs), hours
 
 
-def infra_notes(repo: InferenceXRepo, changed: set[str], logged: set[str]) -> list[Message]:
+def infra_notes(inputs: ToolInputs, changed: set[str], logged: set[str]) -> list[Message]:
     """One note per changed shared file: the configs it affects that no changelog entry runs, the
     command that would run them and its GPU-hours (InferenceX runs only what its changelog names)."""
     notes = []
+    repo = inputs.repo
     for path, keys in affected_by_files(repo, changed).items():
         unrun = [k for k in keys if k not in logged]
         if not unrun:
             continue
-        count, hours = rows_gpu_hours(repo, unrun)
+        count, hours = rows_gpu_hours(inputs, unrun)
         shown: Message | str = ", ".join(unrun[:_SHOWN])
         if len(unrun) > _SHOWN:
             shown = msg("%(shown)s, ... %(more)s more", shown=shown, more=len(unrun) - _SHOWN)

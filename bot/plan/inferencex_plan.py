@@ -13,6 +13,7 @@ from bot.inferencex.changelog import AppendedEntry, ChangelogRows, appended_entr
 from bot.inferencex.launches import (
     STARTUP_S, LaunchGroup, is_eval, launch_groups, point_seconds, points_run, row_concurrencies,
 )
+from bot.inferencex.own_tools import ToolInputs
 from bot.inferencex.repo import InferenceXRepo
 from bot.plan.ids import job_id, slurm_spec
 from bot.plan.inferencex_infra import infra_notes, infra_rule
@@ -69,9 +70,10 @@ def pick_canary(pairs: Keyed) -> tuple[str, dict] | None:
     return min(fixed, key=lambda pair: pair[1]["conc"]) if fixed else None
 
 
-def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, changed: set[str]
-                  ) -> tuple[dict[str, list[Message]], list[AppendedEntry], InferenceXRepo | None]:
-    touched, base_repo = touched_inferencex(repo, base, changed)
+def _touched_keys(plan: Plan, repo: InferenceXRepo, inputs: ToolInputs, changed: set[str]
+                  ) -> tuple[dict[str, list[Message]], list[AppendedEntry]]:
+    head, base = inputs.head, inputs.base
+    touched, _ = touched_inferencex(repo, base, changed)
     reasons = {k: list(v) for k, v in touched.reasons.items()}
     entries: list[AppendedEntry] = []
     if repo.changelog_path in changed:
@@ -82,7 +84,7 @@ def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, 
                                                           changelog=repo.changelog_path, line=appended.line))
     logged = {k for e in entries for k in e.keys}
     if infra_rule(base) == "note":  # the changelog declares what runs; other changes are named, not run
-        plan.notes.extend(infra_notes(repo, changed, logged))
+        plan.notes.extend(infra_notes(inputs, changed, logged))
         plan.notes.extend(n for n in touched.notes if n.id not in SHARED_NOTES)
         reasons = {k: v for k, v in reasons.items() if k in logged}
     else:
@@ -90,7 +92,7 @@ def _touched_keys(plan: Plan, repo: InferenceXRepo, head: Source, base: Source, 
     for key in sorted(k for k in touched.reasons if k not in logged):
         plan.notes.append(msg("%(key)s: changed without a %(changelog)s entry (InferenceX itself would not run it "
                               "until one is appended)", key=key, changelog=repo.changelog_path))
-    return reasons, entries, base_repo
+    return reasons, entries
 
 
 def check_problems(plan: Plan, repo: InferenceXRepo, selected: list[str], changed: set[str], strict: bool
@@ -132,13 +134,14 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
     """Add the InferenceX rows a change needs to `plan`: exact rows, launches, matrices, GPU-hours."""
     reasons: dict[str, list[Message]] = {}
     entries: list[AppendedEntry] = []
-    base_repo = None
+    # InferenceX's own tools from the revision the plan is made against (never the head's), on the head's data
+    inputs = ToolInputs(tools=base if base is not None else head, head=head, base=base, repo=repo)
     if filters.recipes:
         selected = [k for k in sorted(repo.configs) if any(fnmatch.fnmatchcase(k, g) for g in filters.recipes)]
     elif base is None:
         selected = sorted(repo.configs)
     else:
-        reasons, entries, base_repo = _touched_keys(plan, repo, head, base, changed)
+        reasons, entries = _touched_keys(plan, repo, inputs, changed)
         selected = sorted(reasons)
     if filters.kind == "e2e":
         selected = []
@@ -146,9 +149,9 @@ def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source
     selected = check_problems(plan, repo, selected, changed if strict else set(), strict)
     logged = [e for e in entries if any(k in selected for k in e.keys)]
     modifiers = {"all_evals": filters.all_evals, "evals_only": filters.evals_only, "trim": filters.scope == "lowest"}
-    from_log = changelog_rows(repo, logged, base_repo, **modifiers) if logged else ChangelogRows()
+    from_log = changelog_rows(inputs, logged, **modifiers) if logged else ChangelogRows()
     logged_keys = {k for e in logged for k in e.keys}
-    rest = default_rows(repo, [k for k in selected if k not in logged_keys], **modifiers)
+    rest = default_rows(inputs, [k for k in selected if k not in logged_keys], **modifiers)
     throughput = _filter_conc([*from_log.throughput, *rest.throughput], filters.conc)
     evals = _filter_conc([*from_log.evals, *rest.evals], filters.conc)
     if not filters.accuracy:
