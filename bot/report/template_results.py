@@ -16,8 +16,8 @@ import click
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.messages import bilingual, msg
 from bot.core.results import CaseResult, JobResult, PointMetrics, PointResult
-from bot.inferencex.append_only import recipe_fingerprint
 from bot.inferencex.rowenv import template_env
+from bot.inferencex.rowkeys import server_digest
 from bot.inferencex.templates import KIND_MULTI, KIND_SINGLE
 
 _RUNNER = "\x00runner\x00"  # where the template puts `runner.name`, unknown until a runner takes the job
@@ -101,7 +101,7 @@ def row_result(entry: dict, files: dict[str, dict], sha: str | None, command: st
     gpus = int(env.get("GPU_COUNT") or 0) or int(row.get("tp") or 0)
     template = "benchmark-multinode-tmpl.yml" if entry.get("backend") == KIND_MULTI else "benchmark-tmpl.yml"
     base = dict(job_id=entry["job_id"], kind="sweep", recipe=entry["recipe"],
-                recipe_fingerprint=row.get("recipe-fingerprint") or recipe_fingerprint(row),
+                recipe_fingerprint=row.get("recipe-fingerprint") or server_digest(row),
                 runner_label=entry["runner_label"], gpus=gpus, engine=row.get("framework"), sha=sha,
                 command=command, inferencex={"row": row, "template": template})
     found = matching(entry, files)

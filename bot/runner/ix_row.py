@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
-import hashlib
 import json
 import os
 import shutil
@@ -21,7 +20,7 @@ from bot import engines
 from bot.inferencex.aggregate import AggregateError, aggregate, aggregate_multinode, gpus_from_name
 from bot.inferencex import template as ix_template
 from bot.inferencex.rowenv import benchmark_scripts, environment, launcher_for, template_file
-from bot.inferencex.rowkeys import POINT_FIELDS
+from bot.inferencex.rowkeys import server_digest
 from bot.recipes.errors import RecipeError
 from bot.core.messages import msg
 from bot.core.jobs import Case, Job, ServerSpec, SlurmSpec
@@ -91,16 +90,9 @@ def proxy_job(job: RowJob, repo: Path | None = None) -> Job:
     server = ServerSpec(engine=engines.for_framework(job.row.get("framework", "")).name,
                         model=job.row["model"], launch_script=launcher_for("proxy_0"))
     return Job(job_id=job.job_id, kind="sweep", recipe=job.config_key,
-               recipe_fingerprint=job.row.get("recipe-fingerprint") or _server_digest(job.row),
+               recipe_fingerprint=job.row.get("recipe-fingerprint") or server_digest(job.row),
                runner_label=job.runner_label, gpus=int(env.get("GPU_COUNT") or 0) if job.slurm and job.slurm.gres else 0,
                cases=[Case(name=job.config_key, servers=[server])], timeout_s=job.timeout_s, slurm=job.slurm)
-
-
-def _server_digest(row: dict) -> str:
-    """A row without InferenceX's recipe-fingerprint (its tools before they added one): the SHA-256 of its
-    server configuration, recipe-bot's own id for the job."""
-    server = {k: v for k, v in row.items() if k not in POINT_FIELDS}
-    return hashlib.sha256(json.dumps(server, sort_keys=True).encode()).hexdigest()
 
 
 def is_row_job(data: object) -> bool:
@@ -201,7 +193,7 @@ def run_row_job(job: RowJob, out_dir: Path, console: Console | None = None, *, r
         made, template_source = None, str(exc)
     env_row = made.env if made is not None else {}
     launcher = launcher_for(name)
-    fingerprint = row.get("recipe-fingerprint") or _server_digest(row)
+    fingerprint = row.get("recipe-fingerprint") or server_digest(row)
     port = procs.pick_free_port()
     run_tag = f"{job.job_id}-{uuid.uuid4().hex[:12]}"
     env = {**os.environ, **env_row, "PORT": str(port), "GITHUB_WORKSPACE": str(repo), procs.RUN_TAG_VAR: run_tag}
