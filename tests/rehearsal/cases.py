@@ -42,10 +42,11 @@ IX_SWEEP = f"/sweep {IX_ROW} --conc 1"
 def _ix_files() -> Edits:
     edits: Edits = {}
     for top, parts in ((IX_FIXTURE / "ix-repo", ("configs", "runners", "benchmarks", ".github/workflows")),
-                       (IX_FIXTURE / "ix-templates", (".github/workflows", "utils"))):
+                       (IX_FIXTURE / "ix-templates", (".github/workflows", "utils")),
+                       (IX_FIXTURE / "ix-tools", ("utils",))):  # the changelog processor and generator a plan runs
         for part in parts:
             for path in sorted((top / part).rglob("*")):
-                if path.is_file():
+                if path.is_file() and "__pycache__" not in path.parts:
                     edits[path.relative_to(top).as_posix()] = path.read_text(encoding="utf-8")
     edits["perf-changelog.yaml"] = (IX_FIXTURE / "ix-repo" / "perf-changelog.yaml").read_text(encoding="utf-8")
     edits[".github/workflows/gpu-run.yml"] = (Path(__file__).resolve().parents[2] / ".github" / "inferencex"
