@@ -1,4 +1,9 @@
-"""An InferenceX row as its benchmark template runs it: the environment, the result file name, the launcher."""
+"""An InferenceX row as its benchmark template runs it: its inputs, the launcher, and the environment.
+
+`recipe-bot run` reads a row's environment from the repository's template (`environment`, below). The
+hand-written environment (`template_env`, `server_envs`) is still what honest packing reads while planning,
+where the planner does not yet load the templates; bench/bench_ix_template_env.py shows the two agree on
+InferenceX's rows, and the copy goes once packing reads the template too."""
 from __future__ import annotations
 
 import json
