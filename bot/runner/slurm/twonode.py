@@ -216,7 +216,8 @@ def down(quiet: bool = False, grace_s: float = 10.0) -> None:
             _ip("netns", "del", node.netns, check=False)
     _ip("link", "del", BRIDGE, check=False)
     if not quiet:
-        cluster._log(f"two-node cluster stopped ({len(pids)} processes), namespaces and bridge removed")
+        cluster._log(f"two-node cluster stopped ({len(pids)} processes), namespaces and bridge removed"
+                     if pids or namespaces & {n.netns for n in NODES} else "no two-node cluster was running")
 
 
 def _stop(pids: list[int], grace_s: float) -> None:
