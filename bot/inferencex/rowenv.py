@@ -2,8 +2,10 @@
 
 `recipe-bot run` reads a row's environment from the repository's template (`environment`, below). The
 hand-written environment (`template_env`, `server_envs`) is still what honest packing reads while planning,
-where the planner does not yet load the templates; bench/bench_ix_template_env.py shows the two agree on
-InferenceX's rows, and the copy goes once packing reads the template too."""
+where the planner does not yet load the templates. Checked once by hand against InferenceX's real templates:
+equal on all 1,407 single-node rows of its catalogue; on multi-node rows it lacks the template's defaults
+(DURATION 3600, TOTAL_CPU_DRAM_GB 600), toJson's indentation and sets a GPU_COUNT the template does not.
+The copy goes once packing reads the template too."""
 from __future__ import annotations
 
 import json
