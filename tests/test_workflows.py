@@ -99,7 +99,7 @@ def test_control_plane_token_can_do_what_the_bot_does_and_no_more():
 def test_gpu_workflow_inputs_are_what_dispatch_sends():
     inputs = load("gpu.yml")["on"]["workflow_dispatch"]["inputs"]
     sent = dispatch_once.dispatch_inputs(pr=7, sha="a" * 40, command="/sweep", requester="alice", key="101",
-                                    gpu_hours=2.5)
+                                    gpu_hours=2.5, runner_labels=("cluster:new",))
     assert set(inputs) == set(sent)
     assert all(spec["type"] == "string" for spec in inputs.values())
 

@@ -115,6 +115,16 @@ def fetch(root: pathlib.Path, *shas: str) -> None:
              "origin", *missing, env=_fetch_env(root))
 
 
+def default_source(h: Handler) -> GitSource | ApiSource:
+    """The default branch's files: the checkout's verified tip when there is one, else through the API."""
+    if h.checkout is not None:
+        try:
+            return GitSource(pathlib.Path(h.checkout).resolve(), verified_commit(h.checkout, h.default_branch, h.state))
+        except CheckoutError as exc:
+            h.log(f"the checkout cannot serve the default branch ({exc}); reading through the API")
+    return ApiSource(h.client, h.default_branch)
+
+
 def sources(h: Handler, pull: Pull) -> tuple[GitSource | ApiSource, GitSource | ApiSource]:
     """The head commit's files and its base's (the merge-base with the default branch, as gpu.yml plans),
     from the checkout when there is one, else through the API."""

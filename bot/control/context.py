@@ -42,7 +42,7 @@ class RequestState:
     request_sha: str | None = None  # ...at this head only (a label's key runs once per head)
     claimed: bool = False  # the claim is written: runs listed before it are listed again
     older: list[Claim] = dataclasses.field(default_factory=list)  # older undecided claims, counted by the limits
-    estimates: dict[tuple[str, str], Estimate | Unavailable] = dataclasses.field(default_factory=dict)
+    estimates: dict[tuple[str, str, tuple[str, ...]], Estimate | Unavailable] = dataclasses.field(default_factory=dict)
     checkout_commit: tuple[tuple[pathlib.Path, str], str] | None = None  # checkout.verified_commit's answer
 
     def read_comments(self, comments: list[Comment], ledger: Ledger | None = None) -> None:

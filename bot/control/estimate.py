@@ -19,7 +19,10 @@ if TYPE_CHECKING:  # the handler imports the budget, which imports this module: 
 
 from bot.control import checkout as local
 from bot.core.commands import UsageError, parse_single
+from bot.core import markers
 from bot.inferencex.catalog import load_catalog
+from bot.plan.allowed import allowed_in
+from bot.plan.held import approvers_at, hold_new_labels, runner_labels
 from bot.plan.model import PlanError, PlanFilters
 from bot.plan.planner import plan_change_sources
 from bot.recipes.errors import RecipeError
@@ -38,6 +41,8 @@ class Estimate:
     bound_gpu_hours: float | None  # every job running to its time limit (None: not known for every job)
     recipes: tuple[tuple[str, int, int, float], ...]  # (recipe, jobs, launches, GPU-hours), costliest first
     inferencex_rows: int = 0
+    # the plan's note on rows held for a runner label the PR adds (bot/plan/held.py), a catalogue message
+    held: Any = None
     # Recipes whose `estimate:` this PR sets (new, or changed from the default branch's): each counts
     # at least its jobs' time limits, as (recipe, GPU-hours counted), since a PR may claim any speed.
     at_limit: tuple[tuple[str, float], ...] = ()
@@ -51,7 +56,7 @@ class Estimate:
                 "recipes": [{"name": n, "jobs": j, "launches": la, "gpu_hours": _hours(g)}
                             for n, j, la, g in self.recipes[:10]],
                 "more": max(0, len(self.recipes) - 10), "inferencex_rows": self.inferencex_rows,
-                "at_limit": [{"name": n, "gpu_hours": _hours(g)} for n, g in self.at_limit]}
+                "at_limit": [{"name": n, "gpu_hours": _hours(g)} for n, g in self.at_limit], "held": self.held}
 
 
 def _hours(value: float) -> str:
@@ -124,6 +129,7 @@ def plan_command(h: Handler, command_line: str, pull: Pull) -> Estimate:
         head, base = local.sources(h, pull)
         catalog = load_catalog(head)
         plan = plan_change_sources(catalog, base, filters)
+        held = _held(h, plan, head, base, pull)
     except (RecipeError, PlanError, SourceError) as exc:
         raise Unavailable(str(exc).splitlines()[0][:300]) from None
     names = [r.recipe for r in plan.recipes if r.recipe in catalog.entries]
@@ -133,4 +139,21 @@ def plan_command(h: Handler, command_line: str, pull: Pull) -> Estimate:
         h.log(f"the default branch's recipes cannot be read ({str(exc).splitlines()[0][:200]}); "
               "every estimate counts at its time limit")
         base_catalog = None
-    return from_plan(plan, own_estimates(catalog, base_catalog, names))
+    return dataclasses.replace(from_plan(plan, own_estimates(catalog, base_catalog, names)), held=held)
+
+
+def _held(h: Handler, plan: Any, head: Any, base: Any, pull: Pull) -> Any:
+    """Hold the rows the plan job will hold (a runner label the PR adds, not approved for this head), so the
+    estimate counts what runs and the reply says what waits; the plan job makes the label checks."""
+    added = runner_labels(head) - runner_labels(base) if plan.inferencex is not None else frozenset()
+    if not added:  # the usual case: nothing of the default branch to read
+        return None
+    default = local.default_source(h)
+    try:
+        allowed = allowed_in(default, h.default_branch)
+    except PlanError as exc:
+        h.log(f"what {h.default_branch} allows cannot be read here ({exc}); the plan job checks it")
+        return None
+    added = frozenset(label for label in added if label not in allowed.runner_labels)
+    approved = frozenset(markers.approved_runner_labels(h.state.ledger.runner_approvals, pull.head_sha))
+    return hold_new_labels(plan, allowed, added, approved, pull.head_sha, approvers_at(default), check=False)

@@ -185,6 +185,8 @@ class Handler:
         gate = budget.Gate(self, reply, command_line=command_line, pull=pull, key=key, requester=requester,
                            label=label, approved_hours=budget_approved, recheck=recheck)  # budget.py
         hours = gate.prepare()
+        # the runner labels this head adds that their code owner approved (bot/control/runner_approval.py)
+        labels = markers.approved_runner_labels(self.state.ledger.runner_approvals, pull.head_sha)
 
         def claim_body(marker: str) -> str:
             return marker + "\n" + i18n.render_bilingual("control/starting", command=command_line,
@@ -196,7 +198,7 @@ class Handler:
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
                 bot_login=self.bot_login(), ledger=self.state.ledger, claim_body=claim_body, per_sha=label is not None,
                 started_at=self.started, taken=self.state.taken, before_dispatch=gate, gpu_hours=hours,
-                runs=self.runs_after_claim)
+                runs=self.runs_after_claim, runner_labels=labels)
         except dispatch_once.HeadMoved as moved:
             if moved.claim_id is not None and moved.claim_id not in reply.claims:
                 reply.claims.append(moved.claim_id)
@@ -223,7 +225,7 @@ class Handler:
         else:
             self.outcome.dispatched.append(dispatch_once.dispatch_inputs(
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
-                gpu_hours=hours))
+                gpu_hours=hours, runner_labels=labels))
             self.log(f"dispatched {self.config.gpu_workflow} for PR #{pull.number} at {pull.head_sha}: {command_line}")
         reply.add("dispatched", command=command_line, sha=pull.head_sha, requester=requester,
                   run_url=run.html_url, workflow=self.config.gpu_workflow, pr=pull.number, label=label,

@@ -65,6 +65,8 @@ KINDS = {kind.name: kind for kind in (
     MarkerKind("ack", (("comment", VALUE), ("sha", VALUE)), in_reply_header=True),
     MarkerKind("reply", (("comment", VALUE), ("digest", VALUE)), in_reply_header=True),
     MarkerKind("ok-to-test", (("sha", VALUE), ("by", VALUE)), in_reply_header=True),
+    # `/approve-runners <sha>`: the runner labels a head adds to configs/runners.yaml, approved by their owner
+    MarkerKind("runners-approved", (("sha", VALUE), ("by", VALUE), ("labels", VALUE)), in_reply_header=True),
     MarkerKind("claim", (("comment", VALUE), ("sha", VALUE), ("nonce", VALUE)),
                (("run", VALUE), ("by", VALUE), ("gpu_hours", VALUE)), in_reply_header=True),
     # the later stages' markers (bot/core/stage_markers.py)
@@ -156,6 +158,20 @@ class Approval:
 
     sha: str
     by: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RunnerApproval:
+    """An `/approve-runners` the bot accepted: the runner labels one head commit adds, by their code owner."""
+
+    sha: str
+    by: str
+    labels: tuple[str, ...]
+
+
+def approved_runner_labels(approvals: Iterable[RunnerApproval], head_sha: str) -> tuple[str, ...]:
+    """The labels approved for exactly `head_sha` (a push leaves the older approvals behind)."""
+    return tuple(sorted({label for a in approvals if a.sha == head_sha for label in a.labels}))
 
 
 # -- run titles: which GPU runs are the bot's, for which PR, commit and request --------------------
@@ -268,6 +284,10 @@ def approval_marker(sha: str, by: str) -> str:
     return KINDS["ok-to-test"].build(sha=sha, by=by)
 
 
+def runners_marker(sha: str, by: str, labels: Iterable[str]) -> str:
+    return KINDS["runners-approved"].build(sha=sha, by=by, labels=",".join(labels))
+
+
 def claim_marker(key: str, sha: str, nonce: str, holder: str = "", *, by: str = "",
                  gpu_hours: float | None = None) -> str:
     """Written before a dispatch: the request's lock, and its record if the handler dies after it.
@@ -297,6 +317,7 @@ class Ledger:
     acks: dict[str, set[str]] = dataclasses.field(default_factory=dict)  # key → dispatched SHAs
     replies: set[tuple[str, str]] = dataclasses.field(default_factory=set)  # (key, digest)
     approvals: list[Approval] = dataclasses.field(default_factory=list)  # oldest first
+    runner_approvals: list[RunnerApproval] = dataclasses.field(default_factory=list)  # oldest first
     claims: dict[str, list[Claim]] = dataclasses.field(default_factory=dict)  # key → claims, oldest first
 
     def acked(self, key: str, sha: str | None = None) -> bool:
@@ -325,6 +346,9 @@ def read_ledger(comments: Iterable[Comment], bot_login: str) -> Ledger:
                 ledger.replies.add((fields["comment"], fields["digest"]))
             elif kind == "ok-to-test":
                 ledger.approvals.append(Approval(fields["sha"], fields["by"]))
+            elif kind == "runners-approved" and is_full_sha(fields["sha"]):
+                ledger.runner_approvals.append(RunnerApproval(fields["sha"], fields["by"],
+                                                              tuple(fields["labels"].split(","))))
             elif kind == "claim":
                 ledger.claims.setdefault(fields["comment"], []).append(
                     Claim(comment.id, fields["comment"], fields["sha"], fields["nonce"], comment.created_at,

@@ -174,7 +174,7 @@ def _build_help(p: argparse.ArgumentParser) -> None:
 
 # The positional arguments a command cannot go without (argparse's nargs="?" above, checked after parsing
 # so that the error is worded by commands.py, not by argparse).
-REQUIRED: dict[str, tuple[str, ...]] = {"ok-to-test": ("sha",), "accept-regression": ("recipes", "reason"),
+REQUIRED: dict[str, tuple[str, ...]] = {"ok-to-test": ("sha",), "approve-runners": ("sha",), "accept-regression": ("recipes", "reason"),
                                         "reuse": ("run_id",)}
 
 
@@ -257,6 +257,19 @@ SPECS: tuple[CommandSpec, ...] = (
         author_may_use=False,
         build=_build_ok_to_test,
         order=2,
+    ),
+    CommandSpec(
+        name="approve-runners",
+        usage="/approve-runners <full-40-hex-sha>",
+        summary=msg("Let the rows on the runner labels this head commit adds to `configs/runners.yaml` run, named "
+        "by its full 40-character SHA: only its code owner (by the default branch's CODEOWNERS; without one, an "
+        "admin or maintainer) may. Runs started afterwards include them; a later push needs a new approval."),
+        min_permission="write",  # and the code owner of configs/runners.yaml (bot/control/runner_approval.py)
+        examples=("/approve-runners 3f9c2ab1d0e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8",),
+        starts_gpu_work=False,  # it records an approval; the runs after it are gated as usual
+        author_may_use=False,
+        build=_build_ok_to_test,
+        order=0,  # before a run in the same comment, as /ok-to-test
     ),
     CommandSpec(
         name="accept-regression",

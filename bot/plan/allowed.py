@@ -19,7 +19,7 @@ from bot.plan.model import Plan, PlanError
 from bot.recipes.catalog import RUNNERS_FILE, load_runners
 from bot.recipes.errors import RecipeError
 from bot.recipes.loader import YamlCache
-from bot.recipes.sources import GitSource, SourceError
+from bot.recipes.sources import GitSource, Source, SourceError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +40,14 @@ def allowed_at(repo: Path, rev: str) -> Allowed:
     """The runner labels and images the default branch (`rev`) allows; PlanError if unreadable."""
     try:
         source = GitSource(repo, rev)
+    except SourceError as exc:
+        raise PlanError(msg("cannot read what %(rev)s allows: %(why)s", rev=rev, why=_why(exc))) from None
+    return allowed_in(source, rev)
+
+
+def allowed_in(source: Source, rev: str) -> Allowed:
+    """allowed_at() for the default branch's files as a Source (a git revision, or read through the API)."""
+    try:
         table, _ = load_runners(source, YamlCache(source.read))
         raw_config = source.read(CONFIG_PATH)
         config = load_config(raw_config.decode("utf-8"), f"{CONFIG_PATH}@{rev}") if raw_config else None
@@ -56,7 +64,7 @@ def allowed_at(repo: Path, rev: str) -> Allowed:
     return Allowed(frozenset(labels), frozenset(images), rev, files)
 
 
-def _inferencex_labels(source: GitSource, rev: str) -> set[str]:
+def _inferencex_labels(source: Source, rev: str) -> set[str]:
     """The labels of the default branch's `configs/runners.yaml` and those its master configs use."""
 
     try:

@@ -84,13 +84,14 @@ def approve_line(sha: str) -> str:
 
 
 def hold_new_labels(plan: Plan, allowed: Allowed, added: frozenset[str], approved: frozenset[str], sha: str,
-                    approvers: Approvers) -> None:
+                    approvers: Approvers, *, check: bool = True) -> Message | None:
     """Hold the InferenceX rows whose label the PR adds (`added`) and nobody approved, then check the rest.
 
     The rows left keep their matrices (and a canary, picked again among them when the canary is held);
-    the plan's GPU-hours and recipes count only what runs. Raises PlanError (check_plan) for any label
-    that is neither allowed, nor added by the PR, nor approved.
+    the plan's GPU-hours and recipes count only what runs. With `check`, raises PlanError (check_plan)
+    for any label that is neither allowed, nor added by the PR, nor approved. Returns the held note.
     """
+    note = None
     ix = plan.inferencex
     waiting = added - approved
     if ix is not None and waiting:
@@ -113,12 +114,15 @@ def hold_new_labels(plan: Plan, allowed: Allowed, added: frozenset[str], approve
             ix.held = held
             ix.held_labels = sorted({e.runner_label for e in held})
             _hold_recipes(plan, {e.recipe for e in held})
-            plan.notes.insert(0, held_note(held, sha, approvers, allowed.where))
+            note = held_note(held, sha, approvers, allowed.where)
+            plan.notes.insert(0, note)
     unlisted = [label for label in approved - added]
     if unlisted:
         plan.notes.append(msg("approved runner label(s) %(labels)s ignored: this pull request does not add them to "
                               "%(file)s", labels=", ".join(sorted(unlisted)), file=RUNNERS_YAML))
-    check_plan(plan, dataclasses.replace(allowed, runner_labels=allowed.runner_labels | (added & approved)))
+    if check:
+        check_plan(plan, dataclasses.replace(allowed, runner_labels=allowed.runner_labels | (added & approved)))
+    return note
 
 
 def _hold_recipes(plan: Plan, keys: set[str]) -> None:
