@@ -13,6 +13,7 @@ from bot.core import markers
 from bot.core.github_records import Comment
 from github_sandbox.harness import make_seed
 from handle_helpers import BOT, CONFIG, PULLS, ROOT, Harness, bilingual
+from ix_repo_helpers import tool_files
 
 SHA, OLD = "a" * 40, "b" * 40
 RUNNERS_MAIN = "labels:\n  cpu:\n    - cpu_0\n"
@@ -146,6 +147,7 @@ def ix_pr(sandbox, tmp_path):
     """InferenceX's shape (our ix-repo fixture) on main; the PR adds `cluster:new` and a config on it."""
     files_main = {str(p.relative_to(IX_FIXTURE)): p.read_text(encoding="utf-8")
                   for p in IX_FIXTURE.rglob("*") if p.is_file()}
+    files_main.update(tool_files())  # the repository's own utils/ (our fixture tools), which the plan runs
     files_main.update({".github/recipe-bot.yaml": CONFIG, ".github/CODEOWNERS": "configs/runners.yaml @dave\n",
                        ".github/workflows/gpu.yml": (ROOT / ".github/workflows/gpu.yml").read_text(encoding="utf-8")})
     master = files_main["configs/cpu-master.yaml"]
