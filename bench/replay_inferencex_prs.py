@@ -90,7 +90,8 @@ def recipe_bot_side(clone: pathlib.Path, pr: dict, allowed_from: str) -> dict:
         return {"rows": [], "error": (done.stderr.strip().splitlines() or ["no output"])[-1], "notes": []}
     if "errors" in doc:
         first = doc["errors"][0]
-        where = f"{first.get('file')}:{first.get('line')}: " if first.get("file") else ""
+        where = (f"{first['file']}:{first['line']}: " if first.get("line") else f"{first['file']}: ") \
+            if first.get("file") else ""
         return {"rows": [], "error": f"{where}{message_from_data(first['message'])}", "notes": []}
     ix = doc.get("inferencex") or {}
     rows = [r for bucket in (ix.get("rows") or {}).values() for r in bucket]
