@@ -279,7 +279,7 @@ def _integer(node: ast.AST) -> int:
         return -_integer(node.operand)
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
         return _OPS[type(node.op)](_integer(node.left), _integer(node.right))
-    raise ValueError("not integer arithmetic")
+    raise ValueError(type(node).__name__)  # not integer arithmetic: the line is listed, not evaluated
 
 
 _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
