@@ -1,6 +1,7 @@
 """InferenceX's own tools run as they are: the base's utils/ on the head's data, sandboxed, their output untrusted."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,16 @@ def test_the_tools_output_is_kept_as_printed_and_each_row_names_its_config(tmp_p
     assert frameworks == {"vllm", "sglang"}
     by_recipe = {r.recipe: r.runner_label for r in plan.recipes}
     assert set(by_recipe) == {VLLM, "tinyq-bf16-cpu-sglang"}
+
+
+def test_the_tools_import_path_names_only_where_their_imports_come_from(tmp_path):
+    # Not this process's whole path (it may hold the pull request's checkout), and without -E, so that a
+    # runner whose packages come through PYTHONPATH (the workflow rehearsal) still gives the tools PyYAML.
+    from bot.inferencex import own_tools
+
+    env = own_tools._environment(tmp_path)
+    folders = env["PYTHONPATH"].split(os.pathsep)
+    assert folders and all(any((Path(f) / name).exists() or (Path(f) / f"{name}.py").exists()
+                               for name in own_tools.TOOL_IMPORTS) for f in folders)
+    assert str(Path.cwd()) not in folders and str(Path(own_tools.__file__).parents[2]) not in folders
+    assert " -E " not in (tmp_path / "bin" / "python3").read_text()

@@ -8,8 +8,9 @@ pull request, never its head: the control plane never runs PR code), applied to 
 - in a temporary git repository of two commits, the base's data then the head's, each with the base's
   tool files (so `git diff BASE HEAD -- perf-changelog.yaml` and append-only's base generation read what
   they read in InferenceX's workflow);
-- as a subprocess of this Python (`-E -s`; `python3` on its PATH runs the same), which has what the
-  tools import (PyYAML and pydantic, recipe-bot's own dependencies), in its own process group, with an
+- as a subprocess of this Python (`-s`; `python3` on its PATH runs the same), which has what the
+  tools import (PyYAML and pydantic, recipe-bot's own dependencies: PYTHONPATH names the folders this
+  process imports them from, and nothing else of its path), in its own process group, with an
   environment of a PATH, a HOME in the sandbox and a locale: no GITHUB_TOKEN, no RECIPE_BOT_* secret,
   nothing it needs from the network; stopped after `timeout_s`, its output capped;
 - its output read as untrusted data: a JSON object of InferenceX's buckets, each row a mapping whose
@@ -20,6 +21,7 @@ Which config key a row comes from is asked of InferenceX's generator as well (`t
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import resource
@@ -112,16 +114,36 @@ def _write(root: Path, files: dict[str, bytes]) -> None:
         target.write_bytes(raw)
 
 
+# What InferenceX's utils/ import. The tool's PYTHONPATH names only the folders these come from in this
+# process (a venv's site-packages, or the folder a PYTHONPATH of the runner names, as in the workflow
+# rehearsal), never the rest of this process's path, which may hold a checkout of the pull request.
+TOOL_IMPORTS = ("yaml", "pydantic", "pydantic_core", "typing_extensions", "annotated_types", "typing_inspection")
+
+
+def _import_path() -> str:
+    folders: list[str] = []
+    for name in TOOL_IMPORTS:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.origin or not spec.has_location:
+            continue
+        origin = Path(spec.origin)
+        folder = str(origin.parent.parent if spec.submodule_search_locations is not None else origin.parent)
+        if folder not in folders:
+            folders.append(folder)
+    return os.pathsep.join(folders)
+
+
 def _environment(sandbox: Path) -> dict[str, str]:
-    """Only what the tools need: PATH (`python3` is this Python, `git` the system's), HOME, a locale."""
+    """Only what the tools need: PATH (`python3` is this Python, `git` the system's), the folders of
+    what they import, HOME, a locale."""
     bin_dir = sandbox / "bin"
     bin_dir.mkdir()
     wrapper = bin_dir / "python3"
-    wrapper.write_text(f"#!/bin/sh\nexec '{sys.executable}' -E -s \"$@\"\n")
+    wrapper.write_text(f"#!/bin/sh\nexec '{sys.executable}' -s \"$@\"\n")
     wrapper.chmod(0o755)
     git = shutil.which("git") or "/usr/bin/git"
     path = os.pathsep.join(dict.fromkeys([str(bin_dir), str(Path(git).parent), "/usr/bin", "/bin"]))
-    return {"PATH": path, "HOME": str(sandbox), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC",
+    return {"PATH": path, "PYTHONPATH": _import_path(), "HOME": str(sandbox), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC",
             "PYTHONDONTWRITEBYTECODE": "1", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_TERMINAL_PROMPT": "0"}
 
@@ -269,7 +291,7 @@ def _attribute(sandbox: _Sandbox, inputs: ToolInputs, keys: list[str], rows: lis
                      "--runner-config", repo.runners_path, "--no-evals"]
     jobs_path = sandbox.root.parent / "jobs.json"
     jobs_path.write_text(json.dumps(jobs))
-    text = _run([sys.executable, "-E", "-s", str(_DRIVER), GENERATOR, str(jobs_path)], sandbox.root,
+    text = _run([sys.executable, "-s", str(_DRIVER), GENERATOR, str(jobs_path)], sandbox.root,
                 sandbox.env, timeout_s, GENERATOR, rev)
     try:
         printed = json.loads(text)
@@ -320,7 +342,7 @@ def run_processor(inputs: ToolInputs, keys: list[str], flags: list[str], *, chan
         _git(root, env, "init", "-q")
         base_sha = _commit(root, env, {**base_data, **tools}, "base")
         head_sha = _commit(root, env, {**head_data, **tools}, "head")
-        argv = [sys.executable, "-E", "-s", PROCESSOR, "--base-ref", base_sha, "--head-ref", head_sha,
+        argv = [sys.executable, "-s", PROCESSOR, "--base-ref", base_sha, "--head-ref", head_sha,
                 "--changelog-file", inputs.repo.changelog_path, *flags]
         throughput, evals = parse_matrix(_run(argv, root, env, timeout_s, PROCESSOR, rev), PROCESSOR, rev)
         sandbox = _Sandbox(root, env, base_sha, head_sha)
