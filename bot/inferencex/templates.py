@@ -8,23 +8,18 @@ each row's limit is the template's own `timeout-minutes`, and each row's inputs 
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import yaml
 
+from bot.core.messages import msg
+from bot.inferencex import expr
 from bot.inferencex.rowenv import multinode_inputs, template_inputs
 
 SINGLE_NODE = ".github/workflows/benchmark-tmpl.yml"
 MULTI_NODE = ".github/workflows/benchmark-multinode-tmpl.yml"
 # What the GPU workflow runs a row with: recipe-bot's own `recipe-bot run`, or one of the two templates.
 KIND_SINGLE, KIND_MULTI = "single-node", "multi-node"
-
-# The one expression shape the templates' `timeout-minutes` use:
-# `${{ inputs.scenario-type == 'agentic-coding' && 780 || 480 }}` (and `!=`).
-_CHOICE = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*(==|!=)\s*'([^']*)'\s*&&\s*(\d+)\s*\|\|\s*(\d+)\s*\}\}")
-_PLAIN = re.compile(r"\s*(\d+)\s*")
-
 
 class TemplateError(ValueError):
     """A template whose `timeout-minutes` or inputs recipe-bot cannot read."""
@@ -37,16 +32,22 @@ class Template:
     inputs: dict[str, str] = field(default_factory=dict)  # input name → its declared type
 
     def minutes(self, inputs: dict[str, str]) -> int:
-        """The job's `timeout-minutes` for these inputs (a number, or the one choice expression above)."""
-        plain = _PLAIN.fullmatch(self.timeout)
-        if plain:
-            return int(plain.group(1))
-        choice = _CHOICE.fullmatch(self.timeout.strip())
-        if choice is None:
-            raise TemplateError(f"{self.path}: timeout-minutes {self.timeout!r} is neither a number nor "
-                                "`${{ inputs.X == 'v' && N || M }}`")
-        name, op, value, yes, no = choice.groups()
-        return int(yes) if (inputs.get(name, "") == value) == (op == "==") else int(no)
+        """The job's `timeout-minutes` for these inputs: a number, or an expression of the templates' subset
+        (`${{ inputs.scenario-type == 'agentic-coding' && 780 || 480 }}`), evaluated as the row's env is."""
+        def lookup(name: str) -> object:
+            if name != "inputs":
+                raise expr.ExpressionError(name, msg("the context %(name)s", name=name))
+            return inputs
+
+        try:
+            value = expr.interpolate(self.timeout.strip(), lookup)
+        except expr.ExpressionError as exc:
+            raise TemplateError(f"{self.path}: timeout-minutes {self.timeout!r}: {exc}") from None
+        text = expr.to_text(value).strip()
+        if not text.isdigit():
+            raise TemplateError(f"{self.path}: timeout-minutes {self.timeout!r} is {text!r}, not a whole number "
+                                "of minutes")
+        return int(text)
 
     def typed(self, inputs: dict[str, str]) -> dict[str, str | bool]:
         """The inputs this template declares, booleans as JSON booleans (a `type: boolean` input refuses a
