@@ -34,11 +34,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import command_line, machine_info, summary, write_result  # noqa: E402
+from common import GIT_ENV, command_line, machine_info, summary, write_result  # noqa: E402
 
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
 PREFIXES = ("alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta")
 GPUS = ("h200", "b200", "mi355x")
 

@@ -37,7 +37,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import command_line, machine_info, write_result  # noqa: E402
+from common import GIT_ENV, command_line, machine_info, write_result  # noqa: E402
 
 from bot.inferencex import template as tmpl  # noqa: E402
 from bot.inferencex.changelog import default_rows  # noqa: E402
@@ -46,9 +46,6 @@ from bot.inferencex.repo import load_inferencex  # noqa: E402
 from bot.inferencex.rowenv import environment, inputs_for, template_file  # noqa: E402
 from bot.recipes.sources import DirSource  # noqa: E402
 
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
 # Inputs the sweep workflow adds for its scheduler (the queue), the same on both sides.
 SCHEDULER_INPUTS = {"priority": "0", "queue-token": "bench"}
 DUMP = 'echo "ENVDUMP:$(env -0 | base64 -w0)"'
