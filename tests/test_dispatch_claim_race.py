@@ -59,3 +59,38 @@ def test_the_handler_whose_claim_comes_second_stays_silent_and_deletes_its_claim
     assert any("another handler claimed request c-42 first" in line for line in out.log)
     assert [c.body for c in client.comments] == [rival]  # only the first claim is left
     assert client.dispatched == []
+
+
+def test_a_handler_whose_rival_already_answered_the_label_stays_silent_and_deletes_its_claim():
+    # The rival claimed, dispatched and turned its claim into the acknowledgement, all between this
+    # handler's full read of the comments (empty) and its own claim: no claim of the key comes before
+    # this one's any more, but the request is answered, and a second acknowledgement must not appear.
+    key = "label-sweep-enabled"
+    rival_ack = markers.ack_marker(key, SHA) + "\ndispatched"
+    client = RacingComments(rival_ack)
+    out = dispatch_once.start(
+        client, workflow="gpu.yml", default_branch="main", pr=7, sha=SHA, command="/sweep", requester="carol",
+        key=key, bot_login=BOT, ledger=markers.Ledger(), claim_body=lambda marker: marker + "\nclaimed",
+        per_sha=True, started_at=NOW, holder="8.1")
+    assert out.lost and out.run is None and not out.dispatched_now
+    assert any("another handler answered request label-sweep-enabled first" in line for line in out.log)
+    assert [c.body for c in client.comments] == [rival_ack]
+    assert client.dispatched == []
+
+
+def test_an_answer_for_another_head_does_not_stop_a_label_claim_at_this_head():
+    # a label runs once per head: the acknowledgement of an earlier head leaves this head's claim standing
+    key = "label-sweep-enabled"
+    older = markers.ack_marker(key, "f" * 40) + "\ndispatched"
+    client = RacingComments(older)
+    client.dispatch_workflow = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("reached dispatch"))
+    client.list_workflow_runs = lambda *a, **k: []
+    try:
+        dispatch_once.start(
+            client, workflow="gpu.yml", default_branch="main", pr=7, sha=SHA, command="/sweep", requester="carol",
+            key=key, bot_login=BOT, ledger=markers.Ledger(), claim_body=lambda marker: marker + "\nclaimed",
+            per_sha=True, started_at=NOW, holder="8.1", runs=lambda: [], recheck_head=False)
+    except RuntimeError as exc:
+        assert str(exc) == "reached dispatch"
+    else:
+        raise AssertionError("the claim at this head did not go on to dispatch")

@@ -383,8 +383,12 @@ def _take_claim(client: ClaimClient, pr: int, key: str, sha: str, bot_login: str
     first = ledger.claim(key, match_sha)
     if first is None:
         raise missing_claim(key, pr, read_back, bot_login, nonce)
-    if first.nonce != nonce:
-        out.lose(f"another handler claimed request {key} first (comment {first.comment_id}); leaving it")
+    # A handler that claimed, dispatched and answered between this one's full read and its claim has
+    # turned its claim into the acknowledgement: the request is answered, so this one is the second.
+    answered = ledger.acked(key, match_sha)
+    if first.nonce != nonce or answered:
+        out.lose(f"another handler answered request {key} first; leaving it" if answered else
+                 f"another handler claimed request {key} first (comment {first.comment_id}); leaving it")
         ours = mine or next((c.comment_id for c in ledger.claims.get(key, []) if c.nonce == nonce), None)
         if ours is not None:
             try:
