@@ -272,3 +272,14 @@ def test_a_new_label_runs_together_with_the_labels_already_on_the_pr():
     ((label, command),) = label_triggers(config, ["full-sweep-enabled", "bug"], "all-evals")
     assert label == "full-sweep-enabled+all-evals" and command.normalized() == "/sweep --scope full --all-evals"
     assert label_triggers(config, ["full-sweep-enabled"], "bug") == []  # an unmapped new label starts nothing
+
+
+def test_help_says_who_may_approve_runner_labels_by_code_ownership_not_by_permission_alone():
+    rows = commands.help_rows()
+    for lang in ("en", "zh"):
+        text = i18n.render("control/help", lang, rows=rows, topic="approve-runners", labels=[])
+        who = next(line for line in text.splitlines() if "CODEOWNERS" in line)
+        assert "configs/runners.yaml" in who
+        assert "trusted list" not in text and "信任名单" not in text  # the trusted list never stands in for an owner
+    sweep = i18n.render("control/help", "en", rows=rows, topic="sweep", labels=[])
+    assert "`write` permission or the trusted list" in sweep  # a plain permission row keeps its wording

@@ -353,6 +353,7 @@ def help_rows(permissions: dict[str, str] | None = None) -> list[dict[str, objec
             "starts_gpu_work": spec.starts_gpu_work,
             "author_may_use": spec.author_may_use,
             "min_permission": (permissions or {}).get(spec.name, spec.min_permission),
+            "who": spec.who,
             "examples": list(spec.examples),
         })
     return rows

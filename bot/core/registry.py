@@ -41,6 +41,7 @@ class CommandSpec:
     author_may_use: bool  # the PR's own author may use it on their PR without the permission
     build: Callable[[argparse.ArgumentParser], None]
     order: int  # commands of one comment run in this order: approvals before runs
+    who: Message | None = None  # /help's "Who:" when a permission alone does not say it (a code owner's command)
 
     @property
     def summary_en(self) -> str:
@@ -270,6 +271,8 @@ SPECS: tuple[CommandSpec, ...] = (
         author_may_use=False,
         build=_build_ok_to_test,
         order=0,  # before a run in the same comment, as /ok-to-test
+        who=msg("a code owner of `configs/runners.yaml` by the default branch's CODEOWNERS, with `write` "
+                "permission; where it names none, an admin or maintainer"),
     ),
     CommandSpec(
         name="accept-regression",
