@@ -10,6 +10,9 @@ from typing import Any, Callable
 
 from github_sandbox.harness import SandboxProblem
 
+from bot.runner.inprocess import GRACE_S as DRIVER_GRACE_S
+from bot.runner.local import DEFAULT_GRACE_S as SERVER_GRACE_S
+
 from .run import BOT, MAINTAINER, ActRun, Rehearsal
 from .stage import Edits, StageError
 
@@ -224,7 +227,10 @@ def cancelled(r: Rehearsal, e: Expect) -> None:
     e.that(not any(g.get("conclusion") == "success" for g in _gates(r, sha)), "a cancelled run passed the gate")
     e.that(not any("✅ success" in c["body"].split("\n", 2)[1] for c in _report_comments(r, sha)),
            "a cancelled run reported success")
-    left = r.leftover_processes()
+    # The runner's teardown may take as long as it promises: the client driver's grace, then the server's
+    # SIGTERM grace before its SIGKILL (the job sets neither). What is left after that (and a margin for a
+    # loaded machine's proof) outlived the teardown; an idle machine is clean within a few seconds.
+    left = r.leftover_processes(wait=DRIVER_GRACE_S + SERVER_GRACE_S + 15)
     e.that(not left, f"processes of the cancelled job outlived it (the engine's teardown): {left}")
     _record(r, e, sha)
 
