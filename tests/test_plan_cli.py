@@ -79,6 +79,16 @@ def test_jobs_dir_writes_one_runnable_job_file_per_job(repo, tmp_path):
     assert sorted(p.name for p in jobs_dir.iterdir()) == ["tiny-cpu--tp1.json", "tiny-cpu-e2e.json"]
 
 
+def test_the_table_says_how_many_job_files_it_wrote_in_english_then_chinese(repo, tmp_path):
+    root, base, head = repo
+    jobs_dir = tmp_path / "jobs"
+    result = run("--repo", str(root), "--base", base, "--head", head, "--jobs-dir", str(jobs_dir))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    english = lines.index(f"2 job files written to {jobs_dir}")
+    assert lines[english + 1] == f"已写入 2 个作业文件到 {jobs_dir}"
+
+
 @pytest.mark.parametrize("args,expected_points", [
     (["--scope", "lowest"], [1]),
     (["--conc", "2,8", "--conc", "32"], [2, 8, 32]),

@@ -11,7 +11,7 @@ from rich.console import Console
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.messages import refusal
 from bot.core.commands import UsageError, parse_single
-from bot.core.messages import msg, to_data, UsageRefusal
+from bot.core.messages import bilingual, msg, plural, to_data, UsageRefusal
 from bot.plan.allowed import allowed_at
 from bot.plan.held import hold_for_approval
 from bot.plan.ix_templates import apply_templates, templates_at
@@ -141,4 +141,6 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
         out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         print_table(plan, out)
         if job_files is not None:
-            out.print(f"{len(job_files) + len(rows)} job file(s) written to {jobs_dir}")
+            written = len(job_files) + len(rows)
+            out.print(bilingual(plural("%(count)s job file written to %(folder)s", "%(count)s job files written to %(folder)s",
+                                       written, folder=str(jobs_dir))), markup=False)
