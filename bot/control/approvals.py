@@ -2,10 +2,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from bot.core.markers import Approval
+from bot.control import trust
 from bot.control.trust import Decision
 from bot.core.github import Review
+
+if TYPE_CHECKING:  # the handler imports this module; these are its annotations only
+    from bot.control.handler import Handler
+    from bot.control.reply import Reply
+    from bot.core.commands import Command
+    from bot.core.events import Pull
 
 
 def from_reviews(reviews: Iterable[Review], head_sha: str, may_approve: Callable[[str], bool]) -> list[Approval]:
@@ -49,3 +57,16 @@ def limit_refusal(*, command: str, scope: str | None, allowed_scopes: list[str],
     if runs_per_approval and runs_at_head >= runs_per_approval:
         return Decision.refuse("approval-limit", limit="runs", runs=runs_at_head, allowed=str(runs_per_approval))
     return None
+
+
+def names_the_head(h: Handler, reply: Reply, command: Command, pull: Pull, stale: str) -> bool:
+    """An approval command (`/approve-runners`, `/approve-planner`, `/approve-budget`) holds for exactly the
+    head it names by its full SHA; any other value is refused with the reply section `stale`, and nothing is
+    recorded."""
+    given = command.sha_prefix or ""
+    if trust.check_ok_to_test(given, pull).allowed:
+        return True
+    reply.mark_refused()
+    reply.add(stale, given=given, head_sha=pull.head_sha)
+    h.log(f"refused /{command.name} {given}: the head is {pull.head_sha}")
+    return False

@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bot.control import checkout, estimate as estimates, trust
+from bot.control import approvals as approvals_of, checkout, estimate as estimates
 from bot.core.markers import approved_runner_labels, is_full_sha, written_by
 from bot.core.stage_markers import Waiting, marker_lines, parse_wait_marker, read_estimate_markers, wait_marker
 
@@ -248,11 +248,7 @@ def rerun_over_budget(h: Handler, reply: Reply, line: str, latest: PrRun, pull: 
 def approve(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull, approvals: list[Approval],
             key: str) -> None:
     """`/approve-budget <sha>`: start every request waiting at exactly that head commit, once."""
-    given = command.sha_prefix or ""
-    if not trust.check_ok_to_test(given, pull).allowed:
-        reply.mark_refused()
-        reply.add("budget-stale", given=given, head_sha=pull.head_sha)
-        h.log(f"refused /approve-budget {given}: the head is {pull.head_sha}")
+    if not approvals_of.names_the_head(h, reply, command, pull, "budget-stale"):
         return
     pending = waiting(h.state.comments, h.bot_login(), pull.head_sha)
     todo = [w for w in pending if not h.state.ledger.acked(w.key, pull.head_sha)]

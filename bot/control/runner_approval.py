@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bot.control import checkout, trust
+from bot.control import approvals as approvals_of, checkout
 from bot.control.trust import Actor, Decision, Permission
 from bot.core import codeowners, markers
 from bot.core.markers import RunnerApproval
@@ -49,14 +49,14 @@ def entitled(actor: Actor, owners: tuple[str, ...], member_of: Callable[[str], b
     return Decision.refuse("runners-owner", owners="", have=str(actor.permission))
 
 
-def owners_on_default_branch(h: Handler) -> tuple[tuple[str, ...], str]:
-    """The owners of configs/runners.yaml by the default branch's CODEOWNERS and where that was decided."""
+def owners_on_default_branch(h: Handler, path: str = RUNNERS_YAML) -> tuple[tuple[str, ...], str]:
+    """The owners of `path` by the default branch's CODEOWNERS and where that was decided."""
     for location in codeowners.LOCATIONS:
         text = h.client.get_text(location, ref=h.default_branch)
         if text is None:
             continue
         try:
-            owners, line = codeowners.parse_codeowners(text, location).of(RUNNERS_YAML)
+            owners, line = codeowners.parse_codeowners(text, location).of(path)
         except codeowners.CodeownersError as exc:
             h.log(f"{location} on {h.default_branch} cannot be read ({exc}); only an admin or maintainer may approve")
             return (), ""
@@ -78,11 +78,7 @@ def added_labels(h: Handler, pull: Pull) -> tuple[str, ...]:
 def approve(h: Handler, reply: Reply, command: Command, actor: Actor, pull: Pull, approvals: list[Approval],
             key: str) -> None:
     """`/approve-runners <sha>`: record the approval of the labels the head adds, for exactly that head."""
-    given = command.sha_prefix or ""
-    if not trust.check_ok_to_test(given, pull).allowed:
-        reply.mark_refused()
-        reply.add("runners-stale", given=given, head_sha=pull.head_sha)
-        h.log(f"refused /approve-runners {given}: the head is {pull.head_sha}")
+    if not approvals_of.names_the_head(h, reply, command, pull, "runners-stale"):
         return
     owners, source = owners_on_default_branch(h)
     decision = entitled(actor, owners, lambda team: h.client.is_team_member(team, actor.login))
