@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 
+import pytest
+
 from bot.control import dispatch_once
 from bot.core import markers
 from bot.core.github_records import Comment
@@ -47,50 +49,41 @@ class RacingComments:
         raise AssertionError("the handler that lost the claim dispatched")
 
 
-def test_the_handler_whose_claim_comes_second_stays_silent_and_deletes_its_claim():
-    key = "c-42"
-    rival = markers.claim_marker(key, SHA, "rivalnonce00", "7.1", by="alice")
-    client = RacingComments(rival)
-    out = dispatch_once.start(
-        client, workflow="gpu.yml", default_branch="main", pr=7, sha=SHA, command="/sweep", requester="alice",
+def _start(client: RacingComments, key: str, *, per_sha: bool, **extra):
+    """One handler's dispatch_once.start, its full read of the comments having found nothing."""
+    return dispatch_once.start(
+        client, workflow="gpu.yml", default_branch="main", pr=7, sha=SHA, command="/sweep", requester="carol",
         key=key, bot_login=BOT, ledger=markers.Ledger(), claim_body=lambda marker: marker + "\nclaimed",
-        per_sha=False, started_at=NOW, holder="8.1")
-    assert out.lost and out.run is None and not out.dispatched_now
-    assert any("another handler claimed request c-42 first" in line for line in out.log)
-    assert [c.body for c in client.comments] == [rival]  # only the first claim is left
-    assert client.dispatched == []
+        per_sha=per_sha, started_at=NOW, holder="8.1", **extra)
 
 
-def test_a_handler_whose_rival_already_answered_the_label_stays_silent_and_deletes_its_claim():
+# name: (what the rival wrote first, the request key, once per head, the line the loser logs)
+SECOND = {
+    "the rival's claim of a comment came first": (markers.claim_marker("c-42", SHA, "rivalnonce00", "7.1", by="alice"),
+                                                  "c-42", False, "another handler claimed request c-42 first"),
     # The rival claimed, dispatched and turned its claim into the acknowledgement, all between this
     # handler's full read of the comments (empty) and its own claim: no claim of the key comes before
     # this one's any more, but the request is answered, and a second acknowledgement must not appear.
-    key = "label-sweep-enabled"
-    rival_ack = markers.ack_marker(key, SHA) + "\ndispatched"
-    client = RacingComments(rival_ack)
-    out = dispatch_once.start(
-        client, workflow="gpu.yml", default_branch="main", pr=7, sha=SHA, command="/sweep", requester="carol",
-        key=key, bot_login=BOT, ledger=markers.Ledger(), claim_body=lambda marker: marker + "\nclaimed",
-        per_sha=True, started_at=NOW, holder="8.1")
+    "the rival already answered the label at this head": (markers.ack_marker("label-sweep-enabled", SHA) + "\ndispatched",
+                                                          "label-sweep-enabled", True,
+                                                          "another handler answered request label-sweep-enabled first"),
+}
+
+
+@pytest.mark.parametrize("case", list(SECOND))
+def test_the_second_handler_of_a_request_stays_silent_and_deletes_its_claim(case):
+    rival, key, per_sha, line = SECOND[case]
+    client = RacingComments(rival)
+    out = _start(client, key, per_sha=per_sha)
     assert out.lost and out.run is None and not out.dispatched_now
-    assert any("another handler answered request label-sweep-enabled first" in line for line in out.log)
-    assert [c.body for c in client.comments] == [rival_ack]
+    assert any(line in entry for entry in out.log)
+    assert [c.body for c in client.comments] == [rival]  # only the rival's comment is left
     assert client.dispatched == []
 
 
 def test_an_answer_for_another_head_does_not_stop_a_label_claim_at_this_head():
     # a label runs once per head: the acknowledgement of an earlier head leaves this head's claim standing
-    key = "label-sweep-enabled"
-    older = markers.ack_marker(key, "f" * 40) + "\ndispatched"
-    client = RacingComments(older)
+    client = RacingComments(markers.ack_marker("label-sweep-enabled", "f" * 40) + "\ndispatched")
     client.dispatch_workflow = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("reached dispatch"))
-    client.list_workflow_runs = lambda *a, **k: []
-    try:
-        dispatch_once.start(
-            client, workflow="gpu.yml", default_branch="main", pr=7, sha=SHA, command="/sweep", requester="carol",
-            key=key, bot_login=BOT, ledger=markers.Ledger(), claim_body=lambda marker: marker + "\nclaimed",
-            per_sha=True, started_at=NOW, holder="8.1", runs=lambda: [], recheck_head=False)
-    except RuntimeError as exc:
-        assert str(exc) == "reached dispatch"
-    else:
-        raise AssertionError("the claim at this head did not go on to dispatch")
+    with pytest.raises(RuntimeError, match="reached dispatch"):
+        _start(client, "label-sweep-enabled", per_sha=True, runs=lambda: [], recheck_head=False)
