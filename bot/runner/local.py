@@ -38,7 +38,6 @@ from bot.runner.server import InferenceServer, ServerError, terminate_servers
 from bot.runner.software import software_versions
 
 GRACE_ENV = "RECIPE_BOT_SHUTDOWN_GRACE_S"
-DEFAULT_GRACE_S = 30.0
 
 
 def shutdown_grace_s(settings: Settings) -> float:

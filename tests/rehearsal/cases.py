@@ -10,8 +10,8 @@ from typing import Any, Callable
 
 from github_sandbox.harness import SandboxProblem
 
+from bot.core.settings import Settings
 from bot.runner.inprocess import GRACE_S as DRIVER_GRACE_S
-from bot.runner.local import DEFAULT_GRACE_S as SERVER_GRACE_S
 
 from .run import BOT, MAINTAINER, ActRun, Rehearsal
 from .stage import Edits, StageError
@@ -228,9 +228,11 @@ def cancelled(r: Rehearsal, e: Expect) -> None:
     e.that(not any("✅ success" in c["body"].split("\n", 2)[1] for c in _report_comments(r, sha)),
            "a cancelled run reported success")
     # The runner's teardown may take as long as it promises: the client driver's grace, then the server's
-    # SIGTERM grace before its SIGKILL (the job sets neither). What is left after that (and a margin for a
-    # loaded machine's proof) outlived the teardown; an idle machine is clean within a few seconds.
-    left = r.leftover_processes(wait=DRIVER_GRACE_S + SERVER_GRACE_S + 15)
+    # SIGTERM grace before its SIGKILL (RECIPE_BOT_SHUTDOWN_GRACE_S, which the job leaves at its default).
+    # What is left after that (and a margin for a loaded machine's proof) outlived the teardown; an idle
+    # machine is clean within a few seconds.
+    server_grace_s = Settings.model_fields["SHUTDOWN_GRACE_S"].default
+    left = r.leftover_processes(wait=DRIVER_GRACE_S + server_grace_s + 15)
     e.that(not left, f"processes of the cancelled job outlived it (the engine's teardown): {left}")
     _record(r, e, sha)
 
