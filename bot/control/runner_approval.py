@@ -49,14 +49,14 @@ def entitled(actor: Actor, owners: tuple[str, ...], member_of: Callable[[str], b
     return Decision.refuse("runners-owner", owners="", have=str(actor.permission))
 
 
-def owners_on_default_branch(h: Handler, path: str = RUNNERS_YAML) -> tuple[tuple[str, ...], str]:
-    """The owners of `path` by the default branch's CODEOWNERS and where that was decided."""
+def owners_on_default_branch(h: Handler) -> tuple[tuple[str, ...], str]:
+    """The owners of configs/runners.yaml by the default branch's CODEOWNERS and where that was decided."""
     for location in codeowners.LOCATIONS:
         text = h.client.get_text(location, ref=h.default_branch)
         if text is None:
             continue
         try:
-            owners, line = codeowners.parse_codeowners(text, location).of(path)
+            owners, line = codeowners.parse_codeowners(text, location).of(RUNNERS_YAML)
         except codeowners.CodeownersError as exc:
             h.log(f"{location} on {h.default_branch} cannot be read ({exc}); only an admin or maintainer may approve")
             return (), ""

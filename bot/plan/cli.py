@@ -142,5 +142,6 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
         print_table(plan, out)
         if job_files is not None:
             written = len(job_files) + len(rows)
-            out.print(bilingual(plural("%(count)s job file written to %(folder)s", "%(count)s job files written to %(folder)s",
-                                       written, folder=str(jobs_dir))), markup=False)
+            written_line = plural("%(count)s job file written to %(folder)s",
+                                  "%(count)s job files written to %(folder)s", written, folder=str(jobs_dir))
+            out.print(bilingual(written_line), markup=False)
