@@ -21,6 +21,7 @@ Which config key a row comes from is asked of InferenceX's generator as well (`t
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -87,8 +88,56 @@ def _shown(text: str, limit: int = 300) -> str:
     return clean[-limit:] if clean else "-"
 
 
+def tool_paths(source: Source) -> list[str]:
+    """The `.py` files directly in InferenceX's tool folders at `source` (what the sandbox is given)."""
+    return [p for d in TOOL_DIRS for p in source.list(d) if p.endswith(".py") and p.rsplit("/", 1)[0] == d]
+
+
+def _imported(raw: bytes, here: str, files: set[str]) -> set[str]:
+    """The tool files one file imports by name (read with `ast`, never run); a file that does not parse
+    imports nothing it can be credited with, and is itself in the planner when imported."""
+    try:
+        tree = ast.parse(raw)
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    # the importing script's own folder is first on its sys.path; utils/ is where the processor runs from
+    candidates = {f"{folder}/{name.replace('.', '/')}.py" for name in names for folder in (here, TOOL_DIRS[0])}
+    return candidates & files
+
+
+def planner_files(source: Source) -> set[str]:
+    """InferenceX's planner at `source`: the processor, the generator and the tool files they import,
+    directly or through one another (the tests, plots and power tools beside them are not in it)."""
+    files = set(tool_paths(source))
+    texts = source.read_many(sorted(files))
+    seen: set[str] = set()
+    todo = [p for p in (PROCESSOR, GENERATOR) if p in files]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        todo.extend(_imported(texts.get(path) or b"", path.rsplit("/", 1)[0], files) - seen)
+    return seen
+
+
+def changed_tool_files(base: Source, head: Source) -> list[str]:
+    """The planner files a change adds, removes or edits (sorted): where a plan made with the base's tools
+    would not plan what the head's own tools plan."""
+    paths = sorted(planner_files(base) | planner_files(head))
+    before, after = base.read_many(paths), head.read_many(paths)
+    return [p for p in paths if before.get(p) != after.get(p)]
+
+
 def _tool_files(inputs: ToolInputs) -> dict[str, bytes]:
-    wanted = [p for d in TOOL_DIRS for p in inputs.tools.list(d) if p.endswith(".py") and p.rsplit("/", 1)[0] == d]
+    wanted = tool_paths(inputs.tools)
     files = {p: raw for p, raw in inputs.tools.read_many(wanted).items() if raw is not None}
     for tool in (PROCESSOR, GENERATOR):
         if tool not in files:
