@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from bot.core.cli_guard import HELP_OPTIONS
+from bot.core.markers import is_full_sha
 from bot.core.messages import refusal
 from bot.core.commands import UsageError, parse_single
 from bot.core.messages import bilingual, msg, plural, to_data, UsageRefusal
@@ -17,6 +18,7 @@ from bot.plan.held import hold_for_approval
 from bot.plan.ix_templates import apply_templates, templates_at
 from bot.plan.labels import check_labels, filters_for_labels
 from bot.plan.model import PlanError, PlanFilters
+from bot.plan.own_planner import PlannerGrant
 from bot.plan.outputs import actions_outputs, output_lines, row_files, write_row_files
 from bot.plan.planner import plan_change
 from bot.plan.render import dump_json, errors_markdown, plan_document, plan_markdown, print_table, write_jobs
@@ -40,6 +42,24 @@ def _concurrencies(values: tuple[str, ...]) -> tuple[int, ...]:
 
 def _labels(values: tuple[str, ...]) -> list[str]:
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def _planner_grant(sha: str, hours: str) -> PlannerGrant | None:
+    """--approved-planner and its cap (both empty: no approval, as the workflow passes an unset input)."""
+    if not sha and not hours:
+        return None
+    sha = sha.lower()
+    if not is_full_sha(sha):
+        raise UsageRefusal(msg("Invalid value for %(param)s: %(problem)s", param="--approved-planner",
+                               problem=msg("%(value)s is not a full commit SHA (40 hex characters)", value=repr(sha))))
+    try:
+        cap = float(hours)
+    except ValueError:
+        cap = 0.0
+    if not (0 < cap < float("inf")):
+        raise UsageRefusal(msg("Invalid value for %(param)s: %(problem)s", param="--planner-max-gpu-hours",
+                               problem=msg("%(value)s is not a positive number of GPU-hours", value=repr(hours))))
+    return PlannerGrant(sha, cap)
 
 
 def _command_filters(text: str) -> dict:
@@ -82,6 +102,11 @@ def _command_filters(text: str) -> dict:
 @click.option("--approved-runner-labels", "approved_labels", multiple=True, metavar="LABEL[,LABEL...]",
               help="With --allowed-from: runner labels this PR adds to configs/runners.yaml that their code owner "
                    "approved for this head (the control plane passes them); rows on other new labels are held.")
+@click.option("--approved-planner", "approved_planner", metavar="SHA", default="",
+              help="The head commit whose own InferenceX planner a code owner approved (/approve-planner; the "
+                   "control plane passes it; empty: none). For exactly that head the head's tools plan the rows.")
+@click.option("--planner-max-gpu-hours", "planner_max_gpu_hours", metavar="N", default="",
+              help="With --approved-planner: the GPU-hours the approval allows; rows over it stay held.")
 @click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write each job as DIR/<job_id>.json; the JSON then names the files.")
 @click.option("--actions-outputs", "outputs_file", type=click.Path(dir_okay=False, path_type=Path),
@@ -91,11 +116,13 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
              recipes: tuple[str, ...], cases: tuple[str, ...], kind: str, command: str | None,
              labels: tuple[str, ...], canary: bool | None, fail_fast: bool, evals_only: bool, no_accuracy: bool,
              no_pack: bool, jobs_dir: Path | None, allowed_from: str | None = None, compare: bool = False,
-             outputs_file: Path | None = None, approved_labels: tuple[str, ...] = ()) -> None:
+             outputs_file: Path | None = None, approved_labels: tuple[str, ...] = (), approved_planner: str = "",
+             planner_max_gpu_hours: str = "") -> None:
     """Show which recipes a change touches and the GPU jobs it needs."""
     if outputs_file is not None and jobs_dir is None:
         raise UsageRefusal(msg("--actions-outputs needs --jobs-dir (the matrices name job files)"))
     outputs = None
+    grant = _planner_grant(approved_planner.strip(), planner_max_gpu_hours.strip())
     try:
         filters = PlanFilters(
             recipes=recipes, cases=cases, conc=_concurrencies(conc), scope=scope, kind=kind,
@@ -107,7 +134,7 @@ def plan_cmd(base: str | None, head: str | None, repo: Path, fmt: str, conc: tup
         if labels:
             check_labels(labels)
             filters = filters_for_labels(labels, filters)
-        plan = plan_change(repo, base=base, head=head, filters=filters)
+        plan = plan_change(repo, base=base, head=head, filters=filters, planner=grant)
         if allowed_from is not None:
             hold_for_approval(plan, repo, base, head, allowed_at(repo, allowed_from), allowed_from,
                               frozenset(_labels(approved_labels)))

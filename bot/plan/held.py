@@ -13,7 +13,7 @@ PR removes, holds nothing; a label no `configs/runners.yaml` lists stays refused
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from bot.core.codeowners import LOCATIONS, CodeownersError, parse_codeowners
@@ -74,7 +74,7 @@ def new_labels(head: frozenset[str], base: frozenset[str], allowed: Allowed) -> 
     return frozenset(label for label in head - base if label not in allowed.runner_labels)
 
 
-def _hours(entries: Iterable[MatrixEntry]) -> float:
+def entry_hours(entries: Iterable[MatrixEntry]) -> float:
     return sum(row_gpus(e.row) * (STARTUP_S + point_seconds(e.row) * len(row_concurrencies(e.row))) / 3600.0
                for e in entries if e.row is not None)
 
@@ -87,33 +87,15 @@ def hold_new_labels(plan: Plan, allowed: Allowed, added: frozenset[str], approve
                     approvers: Approvers, *, check: bool = True) -> Message | None:
     """Hold the InferenceX rows whose label the PR adds (`added`) and nobody approved, then check the rest.
 
-    The rows left keep their matrices (and a canary, picked again among them when the canary is held);
-    the plan's GPU-hours and recipes count only what runs. With `check`, raises PlanError (check_plan)
+    With `check`, raises PlanError (check_plan)
     for any label that is neither allowed, nor added by the PR, nor approved. Returns the held note.
     """
     note = None
-    ix = plan.inferencex
     waiting = added - approved
-    if ix is not None and waiting:
-        entries = [e for m in ix.matrices for e in m.include]
-        canary = ix.canary
-        held = [e for e in ([canary] if canary else []) + entries if e.runner_label in waiting]
+    if plan.inferencex is not None and waiting:
+        held = hold_rows(plan, lambda entry: entry.runner_label in waiting)
         if held:
-            kept = [e for e in entries if e.runner_label not in waiting]
-            fail_fast = any(m.fail_fast for m in ix.matrices)
-            if canary is not None and canary.runner_label in waiting:
-                again = pick_canary([(e.recipe, e.row) for e in kept])
-                ix.canary = next((e for e in kept if again is not None and e.row is again[1]), None)
-                kept = [e for e in kept if e is not ix.canary]
-            ix.matrices = matrices_for(kept, plan.filters.max_matrix_jobs, {})
-            for matrix in ix.matrices:
-                matrix.fail_fast = fail_fast
-            held_ids = {id(e.row) for e in held}
-            ix.rows = {bucket: [r for r in rows if id(r) not in held_ids] for bucket, rows in ix.rows.items()}
-            ix.launches -= len(held)
-            ix.held = held
-            ix.held_labels = sorted({e.runner_label for e in held})
-            _hold_recipes(plan, {e.recipe for e in held})
+            plan.inferencex.held_labels = sorted({e.runner_label for e in held})
             note = held_note(held, sha, approvers, allowed.where)
             plan.notes.insert(0, note)
     unlisted = [label for label in approved - added]
@@ -123,6 +105,34 @@ def hold_new_labels(plan: Plan, allowed: Allowed, added: frozenset[str], approve
     if check:
         check_plan(plan, dataclasses.replace(allowed, runner_labels=allowed.runner_labels | (added & approved)))
     return note
+
+
+def hold_rows(plan: Plan, waits: Callable[[MatrixEntry], bool]) -> list[MatrixEntry]:
+    """Take the InferenceX rows that `waits` out of what runs (into `inferencex.held`) and return them.
+
+    The rows left keep their matrices (and a canary, picked again among them when the canary is held);
+    the plan's GPU-hours and recipes count only what runs."""
+    ix = plan.inferencex
+    entries = [e for m in ix.matrices for e in m.include]
+    canary = ix.canary
+    held = [e for e in ([canary] if canary else []) + entries if waits(e)]
+    if not held:
+        return []
+    kept = [e for e in entries if not waits(e)]
+    fail_fast = any(m.fail_fast for m in ix.matrices)
+    if canary is not None and waits(canary):
+        again = pick_canary([(e.recipe, e.row) for e in kept])
+        ix.canary = next((e for e in kept if again is not None and e.row is again[1]), None)
+        kept = [e for e in kept if e is not ix.canary]
+    ix.matrices = matrices_for(kept, plan.filters.max_matrix_jobs, {})
+    for matrix in ix.matrices:
+        matrix.fail_fast = fail_fast
+    held_ids = {id(e.row) for e in held}
+    ix.rows = {bucket: [r for r in rows if id(r) not in held_ids] for bucket, rows in ix.rows.items()}
+    ix.launches -= len(held)
+    ix.held = [*ix.held, *held]
+    _hold_recipes(plan, {e.recipe for e in held})
+    return held
 
 
 def _hold_recipes(plan: Plan, keys: set[str]) -> None:
@@ -150,7 +160,7 @@ def held_note(held: list[MatrixEntry], sha: str, approvers: Approvers, where: st
                "approves this exact commit with `%(command)s`. The other rows run now; a later push needs a new "
                "approval",
                labels=", ".join(labels), file=RUNNERS_YAML, where=where, rows=len(held), configs=shown,
-               gpu_hours=f"{_hours(held):,.1f}", approvers=who_approves(approvers), command=approve_line(sha))
+               gpu_hours=f"{entry_hours(held):,.1f}", approvers=who_approves(approvers), command=approve_line(sha))
 
 
 def hold_for_approval(plan: Plan, repo: Path, base: str | None, head: str | None, allowed: Allowed,

@@ -130,12 +130,15 @@ def _row_entry(key: str, row: dict, runners: RunnerTable | None) -> MatrixEntry:
 
 
 def plan_inferencex(plan: Plan, repo: InferenceXRepo, head: Source, base: Source | None, changed: set[str],
-                    filters: PlanFilters, runners: RunnerTable | None = None) -> None:
-    """Add the InferenceX rows a change needs to `plan`: exact rows, launches, matrices, GPU-hours."""
+                    filters: PlanFilters, runners: RunnerTable | None = None, tools: Source | None = None) -> None:
+    """Add the InferenceX rows a change needs to `plan`: exact rows, launches, matrices, GPU-hours.
+
+    `tools`: whose InferenceX tools plan; by default the revision the plan is made against, never the
+    head's (the head's only once its planner is approved: bot/plan/own_planner.py)."""
     reasons: dict[str, list[Message]] = {}
     entries: list[AppendedEntry] = []
-    # InferenceX's own tools from the revision the plan is made against (never the head's), on the head's data
-    inputs = ToolInputs(tools=base if base is not None else head, head=head, base=base, repo=repo)
+    # InferenceX's own tools, on the head's data
+    inputs = ToolInputs(tools=tools or (base if base is not None else head), head=head, base=base, repo=repo)
     if filters.recipes:
         selected = [k for k in sorted(repo.configs) if any(fnmatch.fnmatchcase(k, g) for g in filters.recipes)]
     elif base is None:

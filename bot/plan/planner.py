@@ -7,18 +7,23 @@ from typing import TYPE_CHECKING
 
 from bot.core.messages import Message, msg
 from bot.inferencex.catalog import load_catalog
+from bot.inferencex.own_tools import GENERATOR, PROCESSOR
 from bot.plan.expand import expand
 from bot.plan.ids import check_globs, job_id
 from bot.plan.inferencex_plan import plan_inferencex
 from bot.plan.matrix import matrices_for
-from bot.plan.model import MatrixEntry, Plan, PlanError, PlanFilters, RecipePlan, TouchedRecipe
+from bot.plan.model import InferenceXPlan, MatrixEntry, Plan, PlanError, PlanFilters, RecipePlan, TouchedRecipe
+from bot.plan.own_planner import PlannerGrant, settle, whose_tools
 from bot.plan.touched import Touched, touched_native
 from bot.recipes.catalog import Catalog
+from bot.recipes.errors import RecipeError
 from bot.recipes.schema import SweepRecipe
 from bot.recipes.sources import Source, SourceError, changed_paths, open_source
 
 if TYPE_CHECKING:
     from bot.core.jobs import Job
+
+TOOLS = (PROCESSOR, GENERATOR)  # the InferenceX tools whose failure a RecipeError names
 
 # Native recipes' models (pydantic) are imported where a native recipe is planned, never for an
 # InferenceX-only repository: its plan needs none of them.
@@ -160,7 +165,10 @@ def plan_catalog(catalog: Catalog, filters: PlanFilters | None = None) -> Plan:
     return plan_change_sources(catalog, None, filters or PlanFilters())
 
 
-def plan_change_sources(catalog: Catalog, base: Source | None, filters: PlanFilters) -> Plan:
+def plan_change_sources(catalog: Catalog, base: Source | None, filters: PlanFilters,
+                        planner: PlannerGrant | None = None) -> Plan:
+    """The plan of `catalog` (the head) against `base`; `planner`: the approval of the head's own InferenceX
+    planner, which the control plane passes (bot/plan/own_planner.py)."""
     native_names = catalog.names()
     ix_names = sorted(catalog.inferencex.configs) if catalog.inferencex else []
     check_globs(filters.recipes, [*native_names, *ix_names], "recipe")
@@ -182,8 +190,25 @@ def plan_change_sources(catalog: Catalog, base: Source | None, filters: PlanFilt
     else:
         plan.notes.insert(0, msg("no base revision: every recipe of the catalog is planned"))
     if catalog.inferencex is not None:
-        plan_inferencex(plan, catalog.inferencex, catalog.source, base, changed, filters, catalog.runners)
+        _plan_inferencex(plan, catalog, base, changed, filters, planner)
     return plan
+
+
+def _plan_inferencex(plan: Plan, catalog: Catalog, base: Source | None, changed: set[str], filters: PlanFilters,
+                     planner: PlannerGrant | None) -> None:
+    """The InferenceX rows, by the base's tools or, for a head whose own planner is approved, the head's."""
+    change = whose_tools(plan, base, catalog.source, planner)
+    failure = None
+    try:
+        plan_inferencex(plan, catalog.inferencex, catalog.source, base, changed, filters, catalog.runners,
+                        tools=change.tools)
+    except RecipeError as exc:
+        # the base's tools may refuse what the head's planner adds (a new changelog field): the rows wait
+        if not change.waits or not all(p.file in TOOLS for p in exc.problems):
+            raise
+        failure = exc
+        plan.inferencex = InferenceXPlan()
+    settle(plan, change, failure)
 
 
 def plan_change(
@@ -191,6 +216,7 @@ def plan_change(
     base: str | None = None,
     head: str | None = None,
     filters: PlanFilters | None = None,
+    planner: PlannerGrant | None = None,
 ) -> Plan:
     """Which recipes `base..head` touches and the jobs they need (head None: the working tree).
 
@@ -209,4 +235,4 @@ def plan_change(
     if not catalog.entries and catalog.inferencex is None:
         raise PlanError(msg("--repo %(repo)s: no recipes here (no recipes/*.yaml and no InferenceX configs); give the "
                             "root of a repository that has a recipes/ folder", repo=str(repo)))
-    return plan_change_sources(catalog, base_source, filters or PlanFilters())
+    return plan_change_sources(catalog, base_source, filters or PlanFilters(), planner)

@@ -90,7 +90,7 @@ NOTHING_TO_RUN = {
     "untouched": "Nothing to run: no recipe is touched by this change.",
     "conc": "Nothing to run: no point matches --conc {conc} (see the notes for each recipe's concurrencies).",
     "filtered": "Nothing to run: no recipe or case matches the filters.",
-    "held": "Nothing runs yet: every row is held for a new runner label (see the notes).",
+    "held": "Nothing runs yet: every row is held until it is approved (see the notes).",
 }
 
 
