@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/replay_inferencex_prs.py --ix-dir CLONE [--main main] [--since 2026-08-01]
         [--newest N] [--pr N ...] [--out FILE] [--jobs 2] [--cache DIR] [--allowed-from base|main]
+        [--approve-planners]
 
 CLONE is a local InferenceX clone (bare or not) with its PR heads under refs/pull/N/head (never copied
 into this repository). For every PR head whose committer date is on or after --since and whose diff
@@ -16,7 +17,9 @@ against its merge-base with --main edits perf-changelog.yaml or configs/:
 Rows are compared as multisets of the exact matrix rows (every field). A refusal on either side plans no
 row. Rows recipe-bot holds for a runner label the PR adds to configs/runners.yaml (until its code owner
 approves the head: bot/plan/held.py) are planned rows and count; the column "held for a new runner label"
-says how many, so the figure stays honest. GPU-hours on both sides use one cost model (bot/inferencex/launches.py: one launch per row, its
+says how many, so the figure stays honest. A head that changes InferenceX's own planner (bot/plan/own_planner.py)
+has its rows held until `/approve-planner`: they are the base's tools' rows, counted as planned; with
+--approve-planners it is planned as after that approval, by its own tools. GPU-hours on both sides use one cost model (bot/inferencex/launches.py: one launch per row, its
 start-up and points, times its GPUs), so the ratio measures rows, not the model. Writes a Markdown
 table of every disagreement with its reason (--out, default bench/results/ix_replay.md) and a JSON
 record (bench/results/ix_replay.json); prints the agreement figure. InferenceX's output is cached per
@@ -43,8 +46,11 @@ from common import RESULTS, command_line, machine_info, write_result  # noqa: E4
 
 from bot.core.messages import message_from_data  # noqa: E402
 from bot.inferencex.launches import STARTUP_S, point_seconds, row_concurrencies, row_gpus  # noqa: E402
+from bot.inferencex.own_tools import changed_tool_files  # noqa: E402
+from bot.recipes.sources import GitSource  # noqa: E402
 
 CHANGELOG = "perf-changelog.yaml"
+APPROVED_CAP = 10_000  # GPU-hours: the cap of the replay's approvals, above any PR's plan
 IX_BUCKETS = ("evals", "agentic_evals", "multinode_evals", "multinode_agentic_evals")
 
 
@@ -79,28 +85,37 @@ def _canonical(row: dict) -> str:
     return json.dumps(row, sort_keys=True)
 
 
-def recipe_bot_side(clone: pathlib.Path, pr: dict, allowed_from: str) -> dict:
+def recipe_bot_side(clone: pathlib.Path, pr: dict, allowed_from: str, approve_planner: bool = False) -> dict:
+    """`recipe-bot plan` as gpu.yml runs it; `approve_planner`: for a head that changes InferenceX's own
+    planner, as after its code owner's `/approve-planner HEAD --max-gpu-hours APPROVED_CAP`."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    planner = changed_tool_files(GitSource(clone, pr["base"]), GitSource(clone, pr["head"]))
+    grant = ["--approved-planner", pr["head"], "--planner-max-gpu-hours", str(APPROVED_CAP)] \
+        if approve_planner and planner else []
     done = subprocess.run(
         [sys.executable, "-m", "bot", "plan", "--repo", str(clone), "--base", pr["base"], "--head", pr["head"],
-         "--allowed-from", allowed_from, "--format", "json"], capture_output=True, text=True, env=env, cwd=ROOT)
+         "--allowed-from", allowed_from, "--format", "json", *grant], capture_output=True, text=True, env=env,
+        cwd=ROOT)
     try:
         doc = json.loads(done.stdout)
     except json.JSONDecodeError:
-        return {"rows": [], "error": (done.stderr.strip().splitlines() or ["no output"])[-1], "notes": []}
+        return {"rows": [], "error": (done.stderr.strip().splitlines() or ["no output"])[-1], "notes": [],
+                "planner": planner}
     if "errors" in doc:
         first = doc["errors"][0]
         where = (f"{first['file']}:{first['line']}: " if first.get("line") else f"{first['file']}: ") \
             if first.get("file") else ""
-        return {"rows": [], "error": f"{where}{message_from_data(first['message'])}", "notes": []}
+        return {"rows": [], "error": f"{where}{message_from_data(first['message'])}", "notes": [], "planner": planner}
     ix = doc.get("inferencex") or {}
     rows = [r for bucket in (ix.get("rows") or {}).values() for r in bucket]
     if ix.get("canary"):
         rows.append(ix["canary"]["row"])
-    # rows on a runner label the PR adds wait for its code owner's approval: planned, not yet dispatched
+    # rows on a runner label the PR adds wait for its code owner's approval: planned, not yet dispatched; rows
+    # of a head whose own planner waits for /approve-planner are the base's tools' rows, held
     held = [entry["row"] for entry in ix.get("held") or []]
     return {"rows": rows + held, "held": len(held), "held_labels": ix.get("held_labels") or [], "error": None,
-            "notes": doc.get("notes", []), "gpu_hours": doc["summary"]["gpu_hours"]}
+            "notes": doc.get("notes", []), "gpu_hours": doc["summary"]["gpu_hours"], "planner": planner,
+            "planner_approved": bool(grant)}
 
 
 def _extract(clone: pathlib.Path, rev: str, paths: list[str], tree: str) -> str | None:
@@ -174,7 +189,9 @@ def compare(pr: dict, ours: dict, theirs: dict) -> dict:
     return {"pr": pr["pr"], "head": pr["head"][:12], "date": pr["date"][:10], "agree": agree,
             "unreadable": theirs.get("unreadable"),
             "rows_recipe_bot": len(ours["rows"]), "rows_inferencex": len(theirs["rows"]),
-            "held_for_new_label": ours.get("held", 0), "held_labels": ours.get("held_labels", []),
+            "held_for_new_label": ours.get("held", 0) if not ours.get("planner") else 0,
+            "held_labels": ours.get("held_labels", []),
+            "planner_files": ours.get("planner", []), "planner_approved": ours.get("planner_approved", False),
             "gpu_hours_recipe_bot": ours_h, "gpu_hours_inferencex": theirs_h, "ratio": ratio,
             "recipe_bot_error": ours["error"], "inferencex_error": theirs["error"],
             "reason": "" if agree else _reason(ours, theirs),
@@ -211,6 +228,9 @@ def main() -> None:
     parser.add_argument("--allowed-from", choices=("base", "main"), default="main",
                         help="the default branch whose runner labels are allowed: the PR's merge-base (as it "
                              "was when the PR was planned) or --main as it is today")
+    parser.add_argument("--approve-planners", action="store_true",
+                        help="plan each head that changes InferenceX's own planner as after its code owner's "
+                             f"/approve-planner (cap {APPROVED_CAP:,} GPU-hours); without it their rows are held")
     parser.add_argument("--cache", type=pathlib.Path,
                         default=pathlib.Path(tempfile.gettempdir()) / "ix-replay-cache")
     args = parser.parse_args()
@@ -225,7 +245,8 @@ def main() -> None:
     cache = args.cache / hashlib.sha1(str(clone).encode()).hexdigest()[:8]
 
     def one(pr: dict) -> dict:
-        ours = recipe_bot_side(clone, pr, pr["base"] if args.allowed_from == "base" else main_sha)
+        ours = recipe_bot_side(clone, pr, pr["base"] if args.allowed_from == "base" else main_sha,
+                               args.approve_planners)
         result = compare(pr, ours, inferencex_side(clone, pr, cache))
         if not result["agree"] and not result.get("unreadable"):
             # is it the tools at that head? InferenceX's own tools of main on the same configs and changelog
@@ -258,6 +279,9 @@ def main() -> None:
                # agree on rows, some of them held until a code owner approves the runner label the PR adds
                "held_for_new_label": sum(1 for r in results if r["agree"] and r["held_for_new_label"]),
                "held_for_new_label_prs": [r["pr"] for r in results if r["held_for_new_label"]],
+               "planner_prs": [r["pr"] for r in results if r["planner_files"]],
+               "planner_agree": sum(1 for r in results if r["planner_files"] and r["agree"]),
+               "approve_planners": args.approve_planners,
                "since": args.since, "allowed_from": args.allowed_from, "unreadable": [(r["pr"], r["unreadable"]) for r in unreadable]}
     write_result("ix_replay", {"command": command_line(), "machine": machine_info(), "summary": summary,
                                "results": results})
@@ -267,6 +291,8 @@ def main() -> None:
           f"{summary['agree_with_main_tools']} agree where the heads' older tools are replaced by main's; "
           f"held for a new runner label: {summary['held_for_new_label']} of the agreeing heads "
           f"({', '.join(f'#{n}' for n in summary['held_for_new_label_prs'])}); "
+          f"change InferenceX's own planner: {len(summary['planner_prs'])} "
+          f"({'approved' if args.approve_planners else 'held, not approved'}), {summary['planner_agree']} agree; "
           f"table: {args.out}")
 
 

@@ -140,10 +140,14 @@ def test_the_plan_cli_takes_the_approval_and_refuses_a_malformed_one(ix):
     args = ["plan", "--repo", str(repo), "--base", base, "--head", head, "--format", "json"]
     held = json.loads(CliRunner().invoke(main, args).output)
     assert held["inferencex"]["held"]
+    assert held["inferencex"]["planner"]["files"] == [PROCESSOR] and held["inferencex"]["planner"]["tools"] == "base"
+    assert held["inferencex"]["planner"]["held"] is True and held["inferencex"]["planner"]["note"]["id"].startswith(
+        "held: this pull request changes InferenceX's own planner")
     approved = json.loads(CliRunner().invoke(main, [*args, "--approved-planner", sha,
                                                     "--planner-max-gpu-hours", "1000"]).output)
     assert approved["inferencex"]["held"] == [] and len(approved["inferencex"]["matrices"]) + (
         approved["inferencex"]["canary"] is not None) >= 1
+    assert approved["inferencex"]["planner"]["tools"] == "head" and approved["inferencex"]["planner"]["held"] is False
     unset = json.loads(CliRunner().invoke(main, [*args, "--approved-planner", "", "--planner-max-gpu-hours", ""]).output)
     assert unset["inferencex"]["held"]  # the workflow passes empty inputs when nobody approved
     for bad, named in ((["--approved-planner", sha[:12], "--planner-max-gpu-hours", "5"], "--approved-planner"),

@@ -228,7 +228,7 @@ class ChangelogSummary(Record):
 
 class InferenceXPlan(Record):
     __slots__ = ("changelog", "rows", "canary", "matrices", "launches", "packed_launches", "packing", "held",
-                 "held_labels", "templates")
+                 "held_labels", "planner", "templates")
     DEFAULTS = {"changelog": list, "rows": dict,  # bucket → rows
                 "canary": None, "matrices": list, "launches": 0,
                 "packed_launches": 0,  # counting only the groups that may honestly share a launch
@@ -236,6 +236,9 @@ class InferenceXPlan(Record):
                 "packing": list,
                 # rows on a runner label the PR adds, waiting for its code owner's approval (bot/plan/held.py)
                 "held": list, "held_labels": list,
+                # a PR that changes InferenceX's own planner (bot/plan/own_planner.py): {"files", "tools": "base" |
+                # "head", "held": whether its rows wait, "note": the plan's note on it}; None for any other PR
+                "planner": None,
                 # benchmark template → {commit, secrets: env name → secret names}: where rows read their environment
                 "templates": dict}
 

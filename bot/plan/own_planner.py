@@ -84,27 +84,31 @@ def _files(change: PlannerChange) -> str:
 
 def settle(plan: Plan, change: PlannerChange, failure: RecipeError | None) -> None:
     """After the InferenceX rows are planned: hold them all while the head's planner waits for its approval,
-    or while the head's planner plans more than its approval allows; name what happened in the notes."""
+    or while the head's planner plans more than its approval allows; say so in the notes and in
+    `inferencex.planner`."""
     if not change.files or plan.inferencex is None:
         return
+    held: list = []
     if change.grant is not None:
         hours = sum(r.gpu_hours for r in plan.recipes if r.source == "inferencex")
         if hours <= change.grant.max_gpu_hours + 1e-9:
-            plan.notes.insert(0, msg(
-                "InferenceX rows planned by this pull request's own planner (it changes %(files)s), approved for "
-                "%(head)s: about %(gpu_hours)s GPU-hours of the %(max_hours)s approved", files=_files(change),
-                head=change.head_sha, gpu_hours=f"{hours:,.1f}", max_hours=f"{change.grant.max_gpu_hours:g}"))
-            return
+            note = msg("InferenceX rows planned by this pull request's own planner (it changes %(files)s), approved "
+                       "for %(head)s: about %(gpu_hours)s GPU-hours of the %(max_hours)s approved",
+                       files=_files(change), head=change.head_sha, gpu_hours=f"{hours:,.1f}",
+                       max_hours=f"{change.grant.max_gpu_hours:g}")
+        else:
+            held = hold_rows(plan, lambda entry: True)
+            note = msg("held: this pull request's own planner plans %(rows)s row(s), about %(gpu_hours)s GPU-hours, "
+                       "more than the %(max_hours)s its approval allows; nothing of it runs until it is approved "
+                       "again with a cap that covers it: `%(command)s`", rows=len(held),
+                       gpu_hours=f"{entry_hours(held):,.1f}", max_hours=f"{change.grant.max_gpu_hours:g}",
+                       command=approve_line(change.head_sha, entry_hours(held)))
+    else:
         held = hold_rows(plan, lambda entry: True)
-        plan.notes.insert(0, msg(
-            "held: this pull request's own planner plans %(rows)s row(s), about %(gpu_hours)s GPU-hours, more than "
-            "the %(max_hours)s its approval allows; nothing of it runs until it is approved again with a cap that "
-            "covers it: `%(command)s`", rows=len(held), gpu_hours=f"{entry_hours(held):,.1f}",
-            max_hours=f"{change.grant.max_gpu_hours:g}", command=approve_line(change.head_sha, entry_hours(held))))
-        return
-    held = hold_rows(plan, lambda entry: True)
-    plan.notes.insert(0, waiting_note(change, held_hours=entry_hours(held) if held else None, rows=len(held),
-                                      failure=failure))
+        note = waiting_note(change, held_hours=entry_hours(held) if held else None, rows=len(held), failure=failure)
+    plan.notes.insert(0, note)
+    plan.inferencex.planner = {"files": list(change.files), "tools": "head" if change.tools is not None else "base",
+                               "held": change.grant is None or bool(held), "note": note}
 
 
 def waiting_note(change: PlannerChange, *, held_hours: float | None, rows: int, failure: RecipeError | None

@@ -61,6 +61,7 @@ def plan_document(plan: Plan, job_files: dict[str, str] | None = None, row_files
             # not dispatched: on a runner label the PR adds, until its code owner approves (bot/plan/held.py)
             "held": [_entry_json(e, None) for e in ix.held],
             "held_labels": ix.held_labels,
+            "planner": None if ix.planner is None else {**ix.planner, "note": to_data(ix.planner["note"])},
             "templates": ix.templates,
             **({"job_files": row_files} if row_files is not None else {}),
         },
