@@ -30,7 +30,7 @@ def test_marker_prefixes_are_spelled_only_in_the_markers_modules() -> None:
 def test_every_marker_kind_is_one_row_of_the_kinds_table() -> None:
     # each kind is a row of markers.KINDS, which both builds and parses it: no module spells a kind's own prefix
     assert {"ack", "reply", "ok-to-test", "claim", "estimate", "budget-wait", "reuse", "sign-off",
-            "accept-regression", "report", "infra-runners", "runners-approved"} == set(markers.KINDS)
+            "accept-regression", "report", "infra-runners", "runners-approved", "planner-approved"} == set(markers.KINDS)
     spelled = {f"{path}: {kind}" for path in HOMES
                for kind in _PREFIX.findall((ROOT / path).read_text(encoding="utf-8"))}
     assert spelled == set(), "a marker kind spelled outside the table"

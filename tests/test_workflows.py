@@ -98,9 +98,12 @@ def test_control_plane_token_can_do_what_the_bot_does_and_no_more():
 
 def test_gpu_workflow_inputs_are_what_dispatch_sends():
     inputs = load("gpu.yml")["on"]["workflow_dispatch"]["inputs"]
+    planner = markers.PlannerApproval("a" * 40, "dave", 200.0, ("utils/process_changelog.py",))
     sent = dispatch_once.dispatch_inputs(pr=7, sha="a" * 40, command="/sweep", requester="alice", key="101",
-                                    gpu_hours=2.5, runner_labels=("cluster:new",))
+                                    gpu_hours=2.5, runner_labels=("cluster:new",), planner=planner)
     assert set(inputs) == set(sent)
+    assert len(inputs) <= 10  # within the 10 inputs GitHub has long allowed a workflow_dispatch
+    assert sent["planner_sha"] == "a" * 40 and sent["planner_max_gpu_hours"] == "200"
     assert all(spec["type"] == "string" for spec in inputs.values())
 
 

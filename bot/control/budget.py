@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bot.control import approvals as approvals_of, checkout, estimate as estimates
-from bot.core.markers import approved_runner_labels, is_full_sha, written_by
+from bot.core.markers import approved_planner, approved_runner_labels, is_full_sha, written_by
 from bot.core.stage_markers import Waiting, marker_lines, parse_wait_marker, read_estimate_markers, wait_marker
 
 if TYPE_CHECKING:  # the handler imports this module; these are its annotations only
@@ -156,8 +156,9 @@ class Gate:
 def cached_estimate(h: Handler, command_line: str, pull: Pull) -> estimates.Estimate | estimates.Unavailable:
     """The command's estimate at the head, planned once per handler (the claim records it, the reply shows it)."""
     cache = h.state.estimates
-    # an `/approve-runners` earlier in the same comment changes which rows are held (bot/plan/held.py)
-    key = (command_line, pull.head_sha, _approved_labels(h, pull))
+    # an `/approve-runners` or `/approve-planner` earlier in the same comment changes which rows are held and
+    # what they count (bot/plan/held.py, bot/control/estimate.py)
+    key = (command_line, pull.head_sha, _approved(h, pull))
     if key not in cache:
         try:
             cache[key] = _planned(h, command_line, pull)
@@ -172,14 +173,17 @@ def _planned(h: Handler, command_line: str, pull: Pull) -> estimates.Estimate:
     reads = getattr(h.client, "commit_reads", None)
     if reads is None or h.checkout is not None or not (is_full_sha(pull.head_sha) and is_full_sha(pull.base_sha)):
         return estimates.plan_command(h, command_line, pull)
-    # the runner labels approved for the head change which rows are held (bot/plan/held.py)
-    approved = _approved_labels(h, pull)
+    # the runner labels and the planner approved for the head change which rows are held and what they count
+    approved = _approved(h, pull)
     key = ("estimate", h.client.repository.lower(), command_line, pull.head_sha, pull.base_sha, approved)
     return reads.derived(key, lambda: estimates.plan_command(h, command_line, pull))
 
 
-def _approved_labels(h: Handler, pull: Pull) -> tuple[str, ...]:
-    return approved_runner_labels(h.state.ledger.runner_approvals, pull.head_sha)
+def _approved(h: Handler, pull: Pull) -> tuple[tuple[str, ...], float | None]:
+    """What the approvals for the head change in its estimate: the runner labels, the planner's GPU-hours."""
+    planner = approved_planner(h.state.ledger.planner_approvals, pull.head_sha)
+    return (approved_runner_labels(h.state.ledger.runner_approvals, pull.head_sha),
+            planner.max_gpu_hours if planner is not None else None)
 
 
 def estimate_for(h: Handler, reply: Reply, *, command_line: str, pull: Pull, key: str) -> estimates.Estimate | None:

@@ -64,20 +64,25 @@ class HeadMoved(Exception):
 
 
 def dispatch_inputs(*, pr: int, sha: str, command: str, requester: str, key: str,
-                    gpu_hours: float | None = None, runner_labels: tuple[str, ...] = ()) -> dict[str, str]:
+                    gpu_hours: float | None = None, runner_labels: tuple[str, ...] = (),
+                    planner: markers.PlannerApproval | None = None) -> dict[str, str]:
     """The GPU workflow's inputs (all strings, as workflow_dispatch takes them). `runner_labels`: the labels
-    the head adds to configs/runners.yaml that their code owner approved for `sha` (sent only when there are
-    some, so a GPU workflow without the input keeps working until it is needed)."""
+    the head adds to configs/runners.yaml that their code owner approved for `sha`; `planner`: the approval
+    of the head's own InferenceX planner (each sent only when there is one, so a GPU workflow without the
+    input keeps working until it is needed)."""
     inputs = {"pr": str(pr), "sha": sha, "command": command, "requester": requester, "comment_id": key,
               "gpu_hours": "" if gpu_hours is None else f"{gpu_hours:.2f}"}
     if runner_labels:
         inputs["runner_labels"] = ",".join(runner_labels)
+    if planner is not None and planner.sha == sha:
+        inputs["planner_sha"] = planner.sha
+        inputs["planner_max_gpu_hours"] = f"{planner.max_gpu_hours:g}"
     return inputs
 
 
 def dispatch(client: DispatchClient, *, workflow: str, default_branch: str, pr: int, authorized_sha: str,
              command: str, requester: str, key: str, gpu_hours: float | None = None,
-             runner_labels: tuple[str, ...] = ()) -> DispatchedRun:
+             runner_labels: tuple[str, ...] = (), planner: markers.PlannerApproval | None = None) -> DispatchedRun:
     """Re-read the PR head right before dispatching; refuse if it moved since authorization.
 
     The workflow runs from the default branch (never the PR's, so a PR cannot change what runs
@@ -87,7 +92,7 @@ def dispatch(client: DispatchClient, *, workflow: str, default_branch: str, pr: 
     if pull.head_sha != authorized_sha or pull.closed:
         raise HeadMoved(authorized_sha, pull.head_sha, pull.state)
     inputs = dispatch_inputs(pr=pr, sha=authorized_sha, command=command, requester=requester, key=key,
-                             gpu_hours=gpu_hours, runner_labels=runner_labels)
+                             gpu_hours=gpu_hours, runner_labels=runner_labels, planner=planner)
     return client.dispatch_workflow(workflow, ref=default_branch, inputs=inputs)
 
 
@@ -109,7 +114,7 @@ def start(client: ClaimClient, *, workflow: str, default_branch: str, pr: int, s
           per_sha: bool, started_at: dt.datetime, holder: str | None = None, taken: Taken | None = None,
           recheck_head: bool = True, before_dispatch: Callable[[list[markers.Claim]], bool] | None = None,
           gpu_hours: float | None = None, runs: Callable[[], Iterable[Run]] | None = None,
-          runner_labels: tuple[str, ...] = ()) -> Started:
+          runner_labels: tuple[str, ...] = (), planner: markers.PlannerApproval | None = None) -> Started:
     """Claim, look, dispatch at most once, look again. Raises HeadMoved and GitHubError.
 
     `per_sha`: the key may run once per head SHA (a label), not once in all (a comment).
@@ -123,7 +128,8 @@ def start(client: ClaimClient, *, workflow: str, default_branch: str, pr: int, s
     `gpu_hours`: the request's estimate, recorded in its claim and in the run (its title).
     `runs()`: the GPU workflow's runs (every page), when the caller lists them anyway: a fresh claim's key
     is looked for among them, as a resumed one's is, since a deleted reply must not let a key run twice.
-    `runner_labels`: the new runner labels approved for `sha` (dispatch_inputs).
+    `runner_labels`, `planner`: the new runner labels and the head's own planner approved for `sha`
+    (dispatch_inputs).
     `recheck_head`: read the PR again right before dispatching (always without `taken`: a label's payload
     may be minutes old; a comment's handler read the PR itself).
     """
@@ -139,7 +145,7 @@ def start(client: ClaimClient, *, workflow: str, default_branch: str, pr: int, s
             return out
         out.run = dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
                                     authorized_sha=sha, command=command, requester=requester, key=key,
-                                    gpu_hours=gpu_hours, runner_labels=runner_labels)
+                                    gpu_hours=gpu_hours, runner_labels=runner_labels, planner=planner)
         out.dispatched_now = True
         return out
     claim = taken.claim if taken is not None else ledger.claim(key, match_sha)
@@ -186,11 +192,11 @@ def start(client: ClaimClient, *, workflow: str, default_branch: str, pr: int, s
         if recheck_head:
             out.run = dispatch(client, workflow=workflow, default_branch=default_branch, pr=pr,
                                         authorized_sha=sha, command=command, requester=requester, key=key,
-                                        gpu_hours=gpu_hours, runner_labels=runner_labels)
+                                        gpu_hours=gpu_hours, runner_labels=runner_labels, planner=planner)
         else:
             out.run = client.dispatch_workflow(workflow, ref=default_branch, inputs=dispatch_inputs(
                 pr=pr, sha=sha, command=command, requester=requester, key=key, gpu_hours=gpu_hours,
-                runner_labels=runner_labels))
+                runner_labels=runner_labels, planner=planner))
         out.dispatched_now = True
     except HeadMoved as moved:
         moved.claim_id = claim.comment_id  # the refusal replaces the claim

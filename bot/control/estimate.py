@@ -139,7 +139,21 @@ def plan_command(h: Handler, command_line: str, pull: Pull) -> Estimate:
         h.log(f"the default branch's recipes cannot be read ({str(exc).splitlines()[0][:200]}); "
               "every estimate counts at its time limit")
         base_catalog = None
-    return dataclasses.replace(from_plan(plan, own_estimates(catalog, base_catalog, names)), held=held)
+    estimate = from_plan(plan, own_estimates(catalog, base_catalog, names))
+    return _with_own_planner(h, dataclasses.replace(estimate, held=held), plan, pull)
+
+
+def _with_own_planner(h: Handler, estimate: Estimate, plan: Any, pull: Pull) -> Estimate:
+    """A head that changes InferenceX's own planner (bot/plan/own_planner.py): the control plane never runs
+    it, so its rows count at what the approval allows them, and without one the reply says what waits."""
+    changed = plan.inferencex.planner if plan.inferencex is not None else None
+    if not changed:
+        return estimate
+    approval = markers.approved_planner(h.state.ledger.planner_approvals, pull.head_sha)
+    if approval is None:
+        return dataclasses.replace(estimate, held=changed["note"])
+    return dataclasses.replace(estimate, gpu_hours=round(estimate.gpu_hours + approval.max_gpu_hours, 2),
+                               bound_gpu_hours=None)
 
 
 def _held(h: Handler, plan: Any, head: Any, base: Any, pull: Pull) -> Any:

@@ -12,7 +12,9 @@ from bot.core.messages import msg, Refusal
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.control import approvals as approval_sources
 from bot.core import commands
-from bot.control import budget, dispatch, dispatch_once, gate_events, github_failures, pr_actions, runner_approval
+from bot.control import (
+    budget, dispatch, dispatch_once, gate_events, github_failures, planner_approval, pr_actions, runner_approval,
+)
 from bot.core import markers
 from bot.checklist import hooks as checklist_hooks
 from bot.control.client import ControlClient
@@ -139,7 +141,7 @@ ACTIONS: dict[str, Callable[..., None]] = {
     "sweep": _gpu, "e2e": _gpu, "rerun": _gpu, "cancel": pr_actions.cancel, "ok-to-test": pr_actions.ok_to_test,
     "status": pr_actions.status, "help": pr_actions.help_reply, "accept-regression": gate_events.accept_regression,
     "baseline": gate_events.baseline, "reuse": gate_events.reuse_run, "approve-budget": budget.approve,
-    "approve-runners": runner_approval.approve,
+    "approve-runners": runner_approval.approve, "approve-planner": planner_approval.approve,
 }
 
 

@@ -187,6 +187,8 @@ class Handler:
         hours = gate.prepare()
         # the runner labels this head adds that their code owner approved (bot/control/runner_approval.py)
         labels = markers.approved_runner_labels(self.state.ledger.runner_approvals, pull.head_sha)
+        # and the head's own InferenceX planner, when its code owners approved it (bot/control/planner_approval.py)
+        planner = markers.approved_planner(self.state.ledger.planner_approvals, pull.head_sha)
 
         def claim_body(marker: str) -> str:
             return marker + "\n" + i18n.render_bilingual("control/starting", command=command_line,
@@ -198,7 +200,7 @@ class Handler:
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
                 bot_login=self.bot_login(), ledger=self.state.ledger, claim_body=claim_body, per_sha=label is not None,
                 started_at=self.started, taken=self.state.taken, before_dispatch=gate, gpu_hours=hours,
-                runs=self.runs_after_claim, runner_labels=labels)
+                runs=self.runs_after_claim, runner_labels=labels, planner=planner)
         except dispatch_once.HeadMoved as moved:
             if moved.claim_id is not None and moved.claim_id not in reply.claims:
                 reply.claims.append(moved.claim_id)
@@ -225,7 +227,7 @@ class Handler:
         else:
             self.outcome.dispatched.append(dispatch_once.dispatch_inputs(
                 pr=pull.number, sha=pull.head_sha, command=command_line, requester=requester, key=key,
-                gpu_hours=hours, runner_labels=labels))
+                gpu_hours=hours, runner_labels=labels, planner=planner))
             self.log(f"dispatched {self.config.gpu_workflow} for PR #{pull.number} at {pull.head_sha}: {command_line}")
         reply.add("dispatched", command=command_line, sha=pull.head_sha, requester=requester,
                   run_url=run.html_url, workflow=self.config.gpu_workflow, pr=pull.number, label=label,

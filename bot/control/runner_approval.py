@@ -33,35 +33,50 @@ if TYPE_CHECKING:  # the handler imports this module; these are its annotations 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/+-]{0,99}$")
 
 
-def entitled(actor: Actor, owners: tuple[str, ...], member_of: Callable[[str], bool]) -> Decision:
-    """May `actor` approve a runner label a PR adds (pure but for `member_of(team)`, asked only when needed)?
+def entitled(actor: Actor, owners: tuple[str, ...], member_of: Callable[[str], bool],
+             refusal: str = "runners-owner") -> Decision:
+    """May `actor` approve what a file's code owners approve (pure but for `member_of(team)`, asked only when
+    needed)? Shared by `/approve-runners` and `/approve-planner` (bot/control/planner_approval.py).
 
-    `owners`: the code owners of configs/runners.yaml on the default branch (as written); none: an admin
-    or maintainer may. A code owner needs write permission too; the trusted list never stands in for it."""
+    `owners`: the code owners of the file on the default branch (as written); none: an admin or maintainer
+    may. A code owner needs write permission too; the trusted list never stands in for it."""
     if owners:
         named = actor.login.lower() in codeowners.users_in(owners) or any(
             member_of(team) for team in codeowners.teams_in(owners))
         if named and actor.permission >= Permission.WRITE:
             return Decision.allow("code-owner")
-        return Decision.refuse("runners-owner", owners=", ".join(owners), have=str(actor.permission))
+        return Decision.refuse(refusal, owners=", ".join(owners), have=str(actor.permission))
     if actor.permission >= Permission.MAINTAIN:
         return Decision.allow("maintainer")
-    return Decision.refuse("runners-owner", owners="", have=str(actor.permission))
+    return Decision.refuse(refusal, owners="", have=str(actor.permission))
 
 
-def owners_on_default_branch(h: Handler) -> tuple[tuple[str, ...], str]:
-    """The owners of configs/runners.yaml by the default branch's CODEOWNERS and where that was decided."""
+def default_codeowners(h: Handler) -> tuple[codeowners.Owners | None, str]:
+    """The default branch's CODEOWNERS (the first of GitHub's locations that exists) and its path; None
+    where there is none, or where it cannot be read (then only an admin or maintainer may approve)."""
     for location in codeowners.LOCATIONS:
         text = h.client.get_text(location, ref=h.default_branch)
         if text is None:
             continue
         try:
-            owners, line = codeowners.parse_codeowners(text, location).of(RUNNERS_YAML)
-        except codeowners.CodeownersError as exc:
+            return codeowners.parse_codeowners(text, location), location
+        except codeowners.OwnersError as exc:
             h.log(f"{location} on {h.default_branch} cannot be read ({exc}); only an admin or maintainer may approve")
-            return (), ""
-        return owners, f"{location}:{line}" if owners else ""
-    return (), ""
+            return None, ""
+    return None, ""
+
+
+def owners_of(rules: codeowners.Owners | None, location: str, path: str) -> tuple[tuple[str, ...], str]:
+    """The owners of `path` by those rules, and the line that names them ("" where none does)."""
+    if rules is None:
+        return (), ""
+    owners, line = rules.of(path)
+    return owners, f"{location}:{line}" if owners else ""
+
+
+def owners_on_default_branch(h: Handler, path: str = RUNNERS_YAML) -> tuple[tuple[str, ...], str]:
+    """The owners of `path` by the default branch's CODEOWNERS and where that was decided."""
+    return owners_of(*default_codeowners(h), path)
 
 
 def added_labels(h: Handler, pull: Pull) -> tuple[str, ...]:

@@ -51,6 +51,7 @@ class Command:
     topic: str | None = None  # /help <topic>
     reason: str | None = None  # /accept-regression <recipe> <reason ...>
     run_id: int | None = None  # /reuse <run-id>
+    max_gpu_hours: float | None = None  # /approve-planner <sha> --max-gpu-hours N
 
     @property
     def spec(self) -> CommandSpec:
@@ -103,6 +104,8 @@ class Command:
             words.append(self.reason)
         if self.run_id is not None:
             words.append(str(self.run_id))
+        if self.max_gpu_hours is not None:
+            words += ["--max-gpu-hours", f"{self.max_gpu_hours:g}"]
         return " ".join(words)
 
 
@@ -284,7 +287,8 @@ def parse_command_line(verb: str, rest: str, line: int = 1) -> Command:
     _refuse_invalid(parser, ns)  # argparse stopped at a value its type refused, before the words it did not know
     if extra:
         raise UsageError(msg("unrecognized arguments: %(arguments)s", arguments=" ".join(extra)))
-    missing = [name for name in REQUIRED.get(verb, ()) if getattr(ns, name) in (None, [])]
+    flags = {action.dest: action.option_strings[0] for action in parser._actions if action.option_strings}
+    missing = [flags.get(name, name) for name in REQUIRED.get(verb, ()) if getattr(ns, name) in (None, [])]
     if missing:
         raise UsageError(msg("the following arguments are required: %(names)s", names=", ".join(missing)))
     if verb == "help" and ns.topic is not None and ns.topic not in REGISTRY:
@@ -312,6 +316,7 @@ def parse_command_line(verb: str, rest: str, line: int = 1) -> Command:
         topic=getattr(ns, "topic", None),
         reason=" ".join(getattr(ns, "reason", None) or ()) or None,
         run_id=getattr(ns, "run_id", None),
+        max_gpu_hours=getattr(ns, "max_gpu_hours", None),
     )
 
 

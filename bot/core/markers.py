@@ -67,6 +67,10 @@ KINDS = {kind.name: kind for kind in (
     MarkerKind("ok-to-test", (("sha", VALUE), ("by", VALUE)), in_reply_header=True),
     # `/approve-runners <sha>`: the runner labels a head adds to configs/runners.yaml, approved by their owner
     MarkerKind("runners-approved", (("sha", VALUE), ("by", VALUE), ("labels", VALUE)), in_reply_header=True),
+    # `/approve-planner <sha> --max-gpu-hours N`: a head's own InferenceX planner, approved by the code owners of
+    # the planner files it changes, with the GPU-hours its rows may use
+    MarkerKind("planner-approved", (("sha", VALUE), ("by", VALUE), ("max_gpu_hours", VALUE), ("files", VALUE)),
+               in_reply_header=True),
     MarkerKind("claim", (("comment", VALUE), ("sha", VALUE), ("nonce", VALUE)),
                (("run", VALUE), ("by", VALUE), ("gpu_hours", VALUE)), in_reply_header=True),
     # the later stages' markers (bot/core/stage_markers.py)
@@ -167,6 +171,22 @@ class RunnerApproval:
     sha: str
     by: str
     labels: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannerApproval:
+    """An `/approve-planner` the bot accepted: one head commit's own InferenceX planner, by the code owners
+    of the planner files it changes, with the GPU-hours its rows may use."""
+
+    sha: str
+    by: str
+    max_gpu_hours: float
+    files: tuple[str, ...]
+
+
+def approved_planner(approvals: Iterable[PlannerApproval], head_sha: str) -> PlannerApproval | None:
+    """The newest approval of exactly `head_sha`'s planner (a push leaves the older approvals behind)."""
+    return next((a for a in reversed(list(approvals)) if a.sha == head_sha), None)
 
 
 def approved_runner_labels(approvals: Iterable[RunnerApproval], head_sha: str) -> tuple[str, ...]:
@@ -288,6 +308,10 @@ def runners_marker(sha: str, by: str, labels: Iterable[str]) -> str:
     return KINDS["runners-approved"].build(sha=sha, by=by, labels=",".join(labels))
 
 
+def planner_marker(sha: str, by: str, max_gpu_hours: float, files: Iterable[str]) -> str:
+    return KINDS["planner-approved"].build(sha=sha, by=by, max_gpu_hours=f"{max_gpu_hours:g}", files=",".join(files))
+
+
 def claim_marker(key: str, sha: str, nonce: str, holder: str = "", *, by: str = "",
                  gpu_hours: float | None = None) -> str:
     """Written before a dispatch: the request's lock, and its record if the handler dies after it.
@@ -318,6 +342,7 @@ class Ledger:
     replies: set[tuple[str, str]] = dataclasses.field(default_factory=set)  # (key, digest)
     approvals: list[Approval] = dataclasses.field(default_factory=list)  # oldest first
     runner_approvals: list[RunnerApproval] = dataclasses.field(default_factory=list)  # oldest first
+    planner_approvals: list[PlannerApproval] = dataclasses.field(default_factory=list)  # oldest first
     claims: dict[str, list[Claim]] = dataclasses.field(default_factory=dict)  # key → claims, oldest first
 
     def acked(self, key: str, sha: str | None = None) -> bool:
@@ -349,6 +374,10 @@ def read_ledger(comments: Iterable[Comment], bot_login: str) -> Ledger:
             elif kind == "runners-approved" and is_full_sha(fields["sha"]):
                 ledger.runner_approvals.append(RunnerApproval(fields["sha"], fields["by"],
                                                               tuple(fields["labels"].split(","))))
+            elif kind == "planner-approved" and is_full_sha(fields["sha"]) and _positive(fields["max_gpu_hours"]):
+                ledger.planner_approvals.append(PlannerApproval(fields["sha"], fields["by"],
+                                                                float(fields["max_gpu_hours"]),
+                                                                tuple(fields["files"].split(","))))
             elif kind == "claim":
                 ledger.claims.setdefault(fields["comment"], []).append(
                     Claim(comment.id, fields["comment"], fields["sha"], fields["nonce"], comment.created_at,
@@ -356,6 +385,11 @@ def read_ledger(comments: Iterable[Comment], bot_login: str) -> Ledger:
     for claims in ledger.claims.values():
         claims.sort(key=lambda c: c.comment_id)
     return ledger
+
+
+def _positive(text: str) -> bool:
+    hours = _hours(text)
+    return hours is not None and 0 < hours < float("inf")
 
 
 def _hours(text: str | None) -> float | None:

@@ -153,6 +153,21 @@ def _build_ok_to_test(p: argparse.ArgumentParser) -> None:
     p.add_argument("sha", nargs="?", type=_sha_prefix)  # required: commands.py names it when it is missing
 
 
+def _gpu_hours(value: str) -> float | Invalid:
+    try:
+        hours = float(value)
+    except ValueError:
+        hours = 0.0
+    if not 0 < hours <= 1_000_000:
+        return Invalid(msg("%(value)s is not a number of GPU-hours between 0 and 1,000,000", value=repr(value[:40])))
+    return hours
+
+
+def _build_approve_planner(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sha", nargs="?", type=_sha_prefix)
+    p.add_argument("--max-gpu-hours", dest="max_gpu_hours", type=_gpu_hours)
+
+
 def _build_accept_regression(p: argparse.ArgumentParser) -> None:
     p.add_argument("recipes", nargs="?", type=_names("recipe"))  # required, as are the reason's words
     p.add_argument("reason", nargs="*")
@@ -175,8 +190,9 @@ def _build_help(p: argparse.ArgumentParser) -> None:
 
 # The positional arguments a command cannot go without (argparse's nargs="?" above, checked after parsing
 # so that the error is worded by commands.py, not by argparse).
-REQUIRED: dict[str, tuple[str, ...]] = {"ok-to-test": ("sha",), "approve-runners": ("sha",), "accept-regression": ("recipes", "reason"),
-                                        "reuse": ("run_id",)}
+REQUIRED: dict[str, tuple[str, ...]] = {"ok-to-test": ("sha",), "approve-runners": ("sha",),
+                                        "approve-planner": ("sha", "max_gpu_hours"),
+                                        "accept-regression": ("recipes", "reason"), "reuse": ("run_id",)}
 
 
 @functools.cache
@@ -273,6 +289,22 @@ SPECS: tuple[CommandSpec, ...] = (
         order=0,  # before a run in the same comment, as /ok-to-test
         who=msg("a code owner of `configs/runners.yaml` by the default branch's CODEOWNERS, with `write` "
                 "permission; where it names none, an admin or maintainer"),
+    ),
+    CommandSpec(
+        name="approve-planner",
+        usage="/approve-planner <full-40-hex-sha> --max-gpu-hours N",
+        summary=msg("Let this head commit's own InferenceX planner (the processor, the generator and the files they "
+                    "import, which this PR changes) plan its rows, named by its full 40-character SHA, with the "
+                    "GPU-hours those rows may use: only the code owners of every changed planner file may. Runs "
+                    "started afterwards plan with it; a later push needs a new approval."),
+        min_permission="write",  # and the code owner of each changed planner file (bot/control/planner_approval.py)
+        examples=("/approve-planner 3f9c2ab1d0e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8 --max-gpu-hours 200",),
+        starts_gpu_work=False,  # it records an approval; the runs after it are gated as usual
+        author_may_use=False,
+        build=_build_approve_planner,
+        order=0,  # before a run in the same comment, as /ok-to-test
+        who=msg("a code owner of every planner file the PR changes, by the default branch's CODEOWNERS, with "
+                "`write` permission; for a file it names no owner of, an admin or maintainer"),
     ),
     CommandSpec(
         name="accept-regression",

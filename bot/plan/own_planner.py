@@ -54,7 +54,10 @@ class PlannerChange:
 
 
 def head_sha(head: Source) -> str:
-    return head.sha if isinstance(head, GitSource) else head.label
+    """The head's full SHA where the source knows it (a git commit; the contents API's ref), else its label."""
+    if isinstance(head, GitSource):
+        return head.sha
+    return getattr(head, "ref", None) or head.label
 
 
 def approve_line(sha: str, hours: float | None = None) -> str:
