@@ -29,6 +29,14 @@ def make_repo(tmp_path: Path) -> tuple[Path, str]:
     return repo, commit(repo)
 
 
+def edit(repo: Path, path: str, old: str, new: str) -> None:
+    """Replace the first `old` in a file of the repository; a test whose text is not there fails here."""
+    target = repo / path
+    text = target.read_text()
+    assert old in text, f"{old!r} is not in {path}"
+    target.write_text(text.replace(old, new, 1))
+
+
 def append_entry(repo: Path, keys: list[str], extra: str = "") -> str:
     entry = "\n- config-keys:\n" + "".join(f"    - {k}\n" for k in keys)
     entry += '  description:\n    - "test"\n  pr-link: https://github.com/example/ix-repo/pull/2420\n' + extra

@@ -14,7 +14,7 @@ from bot.plan.held import approvers_at, hold_for_approval
 from bot.plan.model import PlanError
 from bot.plan.outputs import actions_outputs
 from bot.recipes.sources import GitSource
-from ix_repo_helpers import append_entry, commit, make_repo
+from ix_repo_helpers import append_entry, commit, edit, make_repo
 
 VLLM = "tinyq-bf16-cpu-vllm"
 SLURM = "tinyq-bf16-slurm-vllm"
@@ -29,15 +29,8 @@ def ix(tmp_path: Path) -> tuple[Path, str]:
     return make_repo(tmp_path)
 
 
-def _edit(repo: Path, path: str, old: str, new: str) -> None:
-    target = repo / path
-    text = target.read_text()
-    assert old in text, f"{old!r} is not in {path}"
-    target.write_text(text.replace(old, new, 1))
-
-
 def add_label(repo: Path, label: str) -> None:
-    _edit(repo, RUNNERS, "labels:\n", f"labels:\n  {label}:\n    - {label}_0\n")
+    edit(repo, RUNNERS, "labels:\n", f"labels:\n  {label}:\n    - {label}_0\n")
 
 
 def add_config(repo: Path, key: str, runner: str) -> None:
@@ -98,7 +91,7 @@ def test_the_plan_names_the_code_owner_of_runners_yaml_from_the_default_branch(i
     (repo / ".github").mkdir(exist_ok=True)  # the fixture has .github/workflows
     (repo / ".github/CODEOWNERS").write_text("* @org/everyone\nconfigs/runners.yaml @infra-lead\n")
     base = commit(repo)
-    _edit(repo, ".github/CODEOWNERS", "@infra-lead", "@pr-author")  # the PR's own CODEOWNERS chooses nobody
+    edit(repo, ".github/CODEOWNERS", "@infra-lead", "@pr-author")  # the PR's own CODEOWNERS chooses nobody
     commit(repo)
     head = new_cluster(repo)
     assert approvers_at(GitSource(repo, base)).owners == ("@infra-lead",)
@@ -131,7 +124,7 @@ def _negative(case: str, repo: Path) -> tuple[str, frozenset[str]]:
         add_label(repo, "cpu-ghost")
         return append_entry(repo, [VLLM, GHOST]), frozenset()
     if case == "label removed from runners.yaml":
-        _edit(repo, RUNNERS, "  cluster:cpu-slurm:\n    - cpu-slurm_0\n", "")
+        edit(repo, RUNNERS, "  cluster:cpu-slurm:\n    - cpu-slurm_0\n", "")
         return append_entry(repo, [SLURM]), frozenset()
     if case == "label only in the default branch's master configs":
         return append_entry(repo, [GHOST]), frozenset()

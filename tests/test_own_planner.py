@@ -13,7 +13,7 @@ from bot.inferencex.own_tools import changed_tool_files, planner_files
 from bot.plan import plan_change
 from bot.plan.own_planner import PlannerGrant
 from bot.recipes.sources import GitSource
-from ix_repo_helpers import append_entry, commit, make_repo
+from ix_repo_helpers import append_entry, commit, edit, make_repo
 
 VLLM = "tinyq-bf16-cpu-vllm"
 PROCESSOR = "utils/process_changelog.py"
@@ -30,20 +30,13 @@ def ix(tmp_path: Path) -> tuple[Path, str]:
     return make_repo(tmp_path)
 
 
-def _edit(repo: Path, path: str, old: str, new: str) -> None:
-    target = repo / path
-    text = target.read_text()
-    assert old in text, f"{old!r} is not in {path}"
-    target.write_text(text.replace(old, new, 1))
-
-
 def _rows(plan) -> list[dict]:
     ix = plan.inferencex
     return [e.row for m in ix.matrices for e in m.include] + ([ix.canary.row] if ix.canary else [])
 
 
 def _one_row_pr(repo: Path) -> str:
-    _edit(repo, PROCESSOR, *ONE_ROW)
+    edit(repo, PROCESSOR, *ONE_ROW)
     return append_entry(repo, [VLLM])
 
 
@@ -87,7 +80,7 @@ def test_rows_over_the_approved_gpu_hours_stay_held_with_the_cap_that_covers_the
 
 def test_the_base_tools_refusing_the_head_is_named_and_the_approved_head_plans_it(ix):
     repo, base = ix
-    _edit(repo, PROCESSOR, *NEW_RULE)
+    edit(repo, PROCESSOR, *NEW_RULE)
     block = (repo / "configs/cpu-master.yaml").read_text().split(f"{VLLM}:\n", 1)[1].split("\n\n", 1)[0]
     with open(repo / "configs/cpu-master.yaml", "a") as handle:
         handle.write(f"\ntinyq-bf16-cpu-vllm-new:\n{block}\n")
@@ -127,7 +120,7 @@ def test_a_file_the_processor_imports_is_part_of_the_planner(ix):
     repo, base = ix
     assert {"utils/constants.py", PROCESSOR, "utils/matrix_logic/generate_sweep_configs.py"} <= planner_files(
         GitSource(repo, base))
-    _edit(repo, "utils/constants.py", "RUNNER_CONFIG = ", "# a comment\nRUNNER_CONFIG = ")
+    edit(repo, "utils/constants.py", "RUNNER_CONFIG = ", "# a comment\nRUNNER_CONFIG = ")
     head = append_entry(repo, [VLLM])
     assert changed_tool_files(GitSource(repo, base), GitSource(repo, head)) == ["utils/constants.py"]
     assert plan_change(repo, base, head).inferencex.held

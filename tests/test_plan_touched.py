@@ -9,6 +9,7 @@ import pytest
 from bot.plan import PlanError, PlanFilters, plan_change
 from bot.recipes import RecipeError
 from git_helpers import GIT_ENV, git  # noqa: F401
+from ix_repo_helpers import edit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,13 +31,6 @@ def repo(tmp_path: Path) -> Path:
     git(tmp_path, "init", "-q", "-b", "main")
     commit(tmp_path, "base")
     return tmp_path
-
-
-def edit(repo: Path, path: str, old: str, new: str) -> None:
-    file = repo / path
-    text = file.read_text()
-    assert old in text, f"{old!r} not in {path}"
-    file.write_text(text.replace(old, new, 1))
 
 
 def touched_names(plan) -> list[str]:
