@@ -198,18 +198,32 @@ def compare(pr: dict, ours: dict, theirs: dict) -> dict:
             "notes": [n for n in (str(message_from_data(x)) for x in ours.get("notes", [])) if n.startswith("InferenceX infra")][:3]}
 
 
+def _agreeing_reason(r: dict) -> str:
+    """Why an agreeing head is listed: rows held for a runner label, or a change to InferenceX's own planner."""
+    if r.get("planner_files"):
+        how = ("planned by its own tools after /approve-planner" if r.get("planner_approved")
+               else "rows held until /approve-planner")
+        return f"agree; changes InferenceX's planner ({', '.join(r['planner_files'])}): {how}"
+    return "agree; held: " + ", ".join(r["held_labels"])
+
+
 def markdown(results: list[dict], since: str) -> str:
     agree = sum(r["agree"] for r in results)
     held = [r for r in results if r["agree"] and r["held_for_new_label"]]
+    planner = [r for r in results if r.get("planner_files")]
+    approved = any(r.get("planner_approved") for r in planner)
     lines = [f"# InferenceX PR replay since {since}", "",
              f"{agree} of {len(results)} PR heads agree on rows ({100 * agree / max(len(results), 1):.1f} %); "
-             f"{len(held)} of them hold rows for a new runner label until its code owner approves.", "",
+             f"{len(held)} of them hold rows for a new runner label until its code owner approves; "
+             f"{len(planner)} change InferenceX's own planner "
+             f"({'planned as after /approve-planner' if approved else 'their rows held, not approved'}), "
+             f"{sum(r['agree'] for r in planner)} of them agree.", "",
              "| PR | head | rows recipe-bot | held for a new runner label | rows InferenceX | GPU-h recipe-bot | "
              "GPU-h InferenceX | reason |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
-        if not r["agree"] or r["held_for_new_label"]:
-            reason = (r["reason"] or "agree; held: " + ", ".join(r["held_labels"])).replace("|", "\\|").replace("\n", " ")
+        if not r["agree"] or r["held_for_new_label"] or r.get("planner_files"):
+            reason = (r["reason"] or _agreeing_reason(r)).replace("|", "\\|").replace("\n", " ")
             lines.append(f"| #{r['pr']} | {r['head']} | {r['rows_recipe_bot']} | {r['held_for_new_label']} | "
                          f"{r['rows_inferencex']} | {r['gpu_hours_recipe_bot']} | {r['gpu_hours_inferencex']} | "
                          f"{reason} |")
