@@ -107,6 +107,17 @@ def test_gpu_workflow_inputs_are_what_dispatch_sends():
     assert all(spec["type"] == "string" for spec in inputs.values())
 
 
+def test_the_plan_step_passes_the_planner_approval_on_the_pr_path_only():
+    [plan] = [step for job, step in steps(load("gpu.yml")) if job == "plan" and step.get("id") == "plan"]
+    assert plan["env"]["PLANNER_SHA"] == "${{ inputs.planner_sha }}"
+    assert plan["env"]["PLANNER_MAX_GPU_HOURS"] == "${{ inputs.planner_max_gpu_hours }}"
+    baseline, pr_path = plan["run"].split("\nelse\n", 1)
+    approval = '--approved-planner "$PLANNER_SHA" --planner-max-gpu-hours "$PLANNER_MAX_GPU_HOURS"'
+    assert "PLANNER" not in baseline  # the default branch plans itself with its own planner
+    first_plan = pr_path.split("ci required-commands", 1)[0]  # not the merge gate's required plans
+    assert approval in " ".join(first_plan.replace("\\\n", " ").split())
+
+
 def test_gpu_run_name_renders_the_title_the_bot_parses():
     run_name = load("gpu.yml")["run-name"]
     values = {"pr": "7", "sha": "a" * 40, "requester": "alice", "command": "/sweep llama* --conc 4,8",
