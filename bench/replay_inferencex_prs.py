@@ -200,6 +200,8 @@ def compare(pr: dict, ours: dict, theirs: dict) -> dict:
 
 def _agreeing_reason(r: dict) -> str:
     """Why an agreeing head is listed: rows held for a runner label, or a change to InferenceX's own planner."""
+    if r.get("planner_files") and r.get("recipe_bot_error") and r.get("inferencex_error"):
+        return f"agree: both refuse; changes InferenceX's planner ({', '.join(r['planner_files'])})"
     if r.get("planner_files"):
         how = ("planned by its own tools after /approve-planner" if r.get("planner_approved")
                else "rows held until /approve-planner")
