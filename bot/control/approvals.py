@@ -60,7 +60,7 @@ def limit_refusal(*, command: str, scope: str | None, allowed_scopes: list[str],
 
 
 def names_the_head(h: Handler, reply: Reply, command: Command, pull: Pull, stale: str) -> bool:
-    """An approval command (`/approve-runners`, `/approve-budget`) holds for exactly the
+    """An approval command (`/approve-runners`, `/approve-planner`, `/approve-budget`) holds for exactly the
     head it names by its full SHA; any other value is refused with the reply section `stale`, and nothing is
     recorded."""
     given = command.sha_prefix or ""
