@@ -174,3 +174,14 @@ def test_a_push_leaves_the_approval_on_the_old_commit(ix_pr):
     ix_pr.on_comment(7, "carol", "/sweep")
     run = ix_pr.dispatches()[-1]
     assert run["inputs"]["sha"] == new and "planner_sha" not in run["inputs"]
+
+
+def test_an_unreadable_codeowners_on_the_default_branch_leaves_the_approval_to_a_maintainer(ix_pr):
+    ix_pr.sb.push("main", {".github/CODEOWNERS": "!utils/process_changelog.py @dave\n"}, author="alice")
+    head = ix_pr.head(7)
+    result = ix_pr.on_comment(7, "dave", f"/approve-planner {head} --max-gpu-hours 50")
+    assert result.returncode == 0 and "CODEOWNERS on main cannot be read" in result.stderr
+    english, _ = _reply(ix_pr)
+    assert "names no owner of" in english and "planner-approved" not in ix_pr.bot_comments(7)[-1]["body"]
+    ix_pr.on_comment(7, "alice", f"/approve-planner {head} --max-gpu-hours 50")
+    assert "planner-approved" in ix_pr.bot_comments(7)[-1]["body"]

@@ -60,7 +60,7 @@ def default_codeowners(h: Handler) -> tuple[codeowners.Owners | None, str]:
             continue
         try:
             return codeowners.parse_codeowners(text, location), location
-        except codeowners.OwnersError as exc:
+        except codeowners.CodeownersError as exc:
             h.log(f"{location} on {h.default_branch} cannot be read ({exc}); only an admin or maintainer may approve")
             return None, ""
     return None, ""
