@@ -46,6 +46,12 @@ def _fails_the_running_point_and_skips_the_rest(result: dict) -> None:
     assert "exited with code 7" in english(points[0]["reason"])
 
 
+def _fails_the_gsm8k_gate_on_the_crash_not_on_its_requests(result: dict) -> None:
+    case = result["cases"][0]
+    assert case["points"] == [] and case["accuracy"] is None
+    assert "request" not in english(case["reason"])
+
+
 def _fails_although_the_benchmark_passed(result: dict) -> None:
     case = result["cases"][0]
     assert [p["status"] for p in case["points"]] == ["passed", "passed"]
@@ -66,6 +72,15 @@ FAULTS = [
                  _never_started_a_point, id="never-ready"),
     pytest.param("die_mid_benchmark", {}, ["exited with code 7", "during point 'c1'"],
                  _fails_the_running_point_and_skips_the_rest, id="dies-mid-benchmark"),
+    # A crashed engine stops answering at once, but its process may take a while to go.
+    pytest.param("die_mid_benchmark", {"extra_env": {"FAKE_DIE_SLOWLY_S": "1.5"}},
+                 ["exited with code 7", "during point 'c1'"],
+                 _fails_the_running_point_and_skips_the_rest, id="dies-slowly-mid-benchmark"),
+    # GSM8K retries a failed request for 3 s (accuracy.ATTEMPTS): silent longer than that.
+    pytest.param("die_mid_benchmark", {"points": 0, "extra_env": {"FAKE_DIE_SLOWLY_S": "4"},
+                                       "accuracy": AccuracySpec(num_samples=20, num_shots=0, threshold=0.5)},
+                 ["exited with code 7", "during the GSM8K evaluation"],
+                 _fails_the_gsm8k_gate_on_the_crash_not_on_its_requests, id="dies-slowly-during-gsm8k"),
     pytest.param("ignore_sigterm", {}, ["forced SIGKILL", f"after {GRACE_S:g} s SIGTERM grace"],
                  _fails_although_the_benchmark_passed, id="ignores-sigterm"),
     pytest.param("child_holds_port", {}, ["left the server's process group", "holding port"],

@@ -84,9 +84,12 @@ def test_in_process_points_keep_the_raw_file_and_log_of_each_point(tmp_path: Pat
         assert "run in process" in log and "Successful requests: 12" in log
 
 
-def test_a_dying_server_fails_the_point_and_stops_the_client_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("exits_after_s", ["0", "1.5"],
+                         ids=["gone at once", "silent a while before its process exits"])
+def test_a_dying_server_fails_the_point_and_stops_the_client_process(tmp_path: Path,
+                                                                     exits_after_s: str) -> None:
     job = fake_job("die_mid_benchmark", points=2)
-    run = run_cli(job, tmp_path, {**BASE, "PYTHONPATH": str(LIB)})
+    run = run_cli(job, tmp_path, {**BASE, "PYTHONPATH": str(LIB), "FAKE_DIE_SLOWLY_S": exits_after_s})
 
     assert run.returncode == 1
     points = run.result["cases"][0]["points"]

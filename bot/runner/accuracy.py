@@ -83,6 +83,11 @@ def run_gsm8k(spec: AccuracySpec, *, base_url: str, model: str, case_dir: Path, 
     finally:
         # Do not wait for requests still in flight: teardown comes next and ends them.
         pool.shutdown(wait=False, cancel_futures=True)
+    if any(c.text is None for c in completions.values()):
+        # Requests that failed may be the server crashing: its process may still be exiting.
+        for server in servers:
+            if server.base_url == base_url:
+                server.check_alive_settled(msg("during the GSM8K evaluation"))
 
     samples, strict_hits, flexible_hits, errors = [], 0, 0, []
     for i, doc in enumerate(docs):

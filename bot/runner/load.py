@@ -148,9 +148,23 @@ def run_point(point: LoadPoint, *, client: Client, target: Target,
             session.close()
     if returncode is None:
         returncode = _run_process(argv, log_file, env, watch)
-    # The server may have died at the very end; the client's figures would then be partial.
+    result = _point_result(point, base, returncode, client=client, target=target,
+                           result_file=result_file, log_file=log_file, out_dir=out_dir, gpus=gpus)
+    # The server may have died at the very end; the client's figures would then be partial. The one
+    # the client talked to may have crashed under a failed point and still be exiting: it settles.
+    during = msg("during point %(point)s", point=repr(point.point_id))
     for server in servers:
-        server.check_alive(msg("during point %(point)s", point=repr(point.point_id)))
+        if result.status != "passed" and server.port == target.port:
+            server.check_alive_settled(during)
+        else:
+            server.check_alive(during)
+    return result
+
+
+def _point_result(point: LoadPoint, base: PointResult, returncode: int, *, client: Client,
+                  target: Target, result_file: Path, log_file: Path, out_dir: Path,
+                  gpus: int) -> PointResult:
+    """What the client's exit code and result file say of the point."""
     if returncode != 0:
         last = tail_lines(log_file, 1) or "(no output)"
         return base.model_copy(update={

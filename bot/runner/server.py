@@ -18,6 +18,7 @@ from bot.runner import procs
 READY_PATHS = ("/health", "/v1/models")
 POLL_S = 0.25
 REAP_S = 5.0  # after SIGKILL, how long the kernel gets to take the group down
+SETTLE_S = 5.0  # after a failed point, how long a server that does not answer gets to exit or answer
 # urllib follows HTTP(S)_PROXY; the server is on loopback, so never go through a proxy.
 _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 # Servers and clients get a process group of their own (killpg takes each down whole) but stay in
@@ -148,6 +149,17 @@ class InferenceServer:
         if code is not None:
             raise ServerDied(msg("server %(name)s exited with code %(code)s %(when)s", name=repr(self.name), code=code,
                                  when=during), self.log_tail())
+
+    def check_alive_settled(self, during: Message, settle_s: float = SETTLE_S) -> None:
+        """`check_alive` after a point failed: a server that crashed under the point may still be
+        exiting when its client ends, so one that does not answer its ready paths gets `settle_s`
+        to answer (alive: the point failed on its own) or to exit (raises ServerDied)."""
+        deadline = time.monotonic() + settle_s
+        while True:
+            self.check_alive(during)
+            if self.is_ready(timeout_s=1.0) or time.monotonic() >= deadline:
+                return
+            time.sleep(POLL_S)
 
     def is_ready(self, timeout_s: float = 5.0) -> bool:
         return all(http_status(self.base_url + path, timeout_s) == 200 for path in self.ready_paths)

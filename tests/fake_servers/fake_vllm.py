@@ -35,6 +35,7 @@ MODES = (
 )
 LIFETIME_S = 120.0
 TOKEN_S = float(os.environ.get("FAKE_TOKEN_S", "0.002"))
+DIE_SLOWLY_S = float(os.environ.get("FAKE_DIE_SLOWLY_S", "0"))  # die_mid_benchmark: silent this long, then exit
 
 
 def log(message: str) -> None:
@@ -89,7 +90,17 @@ def make_handler(mode: str, served: str, state: dict) -> type[BaseHTTPRequestHan
                 state["served"] += 1
                 if mode == "die_mid_benchmark" and state["served"] >= state["die_after"]:
                     log("simulated crash in the middle of the benchmark")
-                    os._exit(7)
+                    if not DIE_SLOWLY_S:
+                        os._exit(7)
+                    # An engine that crashed stops answering at once, but its process takes a while to go.
+                    state["dying"] = True
+                    threading.Timer(DIE_SLOWLY_S, os._exit, (7,)).start()
+
+        def handle_one_request(self) -> None:
+            if state.get("dying"):  # drop the connection unanswered
+                self.close_connection = True
+                return
+            super().handle_one_request()
 
     return Handler
 
