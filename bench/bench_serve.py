@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 
@@ -86,7 +87,20 @@ class Arm:
         threading.Thread(target=lambda: [self.lines.append(json.loads(line)) for line in self.serve.stderr],  # type: ignore[union-attr]
                          daemon=True).start()
         self.sb.deliver_to(self.url, SECRET)
+        self.ready()
         return self
+
+    def ready(self, deadline_s: float = 60) -> None:
+        """Wait for /readyz's 200: serve's workers (a worker process of their own since #38) have started."""
+        end = time.perf_counter() + deadline_s
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "readyz", timeout=10):
+                    return
+            except urllib.error.HTTPError:
+                if time.perf_counter() > end:
+                    raise SystemExit(f"{self.name}: serve was not ready within {deadline_s} s") from None
+                time.sleep(0.05)
 
     def __exit__(self, *exc: object) -> None:
         self.serve.terminate()

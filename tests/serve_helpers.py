@@ -32,14 +32,24 @@ def post(client: Client, event: str, payload: Any = None, *, delivery: str | Non
     return client.post("/", data=raw, headers=sent)
 
 
-def service(sb: Any, queue_path: Any, *, workers: int = 4) -> Service:
-    """The service `recipe-bot serve --token-env GITHUB_TOKEN` builds, against this sandbox (workers not started)."""
+def service(sb: Any, queue_path: Any, *, workers: int = 4, in_process: bool = False) -> Service:
+    """The service `recipe-bot serve --token-env GITHUB_TOKEN` builds, against this sandbox (workers not started):
+    its deliveries handled in a worker process, or (`in_process`) by threads of this one, for a test that wraps
+    `svc.workers.handler`."""
     env = {**sb.env(), "RECIPE_BOT_WEBHOOK_SECRET": SECRET}
     log = JsonLog(out=open("/dev/null", "w"))  # noqa: SIM115 (lives as long as the test)
     log.keep = True
     return build_service(queue=str(queue_path), secret_env="RECIPE_BOT_WEBHOOK_SECRET", token_env="GITHUB_TOKEN",
                          app_id_env="RECIPE_BOT_APP_ID", key_env="RECIPE_BOT_APP_PRIVATE_KEY_PATH",
-                         workers=workers, environ=env, log=log)
+                         workers=workers, environ=env, log=log, in_process=in_process)
+
+
+def until_ready(svc: Service, timeout: float = 60.0) -> None:
+    """Wait for the workers (a worker process takes a few seconds to start and import the handler)."""
+    deadline = time.monotonic() + timeout
+    while not svc.ready():
+        assert time.monotonic() < deadline, "the workers did not start"
+        time.sleep(0.05)
 
 
 def drain(svc: Service, timeout: float = 120.0) -> dict[str, int]:

@@ -1,7 +1,10 @@
 """`recipe-bot serve` against the sandbox: signatures, the durable queue, redelivery, restart, per-PR order."""
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 
 import pytest
 from werkzeug.test import Client
@@ -9,7 +12,7 @@ from werkzeug.test import Client
 from bot.serve.queue import DeliveryQueue
 from bot.serve.signature import sign, verify
 from handle_helpers import Harness, seed
-from serve_helpers import SECRET, body_of, drain, post, service
+from serve_helpers import SECRET, body_of, drain, post, service, until_ready
 
 
 @pytest.fixture
@@ -19,7 +22,17 @@ def h(sandbox, tmp_path):
 
 @pytest.fixture
 def svc(h, tmp_path):
+    """As `recipe-bot serve` runs it: deliveries handled in a worker process."""
     s = service(h.sb, tmp_path / "queue.sqlite3")
+    yield s
+    s.stop()
+    s.queue.close()
+
+
+@pytest.fixture
+def local_svc(h, tmp_path):
+    """Deliveries handled by threads of the test's process, so a test can wrap the handler."""
+    s = service(h.sb, tmp_path / "queue.sqlite3", in_process=True)
     yield s
     s.stop()
     s.queue.close()
@@ -119,8 +132,9 @@ def test_a_restart_resumes_the_pending_queue(h, tmp_path):
         second.queue.close()
 
 
-def test_two_prs_are_handled_concurrently_and_each_pr_in_arrival_order(h, svc):
-    handle, seen, lock = svc.handler, [], threading.Lock()
+def test_two_prs_are_handled_concurrently_and_each_pr_in_arrival_order(h, local_svc):
+    svc = local_svc
+    handle, seen, lock = svc.workers.handler, [], threading.Lock()
     pr8_started = threading.Event()
     waited: list[bool] = []
 
@@ -138,7 +152,7 @@ def test_two_prs_are_handled_concurrently_and_each_pr_in_arrival_order(h, svc):
             with lock:
                 seen.append(("end", *key))
 
-    svc.handler = recording
+    svc.workers.handler = recording
     client = Client(svc)
     events = [sweep_event(h, 7, "alice", "/sweep"), sweep_event(h, 7, "alice", "/status"),
               sweep_event(h, 8, "alice", "/status")]
@@ -157,6 +171,7 @@ def test_health_readiness_and_metrics(h, svc):
     assert client.get("/healthz").status_code == 200
     assert client.get("/readyz").status_code == 503  # no worker yet
     svc.start()
+    until_ready(svc)
     assert client.get("/readyz").status_code == 200
     post(client, "issue_comment", sweep_event(h))
     post(client, "issue_comment", body=b"{}", signature="sha256=00")
@@ -181,15 +196,16 @@ def test_verify_accepts_only_the_exact_sha256_signature(header, ok):
     assert verify(SECRET, b"body", header) is ok
 
 
-def test_a_failing_delivery_is_kept_as_failed_counted_and_the_next_one_still_runs(h, svc):
-    handle = svc.handler
+def test_a_failing_delivery_is_kept_as_failed_counted_and_the_next_one_still_runs(h, local_svc):
+    svc = local_svc
+    handle = svc.workers.handler
 
     def first_fails(event, payload):
         if payload["comment"]["body"] == "/status":
             raise RuntimeError("GitHub was down")
         return handle(event, payload)
 
-    svc.handler = first_fails
+    svc.workers.handler = first_fails
     client = Client(svc)
     post(client, "issue_comment", sweep_event(h, 7, "alice", "/status"), delivery="bad")
     post(client, "issue_comment", sweep_event(h, 7, "alice", "/sweep"), delivery="good")
@@ -200,3 +216,59 @@ def test_a_failing_delivery_is_kept_as_failed_counted_and_the_next_one_still_run
     assert rows["good"]["state"] == "done" and len(h.dispatches()) == 1
     assert "recipe_bot_delivery_failures_total 1" in client.get("/metrics").get_data(as_text=True)
     assert [line["msg"] for line in svc.log.lines if line.get("delivery") == "bad"][-1] == "delivery failed"
+
+
+def test_the_answering_connection_leaves_a_live_workers_rows_running_and_the_claiming_one_recovers_them(tmp_path):
+    path = tmp_path / "q.sqlite3"
+    worker = DeliveryQueue(path, synchronous="NORMAL")
+    worker.put("d-1", "issue_comment", "acme/bench#7", {"n": 1})
+    assert worker.claim().delivery == "d-1"
+    answering = DeliveryQueue(path, recover=False)  # serve's HTTP side opens beside a worker at work
+    assert [r["state"] for r in answering.rows()] == ["running"]
+    answering.close()
+    worker.close()  # the worker "dies"; the next process that claims turns its row back
+    again = DeliveryQueue(path, synchronous="NORMAL", recover=True)
+    assert [r["state"] for r in again.rows()] == ["pending"]
+    again.close()
+
+
+def test_a_queue_connection_with_an_unknown_durability_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="FULL, NORMAL"):
+        DeliveryQueue(tmp_path / "q.sqlite3", synchronous="OFF")
+
+
+def test_the_worker_process_logs_through_serve_and_stops_when_serve_does(h, svc):
+    svc.start()
+    until_ready(svc)
+    pid = svc.workers.pid
+    assert pid is not None and pid != os.getpid()
+    post(Client(svc), "issue_comment", sweep_event(h), delivery="d-1")
+    assert drain(svc)["done"] == 1 and len(h.dispatches()) == 1
+    handled = [line for line in svc.log.lines if line["msg"] == "delivery handled"]
+    assert [line["delivery"] for line in handled] == ["d-1"]  # written by serve's log, from the worker process
+    svc.stop()
+    assert not svc.ready()
+    with pytest.raises(ProcessLookupError):  # ended and reaped, not left behind
+        os.kill(pid, 0)
+
+
+def test_a_worker_process_killed_mid_delivery_is_started_again_and_the_delivery_runs_once_more(h, svc):
+    svc.start()
+    until_ready(svc)
+    # the delivery's first GitHub request (the PR's head, read-only) hangs until the worker process is killed
+    h.sb.add_faults({"method": "POST", "path": "^/graphql$", "delay_s": 30, "count": 1})
+    post(Client(svc), "issue_comment", sweep_event(h), delivery="d-1")
+    deadline = time.monotonic() + 60
+    while svc.queue.rows()[0]["state"] != "running":
+        assert time.monotonic() < deadline, svc.queue.rows()
+        time.sleep(0.05)
+    first = svc.workers.pid
+    os.kill(first, signal.SIGKILL)
+    assert drain(svc)["done"] == 1
+    [row] = svc.queue.rows()
+    assert (row["state"], row["attempts"]) == ("done", 2)
+    assert len(h.dispatches()) == 1
+    [exited] = [line for line in svc.log.lines if line["msg"] == "worker process exited"]
+    assert (exited["pid"], exited["exitcode"]) == (first, -signal.SIGKILL)
+    until_ready(svc)
+    assert svc.workers.pid != first

@@ -178,8 +178,8 @@ def test_twenty_deliveries_for_ten_prs_at_once_are_each_handled_once_one_pr_at_a
             running.discard(key)
             handled.append((key, payload["workflow_run"]["id"]))
 
-    svc = Service(DeliveryQueue(tmp_path / "queue.sqlite3"), SECRET, recording, workers=4,
-                  log=JsonLog(out=open(os.devnull, "w"))).start()  # noqa: SIM115
+    svc = Service.in_process(DeliveryQueue(tmp_path / "queue.sqlite3"), SECRET, recording, workers=4,
+                             log=JsonLog(out=open(os.devnull, "w"))).start()  # noqa: SIM115
     # workflow_run deliveries: ordered by their PR like comments, and checked no further before the queue
     payloads = [{"action": "completed", "repository": {"full_name": "acme/bench"},
                  "workflow_run": {"id": n, "pull_requests": [{"number": 100 + n % 10}]}} for n in range(20)]

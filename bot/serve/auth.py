@@ -1,11 +1,13 @@
 """Who the bot acts as: installation tokens from the App's id and private key, or one plain token (sandbox)."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
 from typing import Any
 
 from github import Auth, GithubIntegration
+from pydantic import SecretStr
 
 from bot.core.github import GitHubClient, GitHubError
 from bot.core.github_cache import CommitReads, EditHistories
@@ -65,3 +67,24 @@ class ClientFactory:
         installation = (payload.get("installation") or {}).get("id")
         return GitHubClient(base_url=self.base_url, token=self.source.token(installation), repository=repository,
                             policy=self.policy, commit_reads=self.commit_reads, edit_histories=self.edit_histories)
+
+
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """What a process needs to act as the bot: a plain token, or the App's id and private key; picklable, so
+    the worker process builds its own token source and clients from it."""
+
+    base_url: str
+    token: SecretStr | None = None
+    app_id: str | None = None
+    private_key: SecretStr | None = None
+    policy: RetryPolicy | None = None
+
+    def source(self) -> TokenSource | AppTokenSource:
+        if self.token is not None:
+            return TokenSource(self.token.get_secret_value())
+        assert self.app_id is not None and self.private_key is not None, "Credentials need a token or an App"
+        return AppTokenSource(self.app_id, self.private_key.get_secret_value(), self.base_url)
+
+    def client_factory(self) -> ClientFactory:
+        return ClientFactory(self.source(), self.base_url, self.policy)

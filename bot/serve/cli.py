@@ -1,6 +1,7 @@
 """`recipe-bot serve`: the webhook server of a GitHub App, configured from flags and environment variables."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -17,17 +18,18 @@ from bot.control.handle import handle_event
 from bot.core.cli_guard import HELP_OPTIONS
 from bot.core.github_retry import RetryPolicy
 from bot.core.settings import SettingsError, setting_named, variable
-from bot.serve.auth import AppTokenSource, ClientFactory, TokenSource
+from bot.serve.auth import Credentials
 from bot.serve.logs import JsonLog
 from bot.serve.queue import DeliveryQueue
 from bot.serve.service import Service
+from bot.serve.workers import Handler, InProcessWorkers, WorkerProcess, Workers
 from bot.core.messages import Message, Refusal, msg
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication
 
 
-HTTP_THREADS = 8  # threads that read requests and answer them; handling is the queue's workers' job
+HTTP_THREADS = 8  # threads that read requests and answer them; handling is the worker process's job
 
 
 def _access_log(app: WSGIApplication, log: JsonLog) -> WSGIApplication:
@@ -66,11 +68,24 @@ def _fail(message: Message) -> click.ClickException:
     return Refusal(message)
 
 
+def handler_for(credentials: Credentials) -> Handler:
+    """`recipe-bot handle`'s handler with a client per delivery; called where the deliveries are handled."""
+    factory = credentials.client_factory()
+
+    def handler(event: str, payload: dict) -> object:
+        return handle_event(event, payload, factory(payload))
+
+    return handler
+
+
 def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_env: str, key_env: str,
-                  workers: int, environ: dict[str, str] | None = None, log: JsonLog | None = None) -> Service:
+                  workers: int, environ: dict[str, str] | None = None, log: JsonLog | None = None,
+                  in_process: bool = False) -> Service:
     """Everything `serve` needs, read through the settings model at this edge and checked up front; bad config
-    raises one bilingual ClickException."""
+    raises one bilingual ClickException. Deliveries are handled in a worker process (`in_process`: by threads
+    of this one, whose `service.workers.handler` a caller may wrap)."""
     env = os.environ if environ is None else environ
+    log = log or JsonLog()
     try:
         # the model's fields, read from the variables the options name (their defaults: the fields' own)
         secret: SecretStr | None = setting_named("WEBHOOK_SECRET", secret_env, env)
@@ -87,7 +102,7 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
         token = env.get(token_env, "")
         if not token:
             raise _fail(msg("--token-env %(variable)s: the variable is not set or empty", variable=token_env))
-        source: TokenSource | AppTokenSource = TokenSource(token)
+        credentials = Credentials(base_url, token=SecretStr(token), policy=policy)
     else:
         if app_id is None or key_path is None:
             raise _fail(msg("GitHub App auth needs %(app_id)s (the App's numeric id) and %(key)s (the path of "
@@ -101,17 +116,15 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
         if "PRIVATE KEY" not in private_key:
             raise _fail(msg("%(path)s: not a PEM private key (expected a -----BEGIN ... PRIVATE KEY----- block)",
                             path=key_path))
-        source = AppTokenSource(app_id, private_key, base_url)
+        credentials = Credentials(base_url, app_id=app_id, private_key=SecretStr(private_key), policy=policy)
     try:
-        store = DeliveryQueue(queue)
+        # the answering connection syncs each delivery before its 2xx; only the one that claims recovers rows
+        store = DeliveryQueue(queue, synchronous="FULL", recover=in_process)
     except Exception as exc:  # noqa: BLE001 (sqlite3.Error, OSError: both mean a bad --queue)
         raise _fail(msg("--queue %(queue)s: cannot open the SQLite queue: %(why)s", queue=queue, why=str(exc))) from None
-    factory = ClientFactory(source, base_url, policy)
-
-    def handler(event: str, payload: dict) -> object:
-        return handle_event(event, payload, factory(payload))
-
-    return Service(store, secret, handler, workers=workers, log=log)
+    pool: Workers = (InProcessWorkers(store, handler_for(credentials), workers, log) if in_process
+                     else WorkerProcess(queue, functools.partial(handler_for, credentials), workers, log))
+    return Service(store, secret, pool, log=log)
 
 
 @click.command("serve", context_settings=HELP_OPTIONS)
@@ -132,7 +145,7 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
               help="Deliveries handled at once (one at a time per PR).")
 def serve_cmd(host: str, port: int, queue: str, secret_env: str, token_env: str | None, app_id_env: str,
               key_env: str, workers: int) -> None:
-    """Serve GitHub App webhooks: verify, queue durably, handle each like `recipe-bot handle`.
+    """Serve GitHub App webhooks: verify, queue durably, handle each like `recipe-bot handle` (in a worker process).
 
     Endpoints: POST / (webhooks), GET /healthz, /readyz, /metrics. Reads GITHUB_API_URL.
     """

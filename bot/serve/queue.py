@@ -2,14 +2,15 @@
 
 Per-PR order: a delivery is claimable only when it is the oldest pending one of its key and no delivery
 of that key is running, so one PR's events are handled one at a time in arrival order while other PRs
-proceed in parallel. A restart turns `running` rows back into `pending` (the handler is idempotent per
-comment and per head SHA, so a delivery interrupted mid-way is safe to run again).
+proceed in parallel. Opening the queue to claim from it turns `running` rows back into `pending` (a worker
+that died left them; the handler is idempotent per comment and per head SHA, so a delivery interrupted
+mid-way is safe to run again).
 
-Only a new delivery's row is synced to disk before its answer (synchronous=FULL); the workers' state changes
-are not (NORMAL): losing one to a power cut only runs an idempotent delivery again, as a restart does, and
-the webhook answer never waits behind a worker's sync. Deliveries that arrive together share one sync
-(group commit: the thread that takes the lock writes every row waiting then), so a burst is answered in
-about two syncs, not one per delivery.
+Each connection has one durability, set when it opens: the answering process's (synchronous=FULL) syncs a
+new delivery's row before its answer; the worker process's (NORMAL) does not sync its state changes, as
+losing one to a power cut only runs an idempotent delivery again, as a restart does. Deliveries that arrive
+together share one sync (group commit: the thread that takes the lock writes every row waiting then), so a
+burst is answered in about two syncs, not one per delivery.
 """
 from __future__ import annotations
 
@@ -38,12 +39,17 @@ CREATE TABLE IF NOT EXISTS deliveries (
 CREATE INDEX IF NOT EXISTS deliveries_state ON deliveries (state, key, seq);
 """
 
+# One statement, so the claim is one step of SQLite's (its write lock held for that step only, not across the
+# GIL hand-overs between several statements of a transaction; the answering process waits for that lock).
 _CLAIM = """
-SELECT seq, delivery, event, key, payload, received FROM deliveries AS d
-WHERE d.state = 'pending'
-  AND NOT EXISTS (SELECT 1 FROM deliveries r WHERE r.key = d.key AND r.state = 'running')
-  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.key = d.key AND p.state = 'pending' AND p.seq < d.seq)
-ORDER BY d.seq LIMIT 1
+UPDATE deliveries SET state = 'running', started = ?, attempts = attempts + 1
+WHERE seq = (
+  SELECT d.seq FROM deliveries AS d
+  WHERE d.state = 'pending'
+    AND NOT EXISTS (SELECT 1 FROM deliveries r WHERE r.key = d.key AND r.state = 'running')
+    AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.key = d.key AND p.state = 'pending' AND p.seq < d.seq)
+  ORDER BY d.seq LIMIT 1)
+RETURNING seq, delivery, event, key, payload, received
 """
 
 
@@ -65,28 +71,41 @@ class Delivery:
     received: float
 
 
-class DeliveryQueue:
-    """One SQLite file shared by the HTTP threads and the workers (one connection, one lock)."""
+BUSY_TIMEOUT_S = 10.0  # another process's write holds the file's lock for a commit at most: wait, do not fail
+SYNCHRONOUS = ("FULL", "NORMAL")
 
-    def __init__(self, path: str | Path):
+
+class DeliveryQueue:
+    """One connection to the queue's SQLite file, shared by this process's threads under one lock.
+
+    `synchronous`: FULL for a connection whose `put` answers a webhook, NORMAL for one that only claims and
+    finishes. `recover`: whether this connection claims, so rows left running by a dead worker are pending
+    again (only one process may claim: the answering process of `recipe-bot serve` opens it with False).
+    """
+
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL", recover: bool = True):
+        if synchronous not in SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_S)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")  # put() syncs; the workers' updates need not
+        self._db.execute(f"PRAGMA synchronous={synchronous}")
         self._arrivals: list[_Arrival] = []
         self._arrivals_lock = threading.Lock()
         self._db.executescript(SCHEMA)
-        self._db.execute("UPDATE deliveries SET state = 'pending' WHERE state = 'running'")
+        if recover:
+            self._db.execute("UPDATE deliveries SET state = 'pending' WHERE state = 'running'")
 
     def journal_mode(self) -> str:
         with self._lock:
             return self._db.execute("PRAGMA journal_mode").fetchone()[0]
 
     def put(self, delivery: str, event: str, key: str, payload: Any) -> bool:
-        """Store a delivery, synced to disk before this returns; False when this X-GitHub-Delivery was stored
-        before (a redelivery)."""
+        """Store a delivery (on a FULL connection, synced to disk before this returns); False when this
+        X-GitHub-Delivery was stored before (a redelivery)."""
         mine = _Arrival((delivery, event, key, json.dumps(payload), time.time()))
         with self._arrivals_lock:
             self._arrivals.append(mine)
@@ -94,7 +113,6 @@ class DeliveryQueue:
             if mine.stored is None:  # no other thread wrote it meanwhile: write every row waiting, in order
                 with self._arrivals_lock:
                     batch, self._arrivals = self._arrivals, []
-                self._db.execute("PRAGMA synchronous=FULL")  # the 2xx promises the row is on disk
                 try:
                     self._db.execute("BEGIN IMMEDIATE")
                     for arrival in batch:
@@ -107,8 +125,6 @@ class DeliveryQueue:
                     for arrival in batch:  # none of them is stored: each caller gets the error or retries
                         arrival.stored = None
                     raise
-                finally:
-                    self._db.execute("PRAGMA synchronous=NORMAL")
         if mine.stored is None:
             raise sqlite3.OperationalError("the delivery could not be stored (another arrival's write failed)")
         return mine.stored
@@ -116,25 +132,24 @@ class DeliveryQueue:
     def claim(self) -> Delivery | None:
         """The next delivery whose PR has nothing running, marked running; None when there is none."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                row = self._db.execute(_CLAIM).fetchone()
-                if row is not None:
-                    self._db.execute("UPDATE deliveries SET state = 'running', started = ?, attempts = attempts + 1 "
-                                     "WHERE seq = ?", (time.time(), row[0]))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-        if row is None:
+            rows = self._db.execute(_CLAIM, (time.time(),)).fetchall()  # all: the statement ends, so it commits
+        if not rows:
             return None
-        seq, delivery, event, key, payload, received = row
+        seq, delivery, event, key, payload, received = rows[0]
         return Delivery(seq, delivery, event, key, json.loads(payload), received)
 
     def finish(self, seq: int, error: str | None = None) -> None:
         with self._lock:
             self._db.execute("UPDATE deliveries SET state = ?, finished = ?, error = ? WHERE seq = ?",
                              ("failed" if error else "done", time.time(), error, seq))
+
+    def outcomes(self, since: float) -> list[tuple[str, str, int, float, float]]:
+        """(event, done|failed, how many, seconds from receipt to finish: sum, max) of what finished since."""
+        with self._lock:
+            return self._db.execute(
+                "SELECT event, state, COUNT(*), SUM(finished - received), MAX(finished - received) FROM deliveries "
+                "WHERE state IN ('done', 'failed') AND finished >= ? GROUP BY event, state ORDER BY event, state",
+                (since,)).fetchall()
 
     def counts(self) -> dict[str, int]:
         with self._lock:

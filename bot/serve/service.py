@@ -1,8 +1,7 @@
-"""The serving core: a webhook checked and stored (WSGI app), and workers that hand deliveries to the handler."""
+"""The serving core: a webhook checked and stored (WSGI app); the workers it wakes live in bot/serve/workers.py."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,15 +13,13 @@ from bot.core.events import EventError, parse_event
 from bot.serve import signature
 from bot.serve.logs import JsonLog
 from bot.serve.metrics import Metrics
-from bot.serve.queue import Delivery, DeliveryQueue
+from bot.serve.queue import DeliveryQueue
+from bot.serve.workers import Handler, InProcessWorkers, Workers
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 # The events the Actions-mode handler acts on (bot.control.handle.handle_event); others get 204.
 EVENTS = frozenset({"issue_comment", "pull_request", "pull_request_review", "workflow_run", "merge_group"})
 PARSED = frozenset({"issue_comment", "pull_request", "pull_request_review"})  # checked by parse_event up front
-
-Handler = Callable[[str, Any], Any]  # (event name, payload) -> an Outcome-like object (.failed, .log)
-
 
 def order_key(event: str, payload: dict[str, Any]) -> str:
     """repo#PR for events about one PR (handled in order), repo#merge_group or repo alone otherwise."""
@@ -57,71 +54,36 @@ def check_payload(event: str, body: bytes) -> dict[str, Any]:
 
 
 class Service:
-    """The queue, the workers and the WSGI app of one `recipe-bot serve` process."""
+    """The WSGI app of one `recipe-bot serve` process: it checks and stores deliveries, and wakes the workers."""
 
-    def __init__(self, queue: DeliveryQueue, secret: SecretStr | str, handler: Handler, *, workers: int = 4,
-                 log: JsonLog | None = None, max_body: int = MAX_BODY):
+    def __init__(self, queue: DeliveryQueue, secret: SecretStr | str, workers: Workers, *, log: JsonLog | None = None,
+                 max_body: int = MAX_BODY):
         # a SecretStr shows as '**********' in any repr, log line or traceback; only verify() sees the value
         self.secret = secret if isinstance(secret, SecretStr) else SecretStr(secret)
         if not self.secret.get_secret_value():
             raise ValueError("the webhook secret is empty")
-        self.queue, self.handler = queue, handler
+        self.queue, self.workers = queue, workers
         self.log = log or JsonLog()
         self.metrics = Metrics()
         self.max_body = max_body
-        self.n_workers = workers
-        self._wake = threading.Condition()
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self.started_at = time.time()  # /metrics counts the deliveries handled since
 
-    # -- workers -------------------------------------------------------------------------------
+    @classmethod
+    def in_process(cls, queue: DeliveryQueue, secret: SecretStr | str, handler: Handler, *, workers: int = 4,
+                   log: JsonLog | None = None, max_body: int = MAX_BODY) -> Service:
+        """Deliveries handled by threads of this process, on `queue`'s connection, by a handler passed here."""
+        log = log or JsonLog()
+        return cls(queue, secret, InProcessWorkers(queue, handler, workers, log), log=log, max_body=max_body)
+
     def start(self) -> Service:
-        for i in range(self.n_workers):
-            t = threading.Thread(target=self._work, name=f"recipe-bot-worker-{i}", daemon=True)
-            t.start()
-            self._threads.append(t)
-        self.log("workers started", workers=self.n_workers, queue=str(self.queue.path), **self.queue.counts())
+        self.workers.start()
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
-        self._stop.set()
-        with self._wake:
-            self._wake.notify_all()
-        for t in self._threads:
-            t.join(timeout)
-        self._threads = []
+        self.workers.stop(timeout)
 
     def ready(self) -> bool:
-        return bool(self._threads) and all(t.is_alive() for t in self._threads) and self.queue.ping()
-
-    def _notify(self) -> None:
-        with self._wake:
-            self._wake.notify_all()
-
-    def _work(self) -> None:
-        while not self._stop.is_set():
-            item = self.queue.claim()
-            if item is None:
-                with self._wake:
-                    self._wake.wait(0.5)  # woken by a new delivery or a finished key; the timeout is a safety net
-                continue
-            self._run(item)
-            self._notify()  # this key may have a next delivery waiting
-
-    def _run(self, item: Delivery) -> None:
-        error: str | None = None
-        try:
-            outcome = self.handler(item.event, item.payload)
-            error = getattr(outcome, "failed", None)
-            for line in getattr(outcome, "log", []) or []:
-                self.log("handler", delivery=item.delivery, key=item.key, line=line)
-        except Exception as exc:  # noqa: BLE001 (one delivery's failure must not stop the worker)
-            error = f"{type(exc).__name__}: {exc}"
-        self.queue.finish(item.seq, error)
-        seconds = time.time() - item.received
-        self.metrics.done(item.event, error is None, seconds)
-        self.log("delivery handled" if error is None else "delivery failed", level="info" if error is None else "error",
-                 delivery=item.delivery, event=item.event, key=item.key, seconds=round(seconds, 4), error=error)
+        return self.workers.alive() and self.queue.ping()
 
     # -- HTTP ----------------------------------------------------------------------------------
     def __call__(self, environ: dict[str, Any], start_response: Callable) -> Any:
@@ -136,7 +98,7 @@ class Service:
             ready = self.ready()
             return _json(200 if ready else 503, {"ready": ready, **self.queue.counts()})
         if request.method == "GET" and request.path == "/metrics":
-            return Response(self.metrics.render(self.queue.counts()), 200,
+            return Response(self.metrics.render(self.queue.counts(), self.queue.outcomes(self.started_at)), 200,
                             content_type="text/plain; version=0.0.4; charset=utf-8")
         if request.path in ("/", "/webhook"):
             if request.method != "POST":
@@ -179,7 +141,7 @@ class Service:
         fields["key"] = key
         if not self.queue.put(delivery, event, key, payload):  # on disk before the 2xx
             return answer(200, {"duplicate": True, "delivery": delivery}, "webhook redelivery ignored")
-        self._notify()
+        self.workers.wake()
         return answer(202, {"queued": True, "delivery": delivery}, "webhook queued")
 
 
