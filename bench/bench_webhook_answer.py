@@ -113,6 +113,8 @@ def run_mode(sb: SandboxProcess, workdir: pathlib.Path, handling: bool, rounds: 
     threading.Thread(target=server.run, daemon=True).start()
     if handling:
         svc.start()
+        if hasattr(svc.workers, "wait_ready"):  # serve's worker process: its imports before the first burst
+            assert svc.workers.wait_ready(60), "the worker process did not start"
     at_bench: list[float] = []
     for r in range(rounds):
         payloads = []
