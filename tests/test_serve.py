@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import threading
 import time
 
@@ -220,21 +221,38 @@ def test_a_failing_delivery_is_kept_as_failed_counted_and_the_next_one_still_run
 
 def test_the_answering_connection_leaves_a_live_workers_rows_running_and_the_claiming_one_recovers_them(tmp_path):
     path = tmp_path / "q.sqlite3"
-    worker = DeliveryQueue(path, synchronous="NORMAL")
+    worker = DeliveryQueue(path, role="work")
     worker.put("d-1", "issue_comment", "acme/bench#7", {"n": 1})
     assert worker.claim().delivery == "d-1"
-    answering = DeliveryQueue(path, recover=False)  # serve's HTTP side opens beside a worker at work
+    answering = DeliveryQueue(path, role="answer")  # serve's HTTP side opens beside a worker at work
     assert [r["state"] for r in answering.rows()] == ["running"]
     answering.close()
     worker.close()  # the worker "dies"; the next process that claims turns its row back
-    again = DeliveryQueue(path, synchronous="NORMAL", recover=True)
+    again = DeliveryQueue(path, role="work")
     assert [r["state"] for r in again.rows()] == ["pending"]
     again.close()
 
 
-def test_a_queue_connection_with_an_unknown_durability_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="FULL, NORMAL"):
-        DeliveryQueue(tmp_path / "q.sqlite3", synchronous="OFF")
+def test_a_queue_connection_with_an_unknown_role_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="answer, work, both"):
+        DeliveryQueue(tmp_path / "q.sqlite3", role="reader")
+
+
+def test_a_put_that_meets_the_worker_processs_write_lock_waits_for_it_and_stores_the_delivery(tmp_path):
+    path = tmp_path / "q.sqlite3"
+    answering = DeliveryQueue(path, role="answer")
+    holder = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)  # another process's write transaction, in effect
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, holder.execute, args=("COMMIT",))
+    release.start()
+    started = time.monotonic()
+    assert answering.put("d-1", "issue_comment", "acme/bench#7", {"n": 1}) is True
+    waited = time.monotonic() - started
+    release.join()
+    holder.close()
+    assert waited >= 0.25, "the put did not wait for the lock"  # it waited, rather than failing at once
+    assert [r["delivery"] for r in answering.rows()] == ["d-1"]
+    answering.close()
 
 
 def test_the_worker_process_logs_through_serve_and_stops_when_serve_does(h, svc):

@@ -118,8 +118,8 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
                             path=key_path))
         credentials = Credentials(base_url, app_id=app_id, private_key=SecretStr(private_key), policy=policy)
     try:
-        # the answering connection syncs each delivery before its 2xx; only the one that claims recovers rows
-        store = DeliveryQueue(queue, synchronous="FULL", recover=in_process)
+        # this connection syncs each delivery before its 2xx; only the one that claims recovers rows
+        store = DeliveryQueue(queue, role="both" if in_process else "answer")
     except Exception as exc:  # noqa: BLE001 (sqlite3.Error, OSError: both mean a bad --queue)
         raise _fail(msg("--queue %(queue)s: cannot open the SQLite queue: %(why)s", queue=queue, why=str(exc))) from None
     pool: Workers = (InProcessWorkers(store, handler_for(credentials), workers, log) if in_process

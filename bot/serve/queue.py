@@ -40,7 +40,7 @@ CREATE INDEX IF NOT EXISTS deliveries_state ON deliveries (state, key, seq);
 """
 
 # One statement, so the claim is one step of SQLite's (its write lock held for that step only, not across the
-# GIL hand-overs between several statements of a transaction; the answering process waits for that lock).
+# GIL hand-overs between several statements of a transaction; the answering process's `put` takes that lock too).
 _CLAIM = """
 UPDATE deliveries SET state = 'running', started = ?, attempts = attempts + 1
 WHERE seq = (
@@ -71,32 +71,46 @@ class Delivery:
     received: float
 
 
-BUSY_TIMEOUT_S = 10.0  # another process's write holds the file's lock for a commit at most: wait, do not fail
-SYNCHRONOUS = ("FULL", "NORMAL")
+BUSY_TIMEOUT_S = 10.0  # another process's write holds the file's lock for one commit: wait that long, then fail
+
+
+@dataclasses.dataclass(frozen=True)
+class Role:
+    """How one connection uses the queue: its durability, and whether it claims."""
+
+    synchronous: str  # FULL: a commit is on disk when it returns; NORMAL: it may be lost to a power cut
+    claims: bool  # opening it turns rows left running by a dead worker back into pending
+
+
+ROLES = {
+    "answer": Role("FULL", claims=False),  # serve's HTTP side: only `put`, synced
+    "work": Role("NORMAL", claims=True),  # the worker process: claim and finish
+    "both": Role("FULL", claims=True),  # one process does both (Service.in_process)
+}
 
 
 class DeliveryQueue:
     """One connection to the queue's SQLite file, shared by this process's threads under one lock.
 
-    `synchronous`: FULL for a connection whose `put` answers a webhook, NORMAL for one that only claims and
-    finishes. `recover`: whether this connection claims, so rows left running by a dead worker are pending
-    again (only one process may claim: the answering process of `recipe-bot serve` opens it with False).
+    `role`: "answer" for the process that answers webhooks beside a worker process, "work" for that worker
+    process (the only one that claims), "both" for one process that answers and handles.
     """
 
-    def __init__(self, path: str | Path, *, synchronous: str = "FULL", recover: bool = True):
-        if synchronous not in SYNCHRONOUS:
-            raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
+    def __init__(self, path: str | Path, *, role: str = "both"):
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        self.role = ROLES[role]
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None,
                                    timeout=BUSY_TIMEOUT_S)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={synchronous}")
+        self._db.execute(f"PRAGMA synchronous={self.role.synchronous}")
         self._arrivals: list[_Arrival] = []
         self._arrivals_lock = threading.Lock()
         self._db.executescript(SCHEMA)
-        if recover:
+        if self.role.claims:
             self._db.execute("UPDATE deliveries SET state = 'pending' WHERE state = 'running'")
 
     def journal_mode(self) -> str:
@@ -114,7 +128,12 @@ class DeliveryQueue:
                 with self._arrivals_lock:
                     batch, self._arrivals = self._arrivals, []
                 try:
-                    self._db.execute("BEGIN IMMEDIATE")
+                    self._db.execute("BEGIN IMMEDIATE")  # waits up to BUSY_TIMEOUT_S for a claim's one step
+                except BaseException:
+                    for arrival in batch:
+                        arrival.stored = None
+                    raise
+                try:
                     for arrival in batch:
                         arrival.stored = self._db.execute(
                             "INSERT OR IGNORE INTO deliveries (delivery, event, key, payload, received) "

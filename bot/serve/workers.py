@@ -242,7 +242,7 @@ def run_child(queue_path: str, make_handler: Callable[[], Handler], n: int, wake
             except OSError:  # the parent is gone; the pool still finishes its deliveries
                 pass
 
-    queue = DeliveryQueue(queue_path, synchronous="NORMAL", recover=True)
+    queue = DeliveryQueue(queue_path, role="work")
     pool = WorkerPool(queue, make_handler(), n, log)
     pool.start()
     while True:
