@@ -190,7 +190,10 @@ class WorkerProcess:
         wake_recv.close()  # the child's ends: only the child holds them now, so either side sees the other close
         log_send.close()
         with self._wake_lock:
-            self._wake_send = wake_send
+            if self._stopping.is_set():  # stop() came while this one started: it ends at once
+                wake_send.close()
+            else:
+                self._wake_send = wake_send
 
     def _close_wake(self) -> None:
         with self._wake_lock:
