@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import random
 import socket
 from dataclasses import dataclass
 
@@ -130,7 +131,43 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-def pick_free_port(avoid: set[int] = frozenset()) -> int:
+EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+LINUX_EPHEMERAL_DEFAULT = (32768, 60999)
+LOWEST_PICKED_PORT = 20000  # below it sit the ports services are configured on (8000, 8080, 18431 …)
+
+
+def ephemeral_range(path: str = EPHEMERAL_RANGE_FILE) -> tuple[int, int]:
+    """The ports the OS hands out for a bind to port 0 and for outgoing connections."""
+    try:
+        low, high = (int(part) for part in open(path, encoding="ascii").read().split())
+    except (OSError, ValueError):
+        return LINUX_EPHEMERAL_DEFAULT
+    return low, high
+
+
+def _binds(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_free_port(avoid: set[int] = frozenset(), *, ephemeral: tuple[int, int] | None = None) -> int:
+    """A free port for a server that binds it only once it has started (a minute later on a GPU host).
+
+    It is picked outside the OS's ephemeral range: a port the OS handed out for a bind to 0 and took back
+    could meanwhile be handed to any other process that asks (a sandbox, a client's outgoing connection),
+    which would then answer the runner's readiness checks or hold the server's port. Where the range
+    leaves no room, the OS picks.
+    """
+    low, high = ephemeral or ephemeral_range()
+    outside = [p for p in range(LOWEST_PICKED_PORT, 65536) if not low <= p <= high and p not in avoid]
+    rng = random.Random()
+    for port in rng.sample(outside, min(len(outside), 200)):
+        if _binds(port):
+            return port
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind(("127.0.0.1", 0))
