@@ -145,15 +145,6 @@ def ephemeral_range(path: str = EPHEMERAL_RANGE_FILE) -> tuple[int, int]:
     return low, high
 
 
-def _binds(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def pick_free_port(avoid: set[int] = frozenset(), *, ephemeral: tuple[int, int] | None = None) -> int:
     """A free port for a server that binds it only once it has started (a minute later on a GPU host).
 
@@ -166,7 +157,7 @@ def pick_free_port(avoid: set[int] = frozenset(), *, ephemeral: tuple[int, int] 
     outside = [p for p in range(LOWEST_PICKED_PORT, 65536) if not low <= p <= high and p not in avoid]
     rng = random.Random()
     for port in rng.sample(outside, min(len(outside), 200)):
-        if _binds(port):
+        if port_is_free(port):
             return port
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -22,7 +22,7 @@ from bot.serve.auth import Credentials
 from bot.serve.logs import JsonLog
 from bot.serve.queue import DeliveryQueue
 from bot.serve.service import Service
-from bot.serve.workers import Handler, InProcessWorkers, WorkerProcess, Workers
+from bot.serve.workers import Handler, WorkerProcess
 from bot.core.messages import Message, Refusal, msg
 
 if TYPE_CHECKING:
@@ -122,8 +122,9 @@ def build_service(*, queue: str, secret_env: str, token_env: str | None, app_id_
         store = DeliveryQueue(queue, role="both" if in_process else "answer")
     except Exception as exc:  # noqa: BLE001 (sqlite3.Error, OSError: both mean a bad --queue)
         raise _fail(msg("--queue %(queue)s: cannot open the SQLite queue: %(why)s", queue=queue, why=str(exc))) from None
-    pool: Workers = (InProcessWorkers(store, handler_for(credentials), workers, log) if in_process
-                     else WorkerProcess(queue, functools.partial(handler_for, credentials), workers, log))
+    if in_process:
+        return Service.in_process(store, secret, handler_for(credentials), workers=workers, log=log)
+    pool = WorkerProcess(queue, functools.partial(handler_for, credentials), workers, log)
     return Service(store, secret, pool, log=log)
 
 

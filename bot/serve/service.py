@@ -14,7 +14,7 @@ from bot.serve import signature
 from bot.serve.logs import JsonLog
 from bot.serve.metrics import Metrics
 from bot.serve.queue import DeliveryQueue
-from bot.serve.workers import Handler, InProcessWorkers, Workers
+from bot.serve.workers import Handler, WorkerPool, Workers
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 # The events the Actions-mode handler acts on (bot.control.handle.handle_event); others get 204.
@@ -73,7 +73,7 @@ class Service:
                    log: JsonLog | None = None, max_body: int = MAX_BODY) -> Service:
         """Deliveries handled by threads of this process, on `queue`'s connection, by a handler passed here."""
         log = log or JsonLog()
-        return cls(queue, secret, InProcessWorkers(queue, handler, workers, log), log=log, max_body=max_body)
+        return cls(queue, secret, WorkerPool(queue, handler, workers, log), log=log, max_body=max_body)
 
     def start(self) -> Service:
         self.workers.start()

@@ -7,8 +7,8 @@ GIL; in the process that answers, each of the queue's SQLite calls drops the GIL
 processes share only the queue's file: the answering process inserts on its own connection, the worker
 process claims and finishes on its own, and per-PR order and exactly-once stay the queue's `claim`.
 
-`InProcessWorkers` runs the same pool in the caller's process, for callers that pass a Python handler of
-their own (tests that record what the handler saw).
+A `WorkerPool` on its own runs in the caller's process, for callers that pass a Python handler of their own
+(tests that record what the handler saw).
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class WorkerPool:
         with self._wake:
             self._wake.notify_all()
 
-    def stop(self, timeout: float) -> None:
+    def stop(self, timeout: float = 30.0) -> None:
         """Let each thread finish the delivery it is handling, then end."""
         self._stop.set()
         self.wake()
@@ -94,33 +94,6 @@ class WorkerPool:
         seconds = time.time() - item.received
         self.log("delivery handled" if error is None else "delivery failed", level="info" if error is None else "error",
                  delivery=item.delivery, event=item.event, key=item.key, seconds=round(seconds, 4), error=error)
-
-
-class InProcessWorkers:
-    """The pool in this process, on the caller's queue connection, with a handler the caller passes."""
-
-    def __init__(self, queue: DeliveryQueue, handler: Handler, n: int, log: LogLine):
-        self.pool = WorkerPool(queue, handler, n, log)
-
-    @property
-    def handler(self) -> Handler:
-        return self.pool.handler
-
-    @handler.setter
-    def handler(self, handler: Handler) -> None:
-        self.pool.handler = handler
-
-    def start(self) -> None:
-        self.pool.start()
-
-    def wake(self) -> None:
-        self.pool.wake()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        self.pool.stop(timeout)
-
-    def alive(self) -> bool:
-        return self.pool.alive()
 
 
 class WorkerProcess:
